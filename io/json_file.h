@@ -1,0 +1,30 @@
+// JSON artifacts, written and read through protobuf's JSON mapping: every
+// report has a proto message, so the keys are the fields' proto names
+// (snake_case) and every field is printed, defaults included ("pass": false
+// is written, not left out).
+#ifndef RECEIPT_PARITY_IO_JSON_FILE_H_
+#define RECEIPT_PARITY_IO_JSON_FILE_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "google/protobuf/message.h"
+
+namespace receipt_parity {
+
+// The JSON text of `message` (indented, with a trailing newline).
+std::string ToJson(const google::protobuf::Message& message);
+
+// Writes ToJson(message) atomically (io/atomic_file.h).
+absl::Status WriteJsonFile(const std::string& path,
+                           const google::protobuf::Message& message);
+
+// Parses `path` into `message`. Errors name the path; unknown keys are
+// errors (a renamed key must not be silently dropped).
+absl::Status ReadJsonFile(const std::string& path,
+                          google::protobuf::Message* message);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_IO_JSON_FILE_H_

@@ -1,0 +1,47 @@
+#include "io/json_file.h"
+
+#include <filesystem>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "io/atomic_file.h"
+#include "plugins/test_options.pb.h"
+
+namespace receipt_parity {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(JsonFileTest, PrintsDefaultsWithProtoFieldNames) {
+  testing::OtherOptions message;
+  EXPECT_THAT(ToJson(message), HasSubstr("\"value\": 0"));
+}
+
+TEST(JsonFileTest, RoundTripsThroughAFile) {
+  const std::string path = ::testing::TempDir() + "/round_trip.json";
+  testing::GreeterOptions written;
+  written.set_greeting("hi");
+  ASSERT_TRUE(WriteJsonFile(path, written).ok());
+  testing::GreeterOptions read;
+  ASSERT_TRUE(ReadJsonFile(path, &read).ok());
+  EXPECT_EQ(read.greeting(), "hi");
+}
+
+TEST(JsonFileTest, BadJsonNamesTheFile) {
+  const std::string path = ::testing::TempDir() + "/bad.json";
+  ASSERT_TRUE(WriteFileAtomically(path, "{\"greeting\": 3, ").ok());
+  testing::GreeterOptions read;
+  absl::Status status = ReadJsonFile(path, &read);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr(path));
+}
+
+TEST(JsonFileTest, UnknownKeysAreErrors) {
+  const std::string path = ::testing::TempDir() + "/unknown.json";
+  ASSERT_TRUE(WriteFileAtomically(path, "{\"greting\": \"hi\"}").ok());
+  testing::GreeterOptions read;
+  EXPECT_FALSE(ReadJsonFile(path, &read).ok());
+}
+
+}  // namespace
+}  // namespace receipt_parity

@@ -1,0 +1,27 @@
+"""The one reviewable list of plugins linked into the trainer.
+
+Each entry is "kind/name": the plugin_library target //<package>:<name>
+(see plugins/plugin.bzl) whose _registration target registers <name>.
+To add a built-in plugin: write it with plugin_library() and add it here.
+"""
+
+BUILTIN_PLUGINS = {
+    "sampler_policy/duplicate_pad": "//samplers:duplicate_pad",
+    "sampler_policy/masked_tail": "//samplers:masked_tail",
+    "sampler_policy/drop_tail": "//samplers:drop_tail",
+    "loss_weighting/global_count": "//weighting:global_count",
+    "loss_weighting/rank_mean": "//weighting:rank_mean",
+    "loss_weighting/class_balanced": "//weighting:class_balanced",
+    "reducer/allreduce_sum": "//reducers:allreduce_sum",
+    "reducer/rank_average": "//reducers:rank_average",
+    "metric_dedup/by_receipt_id": "//metrics:by_receipt_id",
+    "metric_dedup/none": "//metrics:none",
+}
+
+def builtin_plugin_registrations():
+    """The alwayslink targets that register every built-in plugin."""
+    return [label + "_registration" for label in BUILTIN_PLUGINS.values()]
+
+def builtin_plugin_names():
+    """"kind/name" of every built-in plugin, for the registration test."""
+    return sorted(BUILTIN_PLUGINS.keys())

@@ -1,0 +1,60 @@
+#include "plugins/plugin_library.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iterator>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "plugins/plugin_registry.h"
+
+namespace receipt_parity {
+namespace {
+
+std::set<std::string> AllRegistered() {
+  std::set<std::string> all;
+  for (const std::string& kind : RegisteredKinds()) {
+    for (const std::string& name : RegisteredNames(kind.c_str())) {
+      all.insert(absl::StrCat(kind, "/", name));
+    }
+  }
+  return all;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> LoadPluginLibrary(
+    const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat("plugin library ", path, ": no such file"));
+  }
+  const std::set<std::string> before = AllRegistered();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (handle == nullptr) {
+    const char* error = dlerror();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "plugin library ", path, ": cannot load: ",
+        error != nullptr ? error : "unknown dlopen error"));
+  }
+  if (absl::Status duplicates = CheckRegistries(); !duplicates.ok()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("plugin library ", path, ": ", duplicates.message()));
+  }
+  const std::set<std::string> after = AllRegistered();
+  std::vector<std::string> added;
+  std::set_difference(after.begin(), after.end(), before.begin(),
+                      before.end(), std::back_inserter(added));
+  if (added.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plugin library ", path,
+        ": registered no plugin (was it loaded already, or does it lack a "
+        "PluginRegistrar?)"));
+  }
+  return added;
+}
+
+}  // namespace receipt_parity

@@ -1,0 +1,46 @@
+// Sampler policy plugins: decide one epoch's global order (see
+// samplers/epoch_plan.h for how it is dealt to ranks and updates).
+//
+// Built-ins: duplicate_pad (torch.utils.data.DistributedSampler,
+// drop_last=False), masked_tail (same order, pad slots valid=false),
+// drop_tail (drop_last=True).
+#ifndef RECEIPT_PARITY_SAMPLERS_SAMPLER_POLICY_H_
+#define RECEIPT_PARITY_SAMPLERS_SAMPLER_POLICY_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "samplers/epoch_plan.h"
+
+namespace receipt_parity {
+
+struct OrderRequest {
+  int64_t num_examples = 0;
+  int world_size = 1;
+  // DistributedSampler's seed; the epoch's generator is seeded seed + epoch
+  // (set_epoch).
+  uint64_t seed = 0;
+  int64_t epoch = 0;
+};
+
+class SamplerPolicy {
+ public:
+  static constexpr char kKind[] = "sampler_policy";
+  virtual ~SamplerPolicy() = default;
+
+  // The epoch's global order. A pure function of the request: the same on
+  // every rank and every call. InvalidArgument for num_examples < 0 or
+  // world_size < 1.
+  virtual absl::StatusOr<GlobalOrder> Order(const OrderRequest& request)
+      const = 0;
+};
+
+// Order() then DealEpochPlan(). local_batch: slots per rank per update.
+absl::StatusOr<EpochPlan> BuildEpochPlan(const SamplerPolicy& policy,
+                                         const OrderRequest& request,
+                                         const std::vector<int>& local_batch);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_SAMPLERS_SAMPLER_POLICY_H_
