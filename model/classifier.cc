@@ -1,0 +1,173 @@
+#include "model/classifier.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/hash.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/utils.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace receipt_parity {
+namespace {
+
+class ConfiguredClassifier : public Classifier {
+ public:
+  ConfiguredClassifier(const ModelConfig& config,
+                       const std::vector<int64_t>& input_shape,
+                       int num_classes)
+      : architecture_(config.architecture()),
+        input_shape_(input_shape),
+        num_classes_(num_classes) {
+    int64_t features = 1;
+    for (int64_t d : input_shape) features *= d;
+    if (architecture_ == "cnn") {
+      int64_t channels = input_shape[0];
+      int64_t side = input_shape[1];
+      for (int i = 0; i < config.conv_channels_size(); ++i) {
+        convs_.push_back(register_module(
+            absl::StrCat("conv", i),
+            torch::nn::Conv2d(torch::nn::Conv2dOptions(
+                                  channels, config.conv_channels(i), 3)
+                                  .padding(1))));
+        channels = config.conv_channels(i);
+        side /= 2;
+      }
+      features = channels * side * side;
+    }
+    if (architecture_ != "linear") {
+      for (int i = 0; i < config.hidden_units_size(); ++i) {
+        hidden_.push_back(register_module(
+            absl::StrCat("fc", i),
+            torch::nn::Linear(features, config.hidden_units(i))));
+        features = config.hidden_units(i);
+        hidden_units_.push_back(config.hidden_units(i));
+      }
+    }
+    out_ = register_module("out", torch::nn::Linear(features, num_classes));
+    for (int i = 0; i < config.conv_channels_size(); ++i) {
+      conv_channels_.push_back(config.conv_channels(i));
+    }
+  }
+
+  at::Tensor forward(const at::Tensor& images) override {
+    at::Tensor x = images;
+    for (auto& conv : convs_) {
+      x = at::max_pool2d(at::relu(conv->forward(x)), {2, 2});
+    }
+    x = x.flatten(1);
+    for (auto& fc : hidden_) x = at::relu(fc->forward(x));
+    return out_->forward(x);
+  }
+
+  std::string Describe() const override {
+    return absl::StrCat(architecture_, "(conv=", absl::StrJoin(conv_channels_, ","),
+                        ";hidden=", absl::StrJoin(hidden_units_, ","),
+                        ";in=", absl::StrJoin(input_shape_, "x"),
+                        ";classes=", num_classes_, ")");
+  }
+
+ private:
+  std::string architecture_;
+  std::vector<int64_t> input_shape_;
+  int num_classes_;
+  std::vector<int> conv_channels_;
+  std::vector<int> hidden_units_;
+  std::vector<torch::nn::Conv2d> convs_;
+  std::vector<torch::nn::Linear> hidden_;
+  torch::nn::Linear out_{nullptr};
+};
+
+absl::Status CheckModelConfig(const ModelConfig& config,
+                              const std::vector<int64_t>& input_shape,
+                              int num_classes) {
+  const std::string& arch = config.architecture();
+  if (arch != "cnn" && arch != "mlp" && arch != "linear") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.architecture: unknown '", arch,
+        "'; known: cnn, mlp, linear"));
+  }
+  if (num_classes < 1) {
+    return absl::InvalidArgumentError("model: needs at least one class");
+  }
+  if (input_shape.empty()) {
+    return absl::InvalidArgumentError("model: empty input shape");
+  }
+  for (int64_t d : input_shape) {
+    if (d < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model: input shape ", absl::StrJoin(input_shape, "x"),
+                       " has a non-positive side"));
+    }
+  }
+  for (int c : config.conv_channels()) {
+    if (c < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model.conv_channels: must be positive, got ", c));
+    }
+  }
+  for (int h : config.hidden_units()) {
+    if (h < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model.hidden_units: must be positive, got ", h));
+    }
+  }
+  if (arch == "cnn") {
+    if (config.conv_channels_size() == 0) {
+      return absl::InvalidArgumentError(
+          "model.conv_channels: a cnn needs at least one conv layer");
+    }
+    const int64_t divisor = int64_t{1} << config.conv_channels_size();
+    if (input_shape.size() != 3 || input_shape[1] != input_shape[2] ||
+        input_shape[1] % divisor != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model.conv_channels: a cnn with ", config.conv_channels_size(),
+          " conv layers needs [C, S, S] inputs with S divisible by ", divisor,
+          ", got ", absl::StrJoin(input_shape, "x")));
+    }
+  } else if (arch == "linear" && config.hidden_units_size() > 0) {
+    return absl::InvalidArgumentError(
+        "model.hidden_units: a linear model has no hidden layers");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<Classifier>> BuildClassifier(
+    const ModelConfig& config, const std::vector<int64_t>& input_shape,
+    int num_classes, uint64_t init_seed) {
+  if (absl::Status s = CheckModelConfig(config, input_shape, num_classes);
+      !s.ok()) {
+    return s;
+  }
+  try {
+    torch::manual_seed(init_seed);
+    return std::shared_ptr<Classifier>(
+        std::make_shared<ConfiguredClassifier>(config, input_shape,
+                                               num_classes));
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("model: LibTorch refused to build it: ", e.what_without_backtrace()));
+  }
+}
+
+std::string ParameterHash(const torch::nn::Module& model) {
+  std::string bytes;
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+    at::Tensor t = item.value().detach().to(at::kFloat).contiguous();
+    absl::StrAppend(&bytes, item.key(), "[", absl::StrJoin(t.sizes(), ","),
+                    "]");
+    bytes.append(static_cast<const char*>(t.data_ptr()),
+                 static_cast<size_t>(t.numel()) * sizeof(float));
+  }
+  return c10::sha1(bytes).str();
+}
+
+std::string ModelRevision(const Classifier& model) {
+  return absl::StrCat(model.Describe(), "@", ParameterHash(model));
+}
+
+}  // namespace receipt_parity

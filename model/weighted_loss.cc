@@ -1,0 +1,52 @@
+#include "model/weighted_loss.h"
+
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace receipt_parity {
+
+absl::StatusOr<WeightedBackwardResult> WeightedBackward(
+    Classifier& model, const at::Tensor& images, const at::Tensor& labels,
+    const std::vector<double>& weights) {
+  const int64_t n = images.size(0);
+  if (labels.dim() != 1 || labels.size(0) != n ||
+      static_cast<int64_t>(weights.size()) != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "weighted backward: ", n, " images, ",
+        labels.dim() == 1 ? labels.size(0) : -1, " labels, ", weights.size(),
+        " weights"));
+  }
+  WeightedBackwardResult result;
+  try {
+    for (at::Tensor& p : model.parameters()) {
+      if (p.grad().defined()) {
+        p.mutable_grad().zero_();
+      } else {
+        p.mutable_grad() = at::zeros_like(p);
+      }
+    }
+    if (n == 0) return result;
+    at::Tensor w = at::tensor(weights, at::kDouble).to(at::kFloat);
+    at::Tensor logits = model.forward(images);
+    at::Tensor per_example = at::cross_entropy_loss(
+        logits, labels, /*weight=*/{}, at::Reduction::None);
+    at::Tensor loss = (per_example * w).sum();
+    loss.backward();
+    result.weighted_loss = loss.item<double>();
+    result.unweighted_loss_sum =
+        (per_example.detach() * (w != 0).to(at::kFloat)).sum().item<double>();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("weighted backward: ",
+                                            e.what_without_backtrace()));
+  }
+  return result;
+}
+
+std::vector<at::Tensor> Gradients(Classifier& model) {
+  std::vector<at::Tensor> grads;
+  for (at::Tensor& p : model.parameters()) grads.push_back(p.mutable_grad());
+  return grads;
+}
+
+}  // namespace receipt_parity

@@ -1,0 +1,40 @@
+// One rank's share of an update: forward, per-example cross-entropy,
+// weighted sum, backward.
+//
+// The weights come from a loss weighting plugin (weighting/), so with
+// `global_count` the loss is sum_i loss_i / |A| where A is the update's
+// accepted examples on ALL ranks.
+#ifndef RECEIPT_PARITY_MODEL_WEIGHTED_LOSS_H_
+#define RECEIPT_PARITY_MODEL_WEIGHTED_LOSS_H_
+
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/statusor.h"
+#include "model/classifier.h"
+
+namespace receipt_parity {
+
+struct WeightedBackwardResult {
+  // sum_i w_i * loss_i (this rank's contribution to the update's loss).
+  double weighted_loss = 0;
+  // sum_i loss_i over slots with non-zero weight, for reporting.
+  double unweighted_loss_sum = 0;
+};
+
+// Sets every parameter's gradient to the gradient of sum_i w_i * loss_i.
+// Afterwards every parameter has a defined gradient (zeros for an empty
+// batch or all-zero weights), as a reducer requires.
+// images: [N, ...]; labels: [N] int64; weights: N values.
+// InvalidArgument if the sizes disagree; LibTorch errors -> Internal.
+absl::StatusOr<WeightedBackwardResult> WeightedBackward(
+    Classifier& model, const at::Tensor& images, const at::Tensor& labels,
+    const std::vector<double>& weights);
+
+// The parameters' gradients in registration order (not copies).
+std::vector<at::Tensor> Gradients(Classifier& model);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_MODEL_WEIGHTED_LOSS_H_
