@@ -17,6 +17,16 @@ TEST(JsonFileTest, PrintsDefaultsWithProtoFieldNames) {
   EXPECT_THAT(ToJson(message), HasSubstr("\"value\": 0"));
 }
 
+TEST(JsonFileTest, MapsPrintSortedByKeySoOutputIsByteStable) {
+  testing::MapHolder a;
+  testing::MapHolder b;
+  for (int i = 0; i < 50; ++i) (*a.mutable_entries())[std::to_string(i)] = i;
+  for (int i = 49; i >= 0; --i) (*b.mutable_entries())[std::to_string(i)] = i;
+  const std::string json = ToJson(a);
+  EXPECT_EQ(json, ToJson(b));
+  EXPECT_LT(json.find("\"10\""), json.find("\"2\""));
+}
+
 TEST(JsonFileTest, RoundTripsThroughAFile) {
   const std::string path = ::testing::TempDir() + "/round_trip.json";
   testing::GreeterOptions written;
