@@ -1,0 +1,32 @@
+// The torchrun conventions: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+// MASTER_PORT. When RANK is set, the binary runs as that one rank (under
+// this project's launcher, `torchrun --no-python`, a scheduler, or by hand
+// on several hosts).
+#ifndef RECEIPT_PARITY_TRAINER_DISTRIBUTED_ENV_H_
+#define RECEIPT_PARITY_TRAINER_DISTRIBUTED_ENV_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace receipt_parity {
+
+struct DistributedEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+};
+
+// nullopt when RANK is unset. InvalidArgument naming the variable when one
+// is set but missing its companions, not a number, or out of range.
+absl::StatusOr<std::optional<DistributedEnv>> DistributedEnvFromEnvironment();
+
+// The environment entries ("RANK=1", ...) that describe `env`.
+std::vector<std::string> ToEnvironmentEntries(const DistributedEnv& env);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_DISTRIBUTED_ENV_H_

@@ -1,0 +1,131 @@
+#include "trainer/launcher.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "trainer/distributed_env.h"
+
+namespace receipt_parity {
+namespace {
+
+pid_t StartWorker(const LaunchOptions& options, int rank) {
+  DistributedEnv env;
+  env.rank = rank;
+  env.world_size = options.world_size;
+  env.local_rank = rank;
+  env.master_addr = options.master_addr;
+  env.master_port = options.master_port;
+  const std::vector<std::string> entries = ToEnvironmentEntries(env);
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  // Child: die with the launcher, then become the worker.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+  for (const std::string& entry : entries) putenv(strdup(entry.c_str()));
+  std::vector<std::string> argv_storage = {"/proc/self/exe"};
+  argv_storage.insert(argv_storage.end(), options.args.begin(),
+                      options.args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv("/proc/self/exe", argv.data());
+  _exit(127);
+}
+
+}  // namespace
+
+std::string DescribeWaitStatus(int wait_status) {
+  if (WIFEXITED(wait_status)) {
+    return absl::StrCat("exited with status ", WEXITSTATUS(wait_status));
+  }
+  if (WIFSIGNALED(wait_status)) {
+    return absl::StrCat("was killed by signal ", WTERMSIG(wait_status), " (",
+                        strsignal(WTERMSIG(wait_status)), ")");
+  }
+  return absl::StrCat("ended with wait status ", wait_status);
+}
+
+absl::Status LaunchLocalWorkers(const LaunchOptions& options,
+                                LaunchResult* result) {
+  result->wait_status.assign(options.world_size, 0);
+  result->failed_rank = -1;
+  std::vector<pid_t> pids(options.world_size, -1);
+  for (int rank = 0; rank < options.world_size; ++rank) {
+    pids[rank] = StartWorker(options, rank);
+    if (pids[rank] < 0) {
+      for (int r = 0; r < rank; ++r) kill(pids[r], SIGKILL);
+      for (int r = 0; r < rank; ++r) waitpid(pids[r], nullptr, 0);
+      return absl::InternalError(
+          absl::StrCat("cannot start rank ", rank, ": ", std::strerror(errno)));
+    }
+  }
+  int running = options.world_size;
+  auto rank_of = [&](pid_t pid) {
+    for (int r = 0; r < options.world_size; ++r) {
+      if (pids[r] == pid) return r;
+    }
+    return -1;
+  };
+  auto stop_others = [&] {
+    for (int r = 0; r < options.world_size; ++r) {
+      if (pids[r] > 0) kill(pids[r], SIGTERM);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + options.grace;
+    while (running > 0 && std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid > 0) {
+        int r = rank_of(pid);
+        if (r >= 0) {
+          result->wait_status[r] = status;
+          pids[r] = -1;
+          --running;
+        }
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+    for (int r = 0; r < options.world_size; ++r) {
+      if (pids[r] > 0) {
+        kill(pids[r], SIGKILL);
+        waitpid(pids[r], &result->wait_status[r], 0);
+        pids[r] = -1;
+        --running;
+      }
+    }
+  };
+  while (running > 0) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    int rank = rank_of(pid);
+    if (rank < 0) continue;
+    result->wait_status[rank] = status;
+    pids[rank] = -1;
+    --running;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      result->failed_rank = rank;
+      LOG(ERROR) << "launcher: rank " << rank << " " << DescribeWaitStatus(status)
+                 << "; stopping the other ranks";
+      stop_others();
+      return absl::AbortedError(absl::StrCat(
+          "rank ", rank, " ", DescribeWaitStatus(status),
+          "; stopped the other ranks"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace receipt_parity

@@ -1,0 +1,47 @@
+// The local launcher (like `torchrun --nproc_per_node=W`): starts W copies
+// of this binary, each with the torchrun environment, and watches them.
+//
+// If a worker exits non-zero or dies by a signal, the launcher stops the
+// others (SIGTERM, then SIGKILL after `grace`) and reports which rank died
+// and how. Workers also die with the launcher (PR_SET_PDEATHSIG), so none
+// is ever left running.
+#ifndef RECEIPT_PARITY_TRAINER_LAUNCHER_H_
+#define RECEIPT_PARITY_TRAINER_LAUNCHER_H_
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace receipt_parity {
+
+struct LaunchOptions {
+  // Arguments after the program name, passed to every worker unchanged.
+  std::vector<std::string> args;
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  std::chrono::seconds grace{5};
+};
+
+struct LaunchResult {
+  // Wait statuses by rank (as from waitpid).
+  std::vector<int> wait_status;
+  // The first rank that failed, or -1.
+  int failed_rank = -1;
+};
+
+// Runs the workers to completion. Returns the result; `status` in the
+// result's sense is: OK when every worker exited 0, otherwise Aborted with
+// e.g. "rank 1 was killed by signal 9 (Killed); stopped the other ranks".
+// A worker that exits with code 3 (parity failed) is reported as such.
+absl::Status LaunchLocalWorkers(const LaunchOptions& options,
+                                LaunchResult* result);
+
+// "exited with status 2" / "was killed by signal 9 (Killed)".
+std::string DescribeWaitStatus(int wait_status);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_LAUNCHER_H_

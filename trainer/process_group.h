@@ -1,0 +1,58 @@
+// Rendezvous and the c10d process group of one rank.
+//
+// Rank 0 hosts a c10d TCPStore at MASTER_ADDR:MASTER_PORT; every rank joins
+// it and builds a Gloo ProcessGroup over it. Nothing here implements a
+// collective: small metadata goes through the store, tensors through the
+// process group.
+//
+// The Gloo transport device: GLOO_SOCKET_IFNAME names the interface (as in
+// PyTorch); otherwise loopback for a loopback MASTER_ADDR, else the address
+// this host uses to reach MASTER_ADDR.
+#ifndef RECEIPT_PARITY_TRAINER_PROCESS_GROUP_H_
+#define RECEIPT_PARITY_TRAINER_PROCESS_GROUP_H_
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "trainer/distributed_env.h"
+
+namespace receipt_parity {
+
+struct ProcessGroupHandle {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+};
+
+// Blocks until every rank has joined or `timeout` passes (then
+// DeadlineExceeded naming the address). The timeout also bounds every later
+// collective and store read.
+absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
+    const DistributedEnv& env, std::chrono::seconds timeout);
+
+// Start-of-run agreement. Every rank publishes `fields` (name, value) and
+// compares every other rank's with its own. On a mismatch EVERY rank gets
+// FailedPrecondition naming the first differing rank and field with both
+// values, e.g. "rank 1 differs in config_fingerprint: 3f2a... != 9c01...".
+absl::Status AgreeOnStart(
+    c10d::Store& store, int rank, int world_size,
+    const std::vector<std::pair<std::string, std::string>>& fields);
+
+// Small byte strings through the store (reports, shard confirmations).
+absl::Status StoreSet(c10d::Store& store, const std::string& key,
+                      const std::string& value);
+// Waits (up to the store's timeout) for `key`.
+absl::StatusOr<std::string> StoreGet(c10d::Store& store, const std::string& key);
+
+// A free TCP port on 127.0.0.1, for a local launcher's MASTER_PORT.
+absl::StatusOr<int> PickFreePort();
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_PROCESS_GROUP_H_

@@ -1,0 +1,32 @@
+// Receipt examples as tensors, and the rows of an update's slots.
+#ifndef RECEIPT_PARITY_TRAINER_RECEIPT_TENSORS_H_
+#define RECEIPT_PARITY_TRAINER_RECEIPT_TENSORS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/types/span.h"
+#include "data/receipt_dataset.h"
+#include "samplers/epoch_plan.h"
+
+namespace receipt_parity {
+
+struct ExampleTensors {
+  at::Tensor images;  // [N, 1, S, S] float
+  at::Tensor labels;  // [N] int64
+};
+
+// REQUIRES: every example has image_size^2 pixels.
+ExampleTensors ToTensors(const std::vector<ReceiptExample>& examples,
+                         int image_size);
+
+// The rows of `slots` (masked slots included: they are computed and weigh
+// zero), in slot order.
+ExampleTensors SelectSlots(const ExampleTensors& all,
+                           absl::Span<const Slot> slots);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_RECEIPT_TENSORS_H_

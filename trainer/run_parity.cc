@@ -1,0 +1,108 @@
+#include "trainer/run_parity.h"
+
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "io/json_file.h"
+#include "parity/tensor_comparison.h"
+#include "trainer/first_step_record.h"
+
+namespace receipt_parity {
+namespace {
+
+std::multiset<std::string> AcceptedIds(const FirstStep& step) {
+  std::multiset<std::string> ids;
+  for (const RankBatch& batch : step.batch()) {
+    for (int i = 0; i < batch.receipt_ids_size(); ++i) {
+      if (batch.valid(i)) ids.insert(batch.receipt_ids(i));
+    }
+  }
+  return ids;
+}
+
+void DescribeFailures(const TensorListComparison& comparison,
+                      const std::string& what, const TrainingConfig& config,
+                      ParityReport* report) {
+  for (const TensorComparison& t : comparison.tensors) {
+    if (t.within_tolerance) continue;
+    report->add_failures(absl::StrFormat(
+        "%s of %s differs by up to %.3g (relative %.3g; tolerance rtol %g, "
+        "atol %g; largest reference value %.3g)",
+        what, t.name, t.max_abs_diff, t.max_rel_diff, config.parity().rtol(),
+        config.parity().atol(), t.max_abs_reference));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
+                                            const std::string& reference_dir,
+                                            const TrainingConfig& config,
+                                            bool ranks_agree) {
+  const std::string path = reference_dir + "/first_step.json";
+  FirstStep reference;
+  if (absl::Status s = ReadJsonFile(path, &reference); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("parity: cannot read the reference: ", s.message()));
+  }
+  const std::vector<std::string> names(run.parameter_order().begin(),
+                                       run.parameter_order().end());
+  ParityReport report;
+  report.set_simulated(false);
+  report.set_note(absl::StrCat(
+      "real run: ", run.world_size(),
+      " worker processes joined by a c10d Gloo process group; rank 0's "
+      "reduced first-update gradient and its parameters after the step, "
+      "against the one-worker reference in ", path));
+  report.set_world_size(run.world_size());
+  for (const RankBatch& batch : run.batch()) {
+    int valid = 0;
+    for (bool v : batch.valid()) valid += v ? 1 : 0;
+    report.add_split(valid);
+  }
+  report.set_weighting(run.loss_weighting());
+  report.set_reducer(run.reducer());
+  report.set_rtol(config.parity().rtol());
+  report.set_atol(config.parity().atol());
+  report.set_accepted_examples(run.accepted_examples());
+  report.set_ranks_agree(ranks_agree);
+
+  for (auto [what, mine, theirs, out] :
+       {std::make_tuple("gradient", &run.gradients(), &reference.gradients(),
+                        report.mutable_gradients()),
+        std::make_tuple("parameter after the step", &run.parameters_after(),
+                        &reference.parameters_after(),
+                        report.mutable_parameters_after_step())}) {
+    absl::StatusOr<NamedTensors> a = LoadNamedTensors(*mine, names);
+    if (!a.ok()) return a.status();
+    absl::StatusOr<NamedTensors> b = LoadNamedTensors(*theirs, names);
+    if (!b.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("parity: ", path, ": ", b.status().message()));
+    }
+    absl::StatusOr<TensorListComparison> comparison = CompareTensors(
+        *a, *b, config.parity().rtol(), config.parity().atol());
+    if (!comparison.ok()) return comparison.status();
+    AppendTensorParity(*comparison, out);
+    report.set_max_abs_diff(std::max(report.max_abs_diff(), comparison->max_abs_diff));
+    report.set_max_rel_diff(std::max(report.max_rel_diff(), comparison->max_rel_diff));
+    if (std::string(what) == "gradient") {
+      report.set_bitwise_equal(comparison->bitwise_equal);
+    }
+    DescribeFailures(*comparison, what, config, &report);
+  }
+  if (AcceptedIds(run) != AcceptedIds(reference)) {
+    report.add_failures(
+        "the first update holds other receipts than the reference's first "
+        "update");
+  }
+  if (!ranks_agree) {
+    report.add_failures("the ranks ended with different parameters");
+  }
+  report.set_pass(report.failures_size() == 0);
+  return report;
+}
+
+}  // namespace receipt_parity

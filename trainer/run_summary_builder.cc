@@ -1,0 +1,116 @@
+#include "trainer/run_summary_builder.h"
+
+#include <algorithm>
+#include <map>
+
+namespace receipt_parity {
+namespace {
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid]
+                                : (values[mid - 1] + values[mid]) / 2;
+}
+
+}  // namespace
+
+RunSummary BuildRunSummary(const RunTotals& totals,
+                           const std::vector<RankReport>& reports) {
+  RunSummary summary;
+  summary.set_world_size(totals.world_size);
+  const int64_t updates = static_cast<int64_t>(totals.accepted_per_update.size());
+  summary.set_updates(static_cast<int32_t>(updates));
+  summary.set_warmup_updates(totals.warmup_updates);
+
+  // The loss curve: the ranks' shares add up to each update's loss.
+  int64_t seen = 0;
+  std::map<int64_t, std::pair<double, int64_t>> epoch_loss;  // sum, count
+  for (int64_t u = 0; u < updates; ++u) {
+    double loss = 0;
+    for (const RankReport& report : reports) loss += report.update_loss(u);
+    seen += totals.accepted_per_update[u];
+    LossPoint* point = summary.add_loss_curve();
+    point->set_update(static_cast<int32_t>(u));
+    point->set_examples_seen(static_cast<int32_t>(seen));
+    point->set_loss(loss);
+    auto& [sum, count] = epoch_loss[totals.epoch_of_update[u]];
+    sum += loss;
+    ++count;
+  }
+  if (updates > 0) summary.set_final_loss(summary.loss_curve(updates - 1).loss());
+
+  // Per rank and epoch, then per epoch.
+  std::map<int64_t, EpochRecord> epochs;
+  for (const RankReport& report : reports) {
+    for (const EpochRankRecord& rec : report.per_rank()) {
+      *summary.add_per_rank() = rec;
+      EpochRecord& e = epochs[rec.epoch()];
+      e.set_epoch(rec.epoch());
+      e.set_accepted_examples(e.accepted_examples() + rec.accepted_examples());
+      e.set_masked_slots(e.masked_slots() + rec.masked_slots());
+      e.set_duplicate_slots(e.duplicate_slots() + rec.duplicate_slots());
+    }
+    *summary.add_timing() = report.timing();
+  }
+  for (auto& [epoch, record] : epochs) {
+    record.set_training_views(static_cast<int32_t>(totals.training_views));
+    record.set_every_view_once(record.accepted_examples() ==
+                                   totals.training_views &&
+                               record.duplicate_slots() == 0);
+    const auto& [sum, count] = epoch_loss[epoch];
+    record.set_mean_loss(count > 0 ? sum / count : 0);
+    *summary.add_epochs() = record;
+  }
+  summary.set_epochs_completed(static_cast<int32_t>(epochs.size()));
+
+  // Throughput: every rank steps in lockstep; the slowest rank's update
+  // time is the update's time.
+  const int warmup = totals.warmup_updates;
+  std::vector<double> update_seconds;
+  std::vector<double> sync_seconds;
+  std::vector<int64_t> examples;
+  for (int64_t u = warmup; u < updates; ++u) {
+    double slowest = 0;
+    double sync = 0;
+    for (const RankReport& report : reports) {
+      const RankTiming& t = report.timing();
+      const int64_t i = u - warmup;
+      if (i < t.update_seconds_size()) {
+        slowest = std::max(slowest, t.update_seconds(i));
+        sync = std::max(sync, t.sync_seconds(i));
+      }
+    }
+    update_seconds.push_back(slowest);
+    sync_seconds.push_back(sync);
+    examples.push_back(totals.accepted_per_update[u]);
+  }
+  std::vector<double> window_rates;
+  const size_t window = std::max(1, totals.window_updates);
+  for (size_t start = 0; start + window <= update_seconds.size();
+       start += window) {
+    double seconds = 0;
+    int64_t count = 0;
+    for (size_t i = start; i < start + window; ++i) {
+      seconds += update_seconds[i];
+      count += examples[i];
+    }
+    if (seconds > 0) window_rates.push_back(count / seconds);
+  }
+  summary.set_examples_per_second(Median(window_rates));
+  double total_update = 0;
+  double total_sync = 0;
+  for (size_t i = 0; i < update_seconds.size(); ++i) {
+    total_update += update_seconds[i];
+    total_sync += sync_seconds[i];
+  }
+  if (!update_seconds.empty()) {
+    summary.set_sync_seconds_per_update(total_sync / update_seconds.size());
+    summary.set_sync_share(total_update > 0 ? total_sync / total_update : 0);
+  }
+  summary.set_parity("not_checked");
+  return summary;
+}
+
+}  // namespace receipt_parity

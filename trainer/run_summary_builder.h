@@ -1,0 +1,30 @@
+// run_summary.json from every rank's RankReport (rank 0 assembles it).
+#ifndef RECEIPT_PARITY_TRAINER_RUN_SUMMARY_BUILDER_H_
+#define RECEIPT_PARITY_TRAINER_RUN_SUMMARY_BUILDER_H_
+
+#include <vector>
+
+#include "trainer/artifacts.pb.h"
+
+namespace receipt_parity {
+
+struct RunTotals {
+  int world_size = 1;
+  int64_t training_views = 0;
+  // Global accepted examples of every update run, in order.
+  std::vector<int64_t> accepted_per_update;
+  // The epoch of every update run, in order.
+  std::vector<int64_t> epoch_of_update;
+  int warmup_updates = 2;
+  // Updates per throughput window (median over windows).
+  int window_updates = 5;
+};
+
+// REQUIRES: reports holds one report per rank, in rank order, each with one
+// update_loss per update run.
+RunSummary BuildRunSummary(const RunTotals& totals,
+                           const std::vector<RankReport>& reports);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_RUN_SUMMARY_BUILDER_H_

@@ -1,0 +1,210 @@
+// bazel run //trainer:train -- --config=configs/NAME.pbtxt --out=DIR
+//
+// world_size 1: trains the one-worker reference into DIR/reference/.
+// world_size W > 1, no RANK in the environment: makes DIR/reference/ first
+//   when it is missing or of another config, then launches W local worker
+//   processes (torchrun conventions) and watches them.
+// RANK set (this launcher, `torchrun --no-python`, a scheduler, another
+//   host): runs as that one rank and writes DIR/ (rank 0).
+//
+// Exit codes: 0 done; 1 a run failed (a rank died, a peer timed out); 2 bad
+// input (flags, config, data); 3 the run finished but first-step parity
+// with the reference failed (see DIR/parity.json).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "io/json_file.h"
+#include "plugins/plugin_registry.h"
+#include "trainer/artifacts.pb.h"
+#include "trainer/config_loader.h"
+#include "trainer/distributed_env.h"
+#include "trainer/launcher.h"
+#include "trainer/process_group.h"
+#include "trainer/training_run.h"
+
+ABSL_FLAG(std::string, config, "", "Training config (text proto), e.g. configs/one_worker.pbtxt.");
+ABSL_FLAG(std::string, out, "", "Output folder; default: the config's run.output_dir.");
+ABSL_FLAG(bool, list_plugins, false, "Print every registered plugin as kind/name and exit.");
+
+namespace receipt_parity {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kExitRunFailed = 1;
+constexpr int kExitBadInput = 2;
+constexpr int kExitParityFailed = 3;
+
+int ExitCodeFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+      return kExitBadInput;
+    default:
+      return kExitRunFailed;
+  }
+}
+
+int Fail(const absl::Status& status) {
+  LOG(ERROR) << status.message();
+  std::cerr << "error: " << status.message() << std::endl;
+  return ExitCodeFor(status);
+}
+
+// DIR/reference holds the one-worker reference of `config`?
+bool ReferenceMatches(const std::string& reference_dir,
+                      const TrainingConfig& config) {
+  RunManifest manifest;
+  if (!fs::exists(reference_dir + "/first_step.json") ||
+      !ReadJsonFile(reference_dir + "/run_manifest.json", &manifest).ok()) {
+    return false;
+  }
+  return manifest.config_fingerprint() ==
+         ConfigFingerprint(ReferenceConfig(config));
+}
+
+absl::Status MakeReference(const LoadedConfig& loaded,
+                           const std::string& reference_dir,
+                           int64_t max_updates) {
+  LoadedConfig reference = loaded;
+  reference.config = ReferenceConfig(loaded.config);
+  if (max_updates > 0) reference.config.mutable_run()->set_max_updates(max_updates);
+  LOG(INFO) << "making the one-worker reference in " << reference_dir;
+  TrainingRunOptions options;
+  options.loaded = &reference;
+  options.artifact_dir = reference_dir;
+  return RunTraining(options).status();
+}
+
+int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
+              const std::string& out) {
+  const TrainingConfig& config = loaded.config;
+  if (env.world_size != config.world_size()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "WORLD_SIZE=", env.world_size, " but ", loaded.locator->Where("world_size"),
+        ": world_size is ", config.world_size())));
+  }
+  const std::string reference_dir = out + "/reference";
+  if (env.rank == 0 && env.world_size > 1 &&
+      !ReferenceMatches(reference_dir, config)) {
+    // Under torchrun nobody made it first: the first update is enough for
+    // parity, and the other ranks wait for rank 0 at rendezvous.
+    if (absl::Status s = MakeReference(loaded, reference_dir, 1); !s.ok()) {
+      return Fail(s);
+    }
+  }
+  absl::StatusOr<ProcessGroupHandle> group = ConnectProcessGroup(
+      env, std::chrono::seconds(config.run().collective_timeout_seconds()));
+  if (!group.ok()) return Fail(group.status());
+  LOG(INFO) << "rank " << env.rank << "/" << env.world_size
+            << ": joined the Gloo process group at " << env.master_addr << ":"
+            << env.master_port;
+  TrainingRunOptions options;
+  options.loaded = &loaded;
+  options.rank = env.rank;
+  options.world_size = env.world_size;
+  options.process_group = &*group;
+  options.artifact_dir = out;
+  options.reference_dir = env.world_size > 1 ? reference_dir : "";
+  absl::StatusOr<TrainingOutcome> outcome = RunTraining(options);
+  if (!outcome.ok()) return Fail(outcome.status());
+  if (outcome->parity_checked && !outcome->parity_pass) {
+    std::cerr << "parity FAILED: the multi-worker first update differs from "
+                 "the one-worker reference; see "
+              << out << "/parity.json" << std::endl;
+    return kExitParityFailed;
+  }
+  return 0;
+}
+
+int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
+           char** argv) {
+  const TrainingConfig& config = loaded.config;
+  const std::string reference_dir = out + "/reference";
+  if (!ReferenceMatches(reference_dir, config)) {
+    if (absl::Status s = MakeReference(loaded, reference_dir, 0); !s.ok()) {
+      return Fail(s);
+    }
+  }
+  absl::StatusOr<int> port = PickFreePort();
+  if (!port.ok()) return Fail(port.status());
+  LaunchOptions options;
+  options.world_size = config.world_size();
+  options.master_addr = "127.0.0.1";
+  options.master_port = *port;
+  for (int i = 1; i < argc; ++i) options.args.push_back(argv[i]);
+  options.args.push_back("--out=" + out);
+  LOG(INFO) << "launching " << options.world_size << " workers (MASTER_ADDR="
+            << options.master_addr << " MASTER_PORT=" << options.master_port << ")";
+  LaunchResult result;
+  absl::Status status = LaunchLocalWorkers(options, &result);
+  if (status.ok()) {
+    std::cout << "results in " << out << "/ (reference in " << reference_dir
+              << "/)" << std::endl;
+    return 0;
+  }
+  if (result.failed_rank == 0 && WIFEXITED(result.wait_status[0]) &&
+      WEXITSTATUS(result.wait_status[0]) == kExitParityFailed) {
+    return kExitParityFailed;
+  }
+  std::cerr << "error: " << status.message() << std::endl;
+  return kExitRunFailed;
+}
+
+int Main(int argc, char** argv) {
+  if (const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY"); cwd != nullptr) {
+    // Under `bazel run`, paths on the command line are the user's.
+    if (chdir(cwd) != 0) PLOG(WARNING) << "cannot change to " << cwd;
+  }
+  if (absl::Status s = CheckRegistries(); !s.ok()) return Fail(s);
+  if (absl::GetFlag(FLAGS_list_plugins)) {
+    for (const std::string& kind : RegisteredKinds()) {
+      for (const std::string& name : RegisteredNames(kind.c_str())) {
+        std::cout << kind << "/" << name << "\n";
+      }
+    }
+    return 0;
+  }
+  const std::string config_path = absl::GetFlag(FLAGS_config);
+  if (config_path.empty()) {
+    return Fail(absl::InvalidArgumentError("--config is required"));
+  }
+  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(config_path);
+  if (!loaded.ok()) return Fail(loaded.status());
+  std::string out = absl::GetFlag(FLAGS_out);
+  if (out.empty()) out = loaded->config.run().output_dir();
+  if (out.empty()) {
+    out = "out/" + fs::path(config_path).stem().string();
+  }
+  absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+  if (!env.ok()) return Fail(env.status());
+  if (env->has_value()) return RunAsRank(*loaded, **env, out);
+  if (loaded->config.world_size() == 1) {
+    if (absl::Status s = MakeReference(*loaded, out + "/reference", 0); !s.ok()) {
+      return Fail(s);
+    }
+    std::cout << "reference in " << out << "/reference/" << std::endl;
+    return 0;
+  }
+  return Launch(*loaded, out, argc, argv);
+}
+
+}  // namespace
+}  // namespace receipt_parity
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Trains the receipt classifier: --config=configs/NAME.pbtxt --out=DIR");
+  absl::ParseCommandLine(argc, argv);
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_logtostderr = true;
+  return receipt_parity::Main(argc, argv);
+}

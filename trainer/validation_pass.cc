@@ -1,0 +1,95 @@
+#include "trainer/validation_pass.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include "absl/strings/str_cat.h"
+#include "data/label_map.h"
+#include "metrics/classification_metrics.h"
+
+namespace receipt_parity {
+namespace {
+
+constexpr int kColumns = 4;  // dataset index, predicted, label, valid
+
+// This rank's rows, padded with invalid rows to `rows`.
+at::Tensor PredictRows(Classifier& model, const ValidationInputs& in,
+                       const std::vector<Slot>& slots, int64_t rows) {
+  at::Tensor out = at::zeros({rows, kColumns}, at::kLong);
+  if (slots.empty()) return out;
+  ExampleTensors batch = SelectSlots(*in.examples, slots);
+  at::Tensor predicted;
+  {
+    torch::NoGradGuard no_grad;
+    predicted = model.forward(batch.images).argmax(1);
+  }
+  auto acc = out.accessor<int64_t, 2>();
+  for (size_t i = 0; i < slots.size(); ++i) {
+    acc[i][0] = slots[i].dataset_index;
+    acc[i][1] = predicted[i].item<int64_t>();
+    acc[i][2] = batch.labels[i].item<int64_t>();
+    acc[i][3] = slots[i].valid ? 1 : 0;
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<ValidationReport> RunValidation(Classifier& model,
+                                               const ValidationInputs& in) {
+  OrderRequest request;
+  request.num_examples = in.examples->labels.size(0);
+  request.world_size = in.world_size;
+  request.seed = in.seed;
+  request.epoch = 0;
+  absl::StatusOr<EpochPlan> plan = BuildEpochPlan(
+      *in.policy, request, std::vector<int>(in.world_size, 1));
+  if (!plan.ok()) return plan.status();
+  int64_t rows = 0;
+  for (int r = 0; r < in.world_size; ++r) {
+    rows = std::max<int64_t>(rows, plan->rank_slots(r).size());
+  }
+  std::vector<at::Tensor> per_rank;
+  try {
+    at::Tensor mine = PredictRows(model, in, plan->rank_slots(in.rank), rows);
+    if (in.group == nullptr) {
+      per_rank.push_back(mine);
+    } else {
+      std::vector<std::vector<at::Tensor>> outputs(1);
+      for (int r = 0; r < in.world_size; ++r) {
+        outputs[0].push_back(at::empty_like(mine));
+      }
+      std::vector<at::Tensor> inputs = {mine};
+      in.group->allgather(outputs, inputs)->wait();
+      per_rank = outputs[0];
+    }
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("validation: gathering predictions failed: ", e.what()));
+  }
+  std::vector<Prediction> gathered;
+  for (int r = 0; r < static_cast<int>(per_rank.size()); ++r) {
+    auto acc = per_rank[r].accessor<int64_t, 2>();
+    for (int64_t slot = 0; slot < per_rank[r].size(0); ++slot) {
+      if (acc[slot][3] == 0) continue;
+      Prediction p;
+      p.receipt_id = (*in.receipt_ids)[acc[slot][0]];
+      p.predicted = static_cast<int>(acc[slot][1]);
+      p.label = static_cast<int>(acc[slot][2]);
+      p.rank = r;
+      p.slot = slot;
+      gathered.push_back(std::move(p));
+    }
+  }
+  absl::StatusOr<DedupResult> dedup = in.dedup->Dedup(gathered);
+  if (!dedup.ok()) {
+    return absl::Status(dedup.status().code(),
+                        absl::StrCat("validation (metric_dedup '",
+                                     in.dedup_name, "'): ",
+                                     dedup.status().message()));
+  }
+  return BuildValidationReport(*dedup, static_cast<int64_t>(gathered.size()),
+                               LabelNames(), in.dedup_name);
+}
+
+}  // namespace receipt_parity
