@@ -1,0 +1,76 @@
+#include "data/grayscale_image.h"
+
+#include "absl/strings/str_cat.h"
+#include "data/test_image_files.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace receipt_parity {
+namespace {
+
+using ::testing::HasSubstr;
+
+void ExpectDecodesTo(const std::string& bytes, int width, int height,
+                     const std::vector<uint8_t>& samples) {
+  absl::StatusOr<GrayImage> image = DecodeGrayscaleImage(bytes);
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_EQ(image->width, width);
+  EXPECT_EQ(image->height, height);
+  ASSERT_EQ(image->pixels.size(), samples.size());
+  for (size_t i = 0; i < samples.size(); ++i) {
+    ASSERT_FLOAT_EQ(image->pixels[i], samples[i] / 255.0f) << i;
+  }
+}
+
+void ExpectError(const std::string& bytes, const std::string& text) {
+  absl::StatusOr<GrayImage> image = DecodeGrayscaleImage(bytes);
+  ASSERT_FALSE(image.ok()) << text;
+  EXPECT_EQ(image.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(image.status().message(), HasSubstr(text));
+}
+
+TEST(GrayscaleImageTest, DecodesPgmBinaryAsciiAndPng) {
+  const std::vector<uint8_t> samples = RampSamples(12, 7, 3);
+  ExpectDecodesTo(EncodePgmP5(12, 7, samples), 12, 7, samples);
+  ExpectDecodesTo(EncodePgmP2(12, 7, samples), 12, 7, samples);
+  ExpectDecodesTo(EncodePng(12, 7, samples), 12, 7, samples);
+}
+
+TEST(GrayscaleImageTest, PgmSixteenBitSamplesAndComments) {
+  // maxval 1000, two big-endian bytes per sample.
+  std::string bytes = "P5 # comment\n2 1\n# another\n1000\n";
+  bytes += std::string("\x03\xE8\x01\xF4", 4);  // 1000, 500
+  absl::StatusOr<GrayImage> image = DecodeGrayscaleImage(bytes);
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_FLOAT_EQ(image->pixels[0], 1.0f);
+  EXPECT_FLOAT_EQ(image->pixels[1], 0.5f);
+}
+
+TEST(GrayscaleImageTest, RejectsCorruptFiles) {
+  const std::vector<uint8_t> samples = RampSamples(8, 8);
+  ExpectError("GIF89a....", "not a PNG or PGM");
+  ExpectError("", "not a PNG or PGM");
+  ExpectError("P6\n8 8\n255\n", "not a PNG or PGM");
+  const std::string p5 = EncodePgmP5(8, 8, samples);
+  ExpectError(p5.substr(0, p5.size() - 5), "truncated pixel data");
+  ExpectError("P5\n8\n", "missing height");
+  ExpectError("P5\n8 x\n255\n", "height must be an integer");
+  ExpectError("P5\n8 8\n70000\n", "maxval must be an integer in [1, 65535]");
+  ExpectError("P5\n0 8\n255\n", "width must be an integer");
+  ExpectError("P2\n2 1\n10\n3 11\n",
+              "sample 2 of 2 must be an integer in [0, 10]");
+  ExpectError("P2\n2 2\n10\n3 1 4\n", "missing sample 4 of 4");
+  std::string p5_over = "P5\n1 1\n10\n";
+  p5_over += '\x0B';
+  ExpectError(p5_over, "above maxval");
+
+  const std::string png = EncodePng(8, 8, samples);
+  ExpectError(png.substr(0, 30), "PNG: ");
+  std::string broken = png;
+  broken[20] ^= 0x5A;  // inside IHDR: its CRC no longer matches
+  ExpectError(broken, "PNG: ");
+  ExpectError(png.substr(0, png.size() - 20), "PNG: ");
+}
+
+}  // namespace
+}  // namespace receipt_parity

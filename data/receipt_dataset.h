@@ -1,0 +1,71 @@
+// The receipt data a training run uses: identities split into train and
+// validation BEFORE augmentation, training identities expanded into views.
+//
+// Source: data.synthetic (data/synthetic_receipts.h) or data.manifest_path
+// (data/receipt_manifest.h). Steps:
+//   1. load the identities (one capture each when synthetic; one per
+//      manifest row when from a manifest);
+//   2. split them by identity (data/identity_split.h, split_seed,
+//      validation_fraction), stratified by class;
+//   3. training identity with c captures and V = views_per_identity
+//      (0 means 1) gets max(c, V) views, grouped by identity in identity
+//      order: view v < c is capture v unchanged (view 0 is the first capture),
+//      view v >= c is AugmentView(capture v % c, ..., view v)
+//      (data/augmentation.h). Synthetic identities have c = 1, so they get
+//      exactly V views; a manifest identity keeps all its captures and is
+//      augmented only when V exceeds its capture count.
+//   4. a validation identity contributes its first capture, unchanged.
+// The same DataConfig gives byte-identical pixels; nothing depends on time,
+// threads or the standard library's distributions.
+// Thread safety: pure functions (LoadReceipts reads files for a manifest).
+#ifndef RECEIPT_PARITY_DATA_RECEIPT_DATASET_H_
+#define RECEIPT_PARITY_DATA_RECEIPT_DATASET_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "trainer/config.pb.h"
+
+namespace receipt_parity {
+
+inline constexpr int kDefaultImageSize = 32;
+inline constexpr int kMaxViewsPerIdentity = 1000;
+
+struct ReceiptExample {
+  std::string receipt_id;     // identity; several training views share it
+  int label = 0;              // an id of data/label_map.h
+  int view = 0;               // 0 = the first capture itself; see step 3
+  std::vector<float> pixels;  // image_size * image_size, row-major, in [0, 1]
+};
+
+struct ReceiptSplit {
+  int image_size = 0;
+  // Training identities x their views, grouped by identity (see step 3).
+  std::vector<ReceiptExample> train;
+  // One capture (view 0, no augmentation) per validation identity.
+  std::vector<ReceiptExample> validation;
+  // Per label id (kNumLabels entries), over `train`.
+  std::vector<int64_t> train_class_counts;
+};
+
+// The image size `config` asks for: image_size, or kDefaultImageSize when 0.
+int ResolvedImageSize(const DataConfig& config);
+
+// Checks the fields of `config` without reading any file. Errors
+// (InvalidArgument) name the field, e.g.
+// "data.validation_fraction: must be in [0, 1), got 1.5". Checked: the source
+// is set; manifest_path is not empty; data.synthetic's fields;
+// views_per_identity in [0, kMaxViewsPerIdentity]; validation_fraction in
+// [0, 1); image_size 0 or in [kMinImageSize, kMaxImageSize].
+absl::Status ValidateDataConfig(const DataConfig& config);
+
+// Loads, splits and augments as described above. Errors: those of
+// ValidateDataConfig, GenerateSyntheticReceipts and LoadReceiptManifest.
+absl::StatusOr<ReceiptSplit> LoadReceipts(const DataConfig& config);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_DATA_RECEIPT_DATASET_H_

@@ -1,0 +1,145 @@
+#include "data/receipt_manifest.h"
+
+#include <filesystem>
+#include <map>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "data/grayscale_image.h"
+#include "data/label_map.h"
+#include "glog/logging.h"
+#include "io/atomic_file.h"
+
+namespace receipt_parity {
+namespace {
+
+namespace fs = std::filesystem;
+
+class LineErrors {
+ public:
+  explicit LineErrors(const std::string& manifest) : manifest_(manifest) {}
+  absl::Status operator()(int line, absl::string_view message) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat(manifest_, ":", line, ": ", message));
+  }
+
+ private:
+  const std::string& manifest_;
+};
+
+// Where a receipt_id was first seen, and with which label.
+struct FirstSeen {
+  int identity = 0;
+  int line = 0;
+  int label = 0;
+};
+
+absl::StatusOr<GrayPixels> LoadCapture(const fs::path& file, int image_size,
+                                       int line, const LineErrors& error) {
+  absl::StatusOr<std::string> bytes = ReadFileToString(file.string());
+  if (absl::IsNotFound(bytes.status())) {
+    return error(line, absl::StrCat("image file not found: ", file.string()));
+  }
+  if (!bytes.ok()) {
+    return error(line, absl::StrCat("cannot read image ", file.string(), ": ",
+                                    bytes.status().message()));
+  }
+  absl::StatusOr<GrayImage> image = DecodeGrayscaleImage(*bytes);
+  if (!image.ok()) {
+    return error(line, absl::StrCat("unreadable image ", file.string(), ": ",
+                                    image.status().message()));
+  }
+  if (image->width != image_size || image->height != image_size) {
+    return error(
+        line, absl::StrCat("image ", file.string(), " is ", image->width, "x",
+                           image->height, ", expected ", image_size, "x",
+                           image_size, " (data.image_size)"));
+  }
+  return std::move(image->pixels);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ReceiptIdentity>> LoadReceiptManifest(
+    const std::string& manifest_path, int image_size) {
+  CHECK_GT(image_size, 0);
+  absl::StatusOr<std::string> text = ReadFileToString(manifest_path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("cannot read receipt manifest: ",
+                                     text.status().message()));
+  }
+  const LineErrors error(manifest_path);
+  absl::string_view contents = *text;
+  absl::ConsumePrefix(&contents, "\xEF\xBB\xBF");
+  const std::vector<absl::string_view> lines = absl::StrSplit(contents, '\n');
+  const absl::string_view header =
+      absl::StripAsciiWhitespace(lines.empty() ? "" : lines[0]);
+  if (header != kManifestHeader) {
+    return error(1, absl::StrCat("missing header: expected \"", kManifestHeader,
+                                 "\", got \"", header, "\""));
+  }
+
+  const fs::path folder = fs::path(manifest_path).parent_path();
+  std::vector<ReceiptIdentity> identities;
+  absl::flat_hash_map<std::string, FirstSeen> by_id;
+  // (receipt_id, normalised image path) -> line of its first row.
+  std::map<std::pair<std::string, std::string>, int> rows;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const int line = static_cast<int>(i) + 1;
+    if (absl::StripAsciiWhitespace(lines[i]).empty()) continue;
+    std::vector<absl::string_view> fields = absl::StrSplit(lines[i], ',');
+    if (fields.size() != 3) {
+      return error(line, absl::StrCat("expected 3 columns (", kManifestHeader,
+                                      "), got ", fields.size()));
+    }
+    constexpr const char* kColumns[] = {"receipt_id", "image", "label"};
+    for (int c = 0; c < 3; ++c) {
+      fields[c] = absl::StripAsciiWhitespace(fields[c]);
+      if (fields[c].empty()) {
+        return error(line, absl::StrCat("empty ", kColumns[c], " field"));
+      }
+    }
+    const std::string receipt_id(fields[0]);
+    absl::StatusOr<int> label = LabelId(fields[2]);
+    if (!label.ok()) return error(line, label.status().message());
+
+    const fs::path file = (folder / std::string(fields[1])).lexically_normal();
+    const auto [row, new_row] =
+        rows.emplace(std::make_pair(receipt_id, file.string()), line);
+    if (!new_row) {
+      return error(line, absl::StrCat("duplicate row: receipt_id \"",
+                                      receipt_id, "\" with image \"", fields[1],
+                                      "\" already on line ", row->second));
+    }
+    const auto [seen, new_id] = by_id.emplace(
+        receipt_id,
+        FirstSeen{static_cast<int>(identities.size()), line, *label});
+    if (!new_id && seen->second.label != *label) {
+      return error(
+          line, absl::StrCat("conflicting labels for receipt_id \"", receipt_id,
+                             "\": \"", fields[2], "\" here, \"",
+                             LabelNames()[seen->second.label], "\" on line ",
+                             seen->second.line));
+    }
+
+    absl::StatusOr<GrayPixels> pixels =
+        LoadCapture(file, image_size, line, error);
+    if (!pixels.ok()) return pixels.status();
+    if (new_id) {
+      identities.push_back(ReceiptIdentity{receipt_id, *label, {}});
+    }
+    identities[seen->second.identity].captures.push_back(*std::move(pixels));
+  }
+  if (identities.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(manifest_path, ": no rows after the header"));
+  }
+  return identities;
+}
+
+}  // namespace receipt_parity

@@ -1,0 +1,131 @@
+#include "data/receipt_manifest.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "data/test_image_files.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace receipt_parity {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr int kSize = 8;
+
+// A folder with images a.pgm (P5), b.png, c.pgm (P2), sub/d.png, big.pgm
+// (9x9), corrupt.png and notes.txt, and a manifest with `body` after the
+// header (or exactly `body` when `with_header` is false).
+std::string WriteManifest(const std::string& name, const std::string& body,
+                          bool with_header = true) {
+  const std::string dir = MakeTestDir(name);
+  WriteTestFile(dir, "a.pgm",
+                EncodePgmP5(kSize, kSize, RampSamples(kSize, kSize, 1)));
+  WriteTestFile(dir, "b.png",
+                EncodePng(kSize, kSize, RampSamples(kSize, kSize, 2)));
+  WriteTestFile(dir, "c.pgm",
+                EncodePgmP2(kSize, kSize, RampSamples(kSize, kSize, 3)));
+  WriteTestFile(dir, "sub/d.png",
+                EncodePng(kSize, kSize, RampSamples(kSize, kSize, 4)));
+  WriteTestFile(dir, "big.pgm", EncodePgmP5(9, 9, RampSamples(9, 9)));
+  WriteTestFile(
+      dir, "corrupt.png",
+      EncodePng(kSize, kSize, RampSamples(kSize, kSize)).substr(0, 40));
+  WriteTestFile(dir, "notes.txt", "not an image");
+  return WriteTestFile(
+      dir, "manifest.csv",
+      with_header ? absl::StrCat("receipt_id,image,label\n", body) : body);
+}
+
+TEST(ReceiptManifestTest, LoadsIdentitiesWithAllTheirCaptures) {
+  const std::string path = WriteManifest("good",
+                                         "r1,a.pgm,ok\r\n"
+                                         " r2 , b.png , faded \n"
+                                         "\n"
+                                         "r1,sub/d.png,ok\n"
+                                         "r3,c.pgm,cropped\n"
+                                         "r1,./c.pgm,ok\n");
+  absl::StatusOr<std::vector<ReceiptIdentity>> identities =
+      LoadReceiptManifest(path, kSize);
+  ASSERT_TRUE(identities.ok()) << identities.status();
+  ASSERT_EQ(identities->size(), 3u);
+  const ReceiptIdentity& r1 = (*identities)[0];
+  EXPECT_EQ(r1.receipt_id, "r1");
+  EXPECT_EQ(r1.label, 0);
+  ASSERT_EQ(r1.captures.size(), 3u);
+  EXPECT_FLOAT_EQ(r1.captures[0][1], RampSamples(kSize, kSize, 1)[1] / 255.0f);
+  EXPECT_FLOAT_EQ(r1.captures[1][1], RampSamples(kSize, kSize, 4)[1] / 255.0f);
+  EXPECT_FLOAT_EQ(r1.captures[2][1], RampSamples(kSize, kSize, 3)[1] / 255.0f);
+  EXPECT_EQ((*identities)[1].receipt_id, "r2");
+  EXPECT_EQ((*identities)[1].label, 2);
+  EXPECT_EQ((*identities)[1].captures.size(), 1u);
+  EXPECT_EQ((*identities)[2].label, 3);
+}
+
+struct BadCase {
+  const char* name;
+  std::string body;
+  int line;
+  const char* message;
+  bool with_header = true;
+};
+
+TEST(ReceiptManifestTest, EachBadInputNamesTheManifestLine) {
+  const BadCase cases[] = {
+      {"no_header", "r1,a.pgm,ok\n", 1, "missing header", false},
+      {"wrong_header", "id,image,label\nr1,a.pgm,ok\n", 1, "missing header",
+       false},
+      {"empty_file", "", 1, "missing header", false},
+      {"two_columns", "r1,a.pgm,ok\nr2,b.png\n", 3,
+       "expected 3 columns (receipt_id,image,label), got 2"},
+      {"four_columns", "r1,a.pgm,ok,extra\n", 2, "expected 3 columns"},
+      {"empty_id", "r1,a.pgm,ok\n ,b.png,ok\n", 3, "empty receipt_id field"},
+      {"empty_image", "r1,,ok\n", 2, "empty image field"},
+      {"empty_label", "r1,a.pgm,\n", 2, "empty label field"},
+      {"duplicate_row", "r1,a.pgm,ok\nr2,b.png,ok\nr1,./a.pgm,ok\n", 4,
+       "duplicate row: receipt_id \"r1\" with image \"./a.pgm\" already on "
+       "line 2"},
+      {"unknown_label", "r1,a.pgm,smudged\n", 2,
+       "unknown label \"smudged\"; valid labels: ok, blurred, faded, cropped"},
+      {"missing_file", "r1,a.pgm,ok\nr2,gone.pgm,ok\n", 3,
+       "image file not found: "},
+      {"corrupt_png", "r1,corrupt.png,ok\n", 2, "unreadable image "},
+      {"not_an_image", "r1,notes.txt,ok\n", 2, "not a PNG or PGM"},
+      {"folder_as_image", "r1,sub,ok\n", 2, "image "},
+      {"wrong_size", "r1,a.pgm,ok\nr2,big.pgm,ok\n", 3,
+       "is 9x9, expected 8x8 (data.image_size)"},
+      {"conflicting_labels", "r1,a.pgm,ok\nr2,b.png,ok\nr1,c.pgm,blurred\n", 4,
+       "conflicting labels for receipt_id \"r1\": \"blurred\" here, \"ok\" on "
+       "line 2"},
+  };
+  for (const BadCase& c : cases) {
+    const std::string path = WriteManifest(c.name, c.body, c.with_header);
+    absl::StatusOr<std::vector<ReceiptIdentity>> identities =
+        LoadReceiptManifest(path, kSize);
+    ASSERT_FALSE(identities.ok()) << c.name;
+    EXPECT_THAT(std::string(identities.status().message()),
+                StartsWith(absl::StrCat(path, ":", c.line, ": ")))
+        << c.name;
+    EXPECT_THAT(identities.status().message(), HasSubstr(c.message)) << c.name;
+  }
+}
+
+TEST(ReceiptManifestTest, MissingOrEmptyManifestNamesIt) {
+  const std::string empty = WriteManifest("header_only", "\n\n");
+  absl::StatusOr<std::vector<ReceiptIdentity>> got =
+      LoadReceiptManifest(empty, kSize);
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(got.status().message(),
+              HasSubstr(absl::StrCat(empty, ": no rows after the header")));
+
+  const std::string missing = MakeTestDir("no_manifest") + "/manifest.csv";
+  got = LoadReceiptManifest(missing, kSize);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(got.status().message(), HasSubstr(missing));
+}
+
+}  // namespace
+}  // namespace receipt_parity
