@@ -34,7 +34,12 @@ absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
   try {
     c10d::TCPStoreOptions options;
     options.port = static_cast<uint16_t>(env.master_port);
-    options.isServer = env.rank == 0;
+    // Under torchrun the elastic agent already hosts the store (as
+    // PyTorch's env:// rendezvous honours too).
+    const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+    const bool agent_hosts_store =
+        agent_store != nullptr && std::string(agent_store) == "True";
+    options.isServer = env.rank == 0 && !agent_hosts_store;
     options.numWorkers = env.world_size;
     options.waitWorkers = true;
     options.timeout = timeout;

@@ -1,7 +1,8 @@
 // Rendezvous and the c10d process group of one rank.
 //
-// Rank 0 hosts a c10d TCPStore at MASTER_ADDR:MASTER_PORT; every rank joins
-// it and builds a Gloo ProcessGroup over it. Nothing here implements a
+// Rank 0 hosts a c10d TCPStore at MASTER_ADDR:MASTER_PORT (unless
+// TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent hosts it); every rank
+// joins it and builds a Gloo ProcessGroup over it. Nothing here implements a
 // collective: small metadata goes through the store, tensors through the
 // process group.
 //

@@ -32,6 +32,9 @@
 
 ABSL_FLAG(std::string, config, "", "Training config (text proto), e.g. configs/one_worker.pbtxt.");
 ABSL_FLAG(std::string, out, "", "Output folder; default: the config's run.output_dir.");
+ABSL_FLAG(bool, validate_only, false,
+          "Check the config, data, plugins and model, print the fingerprint, "
+          "write nothing.");
 ABSL_FLAG(bool, list_plugins, false, "Print every registered plugin as kind/name and exit.");
 
 namespace receipt_parity {
@@ -179,6 +182,12 @@ int Main(int argc, char** argv) {
   }
   absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(config_path);
   if (!loaded.ok()) return Fail(loaded.status());
+  if (absl::GetFlag(FLAGS_validate_only)) {
+    if (absl::Status s = CheckRunnable(*loaded); !s.ok()) return Fail(s);
+    std::cout << config_path << ": OK, fingerprint "
+              << ConfigFingerprint(loaded->config) << std::endl;
+    return 0;
+  }
   std::string out = absl::GetFlag(FLAGS_out);
   if (out.empty()) out = loaded->config.run().output_dir();
   if (out.empty()) {

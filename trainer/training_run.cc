@@ -153,6 +153,19 @@ absl::StatusOr<std::vector<RankReport>> CollectReports(
 
 }  // namespace
 
+absl::Status CheckRunnable(const LoadedConfig& loaded) {
+  const TrainingConfig& config = loaded.config;
+  absl::StatusOr<ReceiptSplit> data = LoadReceipts(config.data());
+  if (!data.ok()) return loaded.locator->Locate(data.status());
+  absl::StatusOr<Plugins> plugins = CreatePlugins(loaded);
+  if (!plugins.ok()) return plugins.status();
+  absl::StatusOr<std::shared_ptr<Classifier>> model = BuildClassifier(
+      config.model(), {1, data->image_size, data->image_size}, kNumLabels,
+      config.seeds().model_init());
+  if (!model.ok()) return loaded.locator->Locate(model.status());
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   const LoadedConfig& loaded = *options.loaded;
   const TrainingConfig& config = loaded.config;

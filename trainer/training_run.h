@@ -43,6 +43,10 @@ struct TrainingOutcome {
   int64_t updates = 0;
 };
 
+// Everything a run needs before its first update: the data loads, the
+// plugins exist and accept their options, the model builds. Writes nothing.
+absl::Status CheckRunnable(const LoadedConfig& loaded);
+
 // Errors name what failed (config field, data file, plugin, rank, peer).
 absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options);
 
