@@ -1,0 +1,233 @@
+#include "samplers/audit.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace receipt_parity {
+namespace {
+
+// Items shown in a summary line before "and N more".
+constexpr int kSummaryItems = 5;
+
+std::string Hex(uint64_t value) { return absl::StrCat(absl::Hex(value)); }
+
+RankAudit AuditRank(const EpochPlan& plan, int rank,
+                    const std::vector<std::string>& receipt_ids) {
+  RankAudit out;
+  out.set_rank(rank);
+  std::set<std::string> seen;
+  for (const Slot& slot : plan.rank_slots(rank)) {
+    out.add_indices(static_cast<int32_t>(slot.dataset_index));
+    out.add_receipt_ids(receipt_ids[slot.dataset_index]);
+    out.add_valid(slot.valid);
+    if (slot.valid) seen.insert(receipt_ids[slot.dataset_index]);
+  }
+  out.set_num_slots(out.indices_size());
+  out.set_valid_slots(static_cast<int32_t>(
+      std::count(out.valid().begin(), out.valid().end(), true)));
+  out.set_unique_ids(static_cast<int32_t>(seen.size()));
+  return out;
+}
+
+// Fills everything of `epoch` that follows from the ranks' slot lists.
+void AuditSlots(const EpochPlan& plan,
+                const std::vector<std::string>& receipt_ids,
+                EpochAudit* epoch) {
+  std::map<int32_t, std::vector<SlotRef>> valid_slots_by_index;
+  std::set<std::string> seen;
+  for (int r = 0; r < plan.world_size(); ++r) {
+    RankAudit* rank = epoch->add_ranks();
+    *rank = AuditRank(plan, r, receipt_ids);
+    for (int s = 0; s < rank->num_slots(); ++s) {
+      SlotRef ref;
+      ref.set_rank(r);
+      ref.set_slot(s);
+      if (!rank->valid(s)) {
+        *epoch->add_masked_slots() = ref;
+        continue;
+      }
+      valid_slots_by_index[rank->indices(s)].push_back(ref);
+      seen.insert(rank->receipt_ids(s));
+    }
+    epoch->set_num_slots(epoch->num_slots() + rank->num_slots());
+    epoch->set_valid_slots(epoch->valid_slots() + rank->valid_slots());
+  }
+  for (const auto& [index, slots] : valid_slots_by_index) {
+    if (slots.size() < 2) continue;
+    DuplicatedId* duplicate = epoch->add_duplicated_ids();
+    duplicate->set_dataset_index(index);
+    duplicate->set_receipt_id(receipt_ids[index]);
+    duplicate->set_count(static_cast<int32_t>(slots.size()));
+    for (const SlotRef& ref : slots) *duplicate->add_slots() = ref;
+  }
+  epoch->set_unique_ids(static_cast<int32_t>(seen.size()));
+  std::set<std::string> listed;
+  for (const std::string& id : receipt_ids) {
+    if (seen.count(id) == 0 && listed.insert(id).second) {
+      epoch->add_never_seen(id);
+    }
+  }
+  for (int64_t index : plan.dropped()) {
+    epoch->add_dropped_indices(static_cast<int32_t>(index));
+    epoch->add_dropped_ids(receipt_ids[index]);
+  }
+  epoch->set_num_updates(static_cast<int32_t>(plan.num_updates()));
+  for (int64_t u = 0; u < plan.num_updates(); ++u) {
+    epoch->add_global_accepted_per_update(
+        static_cast<int32_t>(plan.GlobalAcceptedCount(u)));
+  }
+}
+
+// Every epoch's order differs from every other epoch's.
+bool EpochOrdersDiffer(const SamplerAudit& audit) {
+  if (audit.epochs_size() < 2) return false;
+  std::set<std::vector<std::vector<int32_t>>> orders;
+  for (const EpochAudit& epoch : audit.epochs()) {
+    std::vector<std::vector<int32_t>> order;
+    for (const RankAudit& rank : epoch.ranks()) {
+      order.emplace_back(rank.indices().begin(), rank.indices().end());
+    }
+    if (!orders.insert(std::move(order)).second) return false;
+  }
+  return true;
+}
+
+std::string SlotText(const SlotRef& ref) {
+  return absl::StrCat("rank ", ref.rank(), " slot ", ref.slot());
+}
+
+// "a", "a and b", "a, b and c", "a, b, c, d, e and 3 more".
+std::string JoinAnd(const std::vector<std::string>& items) {
+  if (items.size() <= 1) return items.empty() ? "" : items[0];
+  if (items.size() > kSummaryItems) {
+    std::vector<std::string> head(items.begin(), items.begin() + kSummaryItems);
+    return absl::StrCat(absl::StrJoin(head, ", "), " and ",
+                        items.size() - kSummaryItems, " more");
+  }
+  std::vector<std::string> head(items.begin(), items.end() - 1);
+  return absl::StrCat(absl::StrJoin(head, ", "), " and ", items.back());
+}
+
+std::string EpochSummary(const EpochAudit& epoch, int num_ids) {
+  std::vector<std::string> parts;
+  std::vector<std::string> duplicates;
+  for (const DuplicatedId& duplicate : epoch.duplicated_ids()) {
+    std::vector<std::string> where;
+    for (const SlotRef& ref : duplicate.slots()) where.push_back(SlotText(ref));
+    duplicates.push_back(absl::StrCat(
+        "id ", duplicate.receipt_id(), " ",
+        duplicate.count() == 2 ? "twice"
+                               : absl::StrCat(duplicate.count(), " times"),
+        " (", absl::StrJoin(where, ", "), ")"));
+  }
+  if (!duplicates.empty()) parts.push_back(JoinAnd(duplicates));
+  if (epoch.masked_slots_size() > 0) {
+    std::vector<std::string> where;
+    for (const SlotRef& ref : epoch.masked_slots()) {
+      where.push_back(SlotText(ref));
+    }
+    parts.push_back(absl::StrCat(epoch.masked_slots_size(), " masked slot",
+                                 epoch.masked_slots_size() == 1 ? "" : "s",
+                                 " (", JoinAnd(where), ")",
+                                 duplicates.empty() ? ", no id twice" : ""));
+  }
+  if (epoch.dropped_ids_size() > 0) {
+    std::vector<std::string> dropped(epoch.dropped_ids().begin(),
+                                     epoch.dropped_ids().end());
+    parts.push_back(absl::StrCat(dropped.size() == 1 ? "id " : "ids ",
+                                 JoinAnd(dropped), " dropped"));
+  }
+  if (parts.empty()) parts.push_back("every id once");
+  return absl::StrCat("epoch ", epoch.epoch(), ": ", epoch.num_slots(),
+                      " slots for ", num_ids,
+                      " ids: ", absl::StrJoin(parts, "; "));
+}
+
+}  // namespace
+
+absl::StatusOr<SamplerAudit> AuditSampler(
+    const SamplerPolicy& policy, const std::string& policy_name,
+    const std::vector<std::string>& receipt_ids, int world_size, uint64_t seed,
+    int epochs, const std::vector<int>& local_batch_sizes) {
+  if (world_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("world_size is ", world_size, "; it must be >= 1"));
+  }
+  if (epochs < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("epochs is ", epochs, "; it must be >= 1"));
+  }
+  if (receipt_ids.size() >
+      static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        receipt_ids.size(), " examples; the audit handles at most 2^31-1"));
+  }
+  SamplerAudit audit;
+  audit.set_num_ids(static_cast<int32_t>(receipt_ids.size()));
+  audit.set_world_size(world_size);
+  audit.set_seed(static_cast<double>(seed));
+  audit.set_seed_exact(seed);
+  audit.set_policy(policy_name);
+  for (int batch : local_batch_sizes) audit.add_local_batch_sizes(batch);
+
+  for (int e = 0; e < epochs; ++e) {
+    OrderRequest request;
+    request.num_examples = static_cast<int64_t>(receipt_ids.size());
+    request.world_size = world_size;
+    request.seed = seed;
+    request.epoch = e;
+    EpochAudit* epoch = audit.add_epochs();
+    epoch->set_epoch(e);
+    // Every rank builds the plan on its own; rank 0's is the one shown.
+    std::vector<uint64_t> fingerprints;
+    absl::StatusOr<EpochPlan> plan;
+    for (int r = 0; r < world_size; ++r) {
+      absl::StatusOr<EpochPlan> rank_plan =
+          BuildEpochPlan(policy, request, local_batch_sizes);
+      if (!rank_plan.ok()) {
+        return absl::Status(
+            rank_plan.status().code(),
+            absl::StrCat("epoch ", e, ": ", rank_plan.status().message()));
+      }
+      fingerprints.push_back(rank_plan->Fingerprint());
+      if (r == 0) plan = std::move(rank_plan);
+    }
+    AuditSlots(*plan, receipt_ids, epoch);
+    for (int r = 0; r < world_size; ++r) {
+      epoch->mutable_ranks(r)->set_plan_fingerprint(Hex(fingerprints[r]));
+    }
+    epoch->set_ranks_agree(
+        std::set<uint64_t>(fingerprints.begin(), fingerprints.end()).size() ==
+        1);
+  }
+  audit.set_epoch_orders_differ(EpochOrdersDiffer(audit));
+  return audit;
+}
+
+std::string AuditSummary(const SamplerAudit& audit) {
+  std::string summary;
+  bool agree = true;
+  for (const EpochAudit& epoch : audit.epochs()) {
+    absl::StrAppend(&summary, EpochSummary(epoch, audit.num_ids()), "\n");
+    agree = agree && epoch.ranks_agree();
+  }
+  absl::StrAppend(&summary, "ranks agree on every plan: ", agree ? "yes" : "NO",
+                  "; epoch orders differ: ",
+                  audit.epoch_orders_differ() ? "yes" : "no", "\n");
+  return summary;
+}
+
+std::vector<std::string> IndexReceiptIds(int num_ids) {
+  std::vector<std::string> ids;
+  ids.reserve(num_ids > 0 ? num_ids : 0);
+  for (int i = 0; i < num_ids; ++i) ids.push_back(absl::StrCat(i));
+  return ids;
+}
+
+}  // namespace receipt_parity

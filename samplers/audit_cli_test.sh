@@ -1,0 +1,101 @@
+#!/bin/bash
+# //samplers:audit from the command line: every kind of bad flag gets a
+# message naming it and exit 2; a good run writes the JSON and the summary.
+# Usage: audit_cli_test.sh PATH_TO_AUDIT
+set -uo pipefail
+
+AUDIT="$1"
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+OUT="$TMP/audit.json"
+failures=0
+
+fail() {
+  echo "FAIL $*"
+  failures=$((failures + 1))
+}
+
+# expect_exit CODE DESCRIPTION NEEDLE ARGS...: exit CODE, NEEDLE on stderr.
+expect_exit() {
+  local want="$1" what="$2" needle="$3"
+  shift 3
+  local err rc
+  err=$("$AUDIT" "$@" 2>&1 >/dev/null)
+  rc=$?
+  if [[ $rc -ne $want ]]; then
+    fail "$what: exit $rc, want $want; stderr: $err"
+  elif [[ "$err" != *"$needle"* ]]; then
+    fail "$what: stderr lacks '$needle': $err"
+  else
+    echo "ok   $what"
+  fi
+}
+
+GOOD=(--num_ids=5 --world_size=2 --policy=masked_tail --out="$OUT")
+expect_exit 2 "negative num_ids" "--num_ids=-3" "${GOOD[@]}" --num_ids=-3
+expect_exit 2 "missing num_ids" "--num_ids" --world_size=2 \
+  --policy=masked_tail --out="$OUT"
+expect_exit 2 "world_size 0" "--world_size=0" "${GOOD[@]}" --world_size=0
+expect_exit 2 "epochs 0" "--epochs=0" "${GOOD[@]}" --epochs=0
+expect_exit 2 "missing out" "--out" --num_ids=5 --world_size=2 \
+  --policy=masked_tail
+expect_exit 2 "unknown policy" \
+  "no sampler_policy plugin named 'nope'; registered: drop_tail, duplicate_pad, masked_tail" \
+  "${GOOD[@]}" --policy=nope
+expect_exit 2 "missing policy" "registered: drop_tail, duplicate_pad" \
+  --num_ids=5 --world_size=2 --out="$OUT"
+expect_exit 2 "local batch count" "have 1 entries; world_size is 2" \
+  "${GOOD[@]}" --local_batch_sizes=3
+expect_exit 2 "local batch not a number" "'x' is not an integer" \
+  "${GOOD[@]}" --local_batch_sizes=x,1
+expect_exit 2 "negative local batch" "rank 1 is -1" \
+  "${GOOD[@]}" --local_batch_sizes=1,-1
+expect_exit 2 "extra argument" "unexpected argument 'stray'" \
+  "${GOOD[@]}" stray
+expect_exit 1 "unwritable out" "cannot write" \
+  --num_ids=5 --world_size=2 --policy=masked_tail --out="$TMP/no/such/dir/a.json"
+[[ -e "$OUT" ]] && fail "a rejected run wrote $OUT"
+
+# A good run: summary on stdout, log on stderr, JSON in --out.
+if "$AUDIT" --num_ids=47 --world_size=3 --seed=5 --epochs=2 \
+    --policy=masked_tail --out="$OUT" >"$TMP/summary" 2>"$TMP/log"; then
+  grep -q "^epoch 1: 48 slots for 47 ids: 1 masked slot (rank 2 slot 15), no id twice$" \
+    "$TMP/summary" || fail "summary: $(cat "$TMP/summary")"
+  grep -q "wrote $OUT" "$TMP/log" || fail "log: $(cat "$TMP/log")"
+  /usr/bin/python3 - "$OUT" <<'PY' || fail "JSON shape"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert (d["num_ids"], d["world_size"], d["seed"], d["policy"]) == (
+    47, 3, 5, "masked_tail"), d
+assert d["epoch_orders_differ"] is True
+for e, epoch in enumerate(d["epochs"]):
+    assert epoch["epoch"] == e and epoch["ranks_agree"] is True
+    assert epoch["masked_slots"] == [{"rank": 2, "slot": 15}], epoch
+    assert epoch["duplicated_ids"] == [] and epoch["never_seen"] == []
+    assert epoch["unique_ids"] == 47 and epoch["dropped_ids"] == []
+    for r, rank in enumerate(epoch["ranks"]):
+        assert rank["rank"] == r and len(rank["indices"]) == 16
+        assert rank["receipt_ids"] == [str(i) for i in rank["indices"]]
+        assert len(rank["valid"]) == 16
+PY
+else
+  fail "good run: $(cat "$TMP/log")"
+fi
+
+# --no_shuffle, uneven local batches: rank 0 takes 3 of every 4 positions.
+if "$AUDIT" --num_ids=9 --world_size=2 --epochs=2 --policy=duplicate_pad \
+    --no_shuffle --local_batch_sizes=3,1 --out="$OUT" >/dev/null 2>"$TMP/log"; then
+  /usr/bin/python3 - "$OUT" <<'PY' || fail "no_shuffle / local batches"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["local_batch_sizes"] == [3, 1], d["local_batch_sizes"]
+assert d["epoch_orders_differ"] is False
+ranks = d["epochs"][1]["ranks"]
+assert ranks[0]["indices"] == [0, 2, 3, 4, 6, 7, 8], ranks[0]["indices"]
+assert ranks[1]["indices"] == [1, 5, 0], ranks[1]["indices"]
+PY
+else
+  fail "no_shuffle run: $(cat "$TMP/log")"
+fi
+
+echo "$failures failed"
+[[ $failures -eq 0 ]]

@@ -1,0 +1,166 @@
+// The sampler audit tool: what a sampler policy does to every epoch.
+//
+//   bazel run //samplers:audit -- --num_ids=47 --world_size=3 --seed=0
+//       --epochs=2 --policy=masked_tail --out=/tmp/sampler_audit.json
+//
+// Writes the SamplerAudit JSON (samplers/audit.proto) to --out and a short
+// summary to stdout; logs go to stderr. Exit 0 on success, 2 for bad flags
+// or an unknown policy, 1 when the audit or the write fails.
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "glog/logging.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
+#include "io/json_file.h"
+#include "plugins/plugin_registry.h"
+#include "samplers/audit.h"
+#include "samplers/sampler_policy.h"
+
+ABSL_FLAG(int32_t, num_ids, -1, "Examples in the dataset (ids 0..n-1).");
+ABSL_FLAG(int32_t, world_size, 1, "Ranks.");
+ABSL_FLAG(uint64_t, seed, 0, "DistributedSampler's seed.");
+ABSL_FLAG(int32_t, epochs, 2, "Epochs to audit (0 .. epochs-1).");
+ABSL_FLAG(std::string, policy, "", "Sampler policy name, e.g. masked_tail.");
+ABSL_FLAG(bool, no_shuffle, false,
+          "Audit the policy with disable_shuffle (shuffle=False).");
+ABSL_FLAG(std::vector<std::string>, local_batch_sizes, {},
+          "Slots per rank per update, e.g. 3,1; default 1 on every rank.");
+ABSL_FLAG(std::string, out, "", "Where to write the audit JSON.");
+
+namespace receipt_parity {
+namespace {
+
+constexpr int kBadInput = 2;
+
+int BadInput(const std::string& message) {
+  std::cerr << "audit: " << message << "\n";
+  return kBadInput;
+}
+
+// --local_batch_sizes, or one slot per rank.
+bool LocalBatchSizes(int world_size, std::vector<int>* sizes,
+                     std::string* error) {
+  const std::vector<std::string> text = absl::GetFlag(FLAGS_local_batch_sizes);
+  if (text.empty()) {
+    sizes->assign(world_size, 1);
+    return true;
+  }
+  for (const std::string& entry : text) {
+    int value = 0;
+    if (!absl::SimpleAtoi(entry, &value)) {
+      *error = "--local_batch_sizes: '" + entry + "' is not an integer";
+      return false;
+    }
+    sizes->push_back(value);
+  }
+  return true;
+}
+
+// Builds the policy from its default options, with disable_shuffle set when
+// asked for.
+absl::StatusOr<std::unique_ptr<SamplerPolicy>> MakePolicy(
+    const Factory<SamplerPolicy>& factory, bool no_shuffle) {
+  std::unique_ptr<google::protobuf::Message> options =
+      factory.CreateEmptyOptions();
+  if (no_shuffle) {
+    const google::protobuf::FieldDescriptor* field =
+        options->GetDescriptor()->FindFieldByName("disable_shuffle");
+    if (field == nullptr ||
+        field->type() != google::protobuf::FieldDescriptor::TYPE_BOOL) {
+      return absl::InvalidArgumentError("--no_shuffle: policy '" +
+                                        factory.name() + "' (options " +
+                                        options->GetDescriptor()->full_name() +
+                                        ") has no bool disable_shuffle option");
+    }
+    options->GetReflection()->SetBool(options.get(), field, true);
+  }
+  return factory.Create(*options);
+}
+
+// Audits `policy` over `receipt_ids` (dataset index -> receipt id), writes
+// the JSON to `out` and the summary to stdout. Returns the exit code.
+int AuditAndWrite(const SamplerPolicy& policy, const std::string& policy_name,
+                  const std::vector<std::string>& receipt_ids, int world_size,
+                  uint64_t seed, int epochs,
+                  const std::vector<int>& local_batch_sizes,
+                  const std::string& out) {
+  absl::StatusOr<SamplerAudit> audit =
+      AuditSampler(policy, policy_name, receipt_ids, world_size, seed, epochs,
+                   local_batch_sizes);
+  if (!audit.ok()) {
+    if (absl::IsInvalidArgument(audit.status())) {
+      return BadInput(std::string(audit.status().message()));
+    }
+    LOG(ERROR) << "audit failed: " << audit.status();
+    return 1;
+  }
+  absl::Status written = WriteJsonFile(out, *audit);
+  if (!written.ok()) {
+    LOG(ERROR) << "cannot write the audit: " << written;
+    return 1;
+  }
+  LOG(INFO) << "wrote " << out;
+  std::cout << AuditSummary(*audit) << std::flush;
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_logtostderr = true;
+  if (positional.size() > 1) {
+    return BadInput(std::string("unexpected argument '") + positional[1] + "'");
+  }
+  const int num_ids = absl::GetFlag(FLAGS_num_ids);
+  const int world_size = absl::GetFlag(FLAGS_world_size);
+  const int epochs = absl::GetFlag(FLAGS_epochs);
+  const std::string policy_name = absl::GetFlag(FLAGS_policy);
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (num_ids < 0) {
+    return BadInput("--num_ids=" + std::to_string(num_ids) +
+                    ": give the number of examples (>= 0)");
+  }
+  if (world_size < 1) {
+    return BadInput("--world_size=" + std::to_string(world_size) +
+                    ": must be >= 1");
+  }
+  if (epochs < 1) {
+    return BadInput("--epochs=" + std::to_string(epochs) + ": must be >= 1");
+  }
+  if (out.empty()) return BadInput("--out: give the JSON file to write");
+  std::vector<int> local_batch_sizes;
+  std::string error;
+  if (!LocalBatchSizes(world_size, &local_batch_sizes, &error)) {
+    return BadInput(error);
+  }
+
+  absl::Status registries = CheckRegistries();
+  if (!registries.ok()) {
+    LOG(ERROR) << registries;
+    return 1;
+  }
+  absl::StatusOr<const Factory<SamplerPolicy>*> factory =
+      FindFactory<SamplerPolicy>(policy_name);
+  if (!factory.ok()) {
+    return BadInput("--policy: " + std::string(factory.status().message()));
+  }
+  absl::StatusOr<std::unique_ptr<SamplerPolicy>> policy =
+      MakePolicy(**factory, absl::GetFlag(FLAGS_no_shuffle));
+  if (!policy.ok()) return BadInput(std::string(policy.status().message()));
+
+  return AuditAndWrite(**policy, policy_name, IndexReceiptIds(num_ids),
+                       world_size, absl::GetFlag(FLAGS_seed), epochs,
+                       local_batch_sizes, out);
+}
+
+}  // namespace
+}  // namespace receipt_parity
+
+int main(int argc, char** argv) { return receipt_parity::Main(argc, argv); }
