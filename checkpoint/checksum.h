@@ -1,0 +1,18 @@
+// The checksum recorded for shards and manifests.
+#ifndef RECEIPT_PARITY_CHECKPOINT_CHECKSUM_H_
+#define RECEIPT_PARITY_CHECKPOINT_CHECKSUM_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace receipt_parity {
+
+// "crc32:" + 8 lowercase hex digits of zlib's CRC-32 of `bytes` (the same
+// value as Python's zlib.crc32). The prefix names the algorithm: it is part
+// of the on-disk format.
+std::string Crc32Checksum(absl::string_view bytes);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_CHECKPOINT_CHECKSUM_H_

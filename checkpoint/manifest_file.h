@@ -1,0 +1,47 @@
+// Reading and writing a generation's MANIFEST (checkpoint/manifest.proto).
+// Rank 0 writes it once every shard is durable; recovery trusts a generation
+// only through a MANIFEST that passes ReadManifest.
+#ifndef RECEIPT_PARITY_CHECKPOINT_MANIFEST_FILE_H_
+#define RECEIPT_PARITY_CHECKPOINT_MANIFEST_FILE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "checkpoint/durable_write.h"
+#include "checkpoint/manifest.pb.h"
+
+namespace receipt_parity {
+
+inline constexpr int32_t kManifestFormatVersion = 1;
+
+// Crc32Checksum of the deterministic binary serialization of `manifest`
+// with manifest_checksum cleared.
+std::string ManifestChecksum(const CheckpointManifest& manifest);
+
+// OK iff `shards` holds ranks 0..world_size-1 exactly once each, named
+// ShardFileName(rank), with size_bytes >= 0 and a checksum. Errors
+// (InvalidArgument) name the offending rank or file.
+absl::Status CheckShardSet(const std::vector<ShardInfo>& shards,
+                           int world_size);
+
+// Sets manifest_checksum and writes `manifest` as JSON to
+// GEN_DIR/MANIFEST through WriteFileDurably (hooks as there).
+absl::Status WriteManifest(const std::string& gen_dir,
+                           CheckpointManifest manifest,
+                           const WriteHooks& hooks = {});
+
+// Parses and checks GEN_DIR/MANIFEST: JSON parses with no unknown keys, the
+// checksum matches, format_version is kManifestFormatVersion, generation
+// equals `expected_generation`, world_size >= 1 and CheckShardSet holds.
+// Reads no shard. Errors (DataLoss, or NotFound if there is no MANIFEST)
+// start with "MANIFEST" and say what is wrong, e.g.
+// "MANIFEST unreadable: ...", "MANIFEST: checksum crc32:... != recorded ...".
+absl::StatusOr<CheckpointManifest> ReadManifest(const std::string& gen_dir,
+                                                int64_t expected_generation);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_CHECKPOINT_MANIFEST_FILE_H_

@@ -1,0 +1,166 @@
+#include "checkpoint/save_generation.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "checkpoint/generation_layout.h"
+#include "checkpoint/manifest_file.h"
+#include "checkpoint/shard_file.h"
+#include "glog/logging.h"
+#include "io/atomic_file.h"
+
+namespace receipt_parity {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status CheckArguments(int64_t generation, int rank, int world_size,
+                            const SaveOptions& options) {
+  if (generation < 1 || generation > 999999) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("generation ", generation, " outside [1, 999999]"));
+  }
+  if (world_size < 1 || rank < 0 || rank >= world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " outside world size ", world_size));
+  }
+  if (options.keep_last < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("keep_last ", options.keep_last, " < 0"));
+  }
+  return absl::OkStatus();
+}
+
+// Creates ROOT/gen-NNNNNN (every rank may race to do it) and makes its
+// entry in ROOT durable.
+absl::StatusOr<std::string> MakeGenerationFolder(const std::string& root,
+                                                 int64_t generation) {
+  const std::string gen_dir = GenerationPath(root, generation);
+  std::error_code create_error, ec;
+  fs::create_directories(gen_dir, create_error);
+  if (!fs::is_directory(gen_dir, ec)) {
+    return absl::InternalError(absl::StrCat("cannot create folder ", gen_dir,
+                                            ": ", create_error.message()));
+  }
+  if (fs::exists(fs::path(gen_dir) / kManifestFileName, ec)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        gen_dir, " already has a ", kManifestFileName, ": generation ",
+        generation, " is advertised; save a new one"));
+  }
+  absl::Status synced = SyncDirectory(root);
+  if (!synced.ok()) return synced;
+  return gen_dir;
+}
+
+// Rank 0's half: every shard confirmed and present at its final name.
+absl::Status Advertise(const std::string& gen_dir, int64_t generation,
+                       std::vector<ShardInfo> shards,
+                       const CheckpointManifest& fields,
+                       const FaultPlan& fault) {
+  absl::Status complete = CheckShardSet(shards, fields.world_size());
+  if (!complete.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "generation ", generation, " confirmations: ", complete.message()));
+  }
+  std::sort(shards.begin(), shards.end(),
+            [](const ShardInfo& a, const ShardInfo& b) {
+              return a.rank() < b.rank();
+            });
+  for (const ShardInfo& shard : shards) {
+    std::error_code ec;
+    const uintmax_t size = fs::file_size(fs::path(gen_dir) / shard.file(), ec);
+    if (ec || size != static_cast<uintmax_t>(shard.size_bytes())) {
+      return absl::InternalError(
+          absl::StrCat(gen_dir, "/", shard.file(), " was confirmed with ",
+                       shard.size_bytes(), " bytes but is ",
+                       ec ? ec.message() : absl::StrCat(size, " bytes")));
+    }
+  }
+  CheckpointManifest manifest = fields;
+  manifest.set_format_version(kManifestFormatVersion);
+  manifest.set_generation(generation);
+  std::sort(manifest.mutable_plugins()->begin(),
+            manifest.mutable_plugins()->end(),
+            [](const PluginName& a, const PluginName& b) {
+              return a.kind() < b.kind();
+            });
+  manifest.clear_shards();
+  for (ShardInfo& shard : shards) *manifest.add_shards() = std::move(shard);
+
+  KillIfPlanned(fault, KillPoint::kBeforeManifest, 0, generation);
+  WriteHooks hooks;
+  hooks.after_half = [&] {
+    KillIfPlanned(fault, KillPoint::kMidManifest, 0, generation);
+  };
+  return WriteManifest(gen_dir, std::move(manifest), hooks);
+}
+
+}  // namespace
+
+absl::Status SaveGeneration(const std::string& root, int64_t generation,
+                            int rank, absl::string_view shard_bytes,
+                            const CheckpointManifest& manifest_fields,
+                            ShardConfirmations& confirmations,
+                            const SaveOptions& options) {
+  absl::Status arguments =
+      CheckArguments(generation, rank, manifest_fields.world_size(), options);
+  if (!arguments.ok()) return arguments;
+  absl::StatusOr<std::string> gen_dir = MakeGenerationFolder(root, generation);
+  if (!gen_dir.ok()) return gen_dir.status();
+
+  absl::StatusOr<ShardInfo> mine =
+      WriteShard(*gen_dir, generation, rank, shard_bytes, options.fault);
+  if (!mine.ok()) return mine.status();
+  if (rank != 0) {
+    // Only rank 0 writes a MANIFEST: on other ranks both manifest points
+    // mean "shard durable, not yet confirmed".
+    KillIfPlanned(options.fault, KillPoint::kBeforeManifest, rank, generation);
+    KillIfPlanned(options.fault, KillPoint::kMidManifest, rank, generation);
+  }
+  absl::StatusOr<std::vector<ShardInfo>> shards =
+      confirmations.GatherOnRankZero(*mine);
+  if (!shards.ok()) return shards.status();
+  if (rank != 0) return absl::OkStatus();
+
+  absl::Status advertised = Advertise(*gen_dir, generation, *std::move(shards),
+                                      manifest_fields, options.fault);
+  if (!advertised.ok()) return advertised;
+  LOG(INFO) << "checkpoint generation " << generation << " advertised in "
+            << *gen_dir;
+  if (options.keep_last == 0) return absl::OkStatus();
+  return PruneGenerations(root, options.keep_last, generation);
+}
+
+absl::Status PruneGenerations(const std::string& root, int keep_last,
+                              int64_t newest) {
+  CHECK_GE(keep_last, 1);
+  absl::StatusOr<std::vector<GenerationFolder>> folders =
+      ListGenerationFolders(root);
+  if (!folders.ok()) return folders.status();
+  int kept = 0;
+  for (auto it = folders->rbegin(); it != folders->rend(); ++it) {
+    if (!it->has_manifest || it->generation > newest) continue;
+    if (++kept <= keep_last) continue;
+    const fs::path manifest = fs::path(it->path) / kManifestFileName;
+    std::error_code ec;
+    fs::remove(manifest, ec);
+    if (ec) {
+      return absl::InternalError(absl::StrCat(
+          "cannot delete ", manifest.string(), ": ", ec.message()));
+    }
+    absl::Status synced = SyncDirectory(it->path);
+    if (!synced.ok()) return synced;
+    fs::remove_all(it->path, ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat("cannot delete ", it->path, ": ", ec.message()));
+    }
+    LOG(INFO) << "checkpoint retention (keep_last " << keep_last
+              << "): deleted " << it->path;
+  }
+  return SyncDirectory(root);
+}
+
+}  // namespace receipt_parity

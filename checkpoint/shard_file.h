@@ -1,0 +1,37 @@
+// One rank's shard file inside a generation folder: written durably with
+// the shard kill points, read back only after its size and checksum match
+// what the MANIFEST recorded.
+#ifndef RECEIPT_PARITY_CHECKPOINT_SHARD_FILE_H_
+#define RECEIPT_PARITY_CHECKPOINT_SHARD_FILE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "checkpoint/fault_injection.h"
+#include "checkpoint/manifest.pb.h"
+
+namespace receipt_parity {
+
+// Writes `bytes` to GEN_DIR/ShardFileName(rank): temp name, fsync, rename,
+// folder fsync (checkpoint/durable_write.h). `fault` may kill the process
+// at before_shard (nothing written), mid_shard (half the bytes in the temp
+// file) or after_shard_before_rename, for this `rank` and `generation`.
+// Returns the file's name, size and checksum: once it returns, the shard is
+// durable under its final name.
+// REQUIRES: GEN_DIR exists. Errors (Internal) name the file.
+absl::StatusOr<ShardInfo> WriteShard(const std::string& gen_dir,
+                                     int64_t generation, int rank,
+                                     absl::string_view bytes,
+                                     const FaultPlan& fault = {});
+
+// The bytes of GEN_DIR/expected.file(), only if its size and checksum equal
+// `expected`'s. Errors (DataLoss; NotFound if missing) start with the file
+// name, e.g. "shard-rank-00001.pt: size 123 != manifest 456".
+absl::StatusOr<std::string> ReadVerifiedShard(const std::string& gen_dir,
+                                              const ShardInfo& expected);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_CHECKPOINT_SHARD_FILE_H_
