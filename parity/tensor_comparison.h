@@ -1,0 +1,65 @@
+// Comparing named tensor lists (gradients, parameters) with a reference:
+// torch.allclose semantics, maximum absolute and relative differences, and
+// bitwise equality.
+//
+// Thread safety: pure functions; safe to call concurrently on distinct or
+// read-only tensors.
+#ifndef RECEIPT_PARITY_PARITY_TENSOR_COMPARISON_H_
+#define RECEIPT_PARITY_PARITY_TENSOR_COMPARISON_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/statusor.h"
+#include "google/protobuf/repeated_ptr_field.h"
+#include "parity/parity_report.pb.h"
+
+namespace receipt_parity {
+
+// The same alias as trainer/first_step_record.h.
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+struct TensorComparison {
+  std::string name;
+  std::vector<int64_t> shape;
+  double max_abs_diff = 0;
+  // Over elements with a non-zero reference only.
+  double max_rel_diff = 0;
+  double max_abs_reference = 0;
+  // Every element |a - ref| <= atol + rtol * |ref| (computed in double;
+  // NaN is never within tolerance).
+  bool within_tolerance = true;
+  // Same dtype and the same bytes.
+  bool bitwise_equal = true;
+};
+
+struct TensorListComparison {
+  std::vector<TensorComparison> tensors;
+  // Maxima over `tensors`; the flags hold for all of them (true for an
+  // empty list).
+  double max_abs_diff = 0;
+  double max_rel_diff = 0;
+  bool within_tolerance = true;
+  bool bitwise_equal = true;
+};
+
+// Compares actual[i] with reference[i] for every i. InvalidArgument
+// (naming the tensor) if the lists differ in length, names or shapes, or
+// rtol/atol are negative or not finite. Tensors may be of any floating
+// dtype and device; they are compared in double on the CPU. LibTorch errors
+// -> Internal.
+absl::StatusOr<TensorListComparison> CompareTensors(
+    const NamedTensors& actual, const NamedTensors& reference, double rtol,
+    double atol);
+
+// Appends one TensorParity per compared tensor to `out`.
+void AppendTensorParity(const TensorListComparison& comparison,
+                        google::protobuf::RepeatedPtrField<TensorParity>* out);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_PARITY_TENSOR_COMPARISON_H_

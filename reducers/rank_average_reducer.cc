@@ -1,0 +1,32 @@
+#include "reducers/rank_average_reducer.h"
+
+#include <exception>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include "reducers/collective_error.h"
+
+namespace receipt_parity {
+
+absl::StatusOr<RankAverageReducer> RankAverageReducer::Create(
+    int64_t bucket_cap_bytes) {
+  absl::StatusOr<AllreduceSumReducer> sum =
+      AllreduceSumReducer::Create(bucket_cap_bytes);
+  if (!sum.ok()) return sum.status();
+  return RankAverageReducer(*std::move(sum));
+}
+
+absl::Status RankAverageReducer::Reduce(std::vector<at::Tensor>& grads,
+                                        c10d::ProcessGroup& group) {
+  if (absl::Status s = sum_.Reduce(grads, group); !s.ok()) return s;
+  try {
+    const int world_size = group.getSize();
+    for (at::Tensor& grad : grads) grad.div_(world_size);
+  } catch (const std::exception& e) {
+    return CollectiveErrorToStatus(e, "rank_average: dividing by world size");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace receipt_parity
