@@ -2,8 +2,9 @@
 //
 // world_size 1: trains the one-worker reference into DIR/reference/.
 // world_size W > 1, no RANK in the environment: makes DIR/reference/ first
-//   when it is missing or of another config, then launches W local worker
-//   processes (torchrun conventions) and watches them.
+//   when it is missing or of another config (its first update: all that
+//   parity needs), then launches W local worker processes (torchrun
+//   conventions) and watches them.
 // RANK set (this launcher, `torchrun --no-python`, a scheduler, another
 //   host): runs as that one rank and writes DIR/ (rank 0).
 //
@@ -98,8 +99,8 @@ int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
   const std::string reference_dir = out + "/reference";
   if (env.rank == 0 && env.world_size > 1 &&
       !ReferenceMatches(reference_dir, config)) {
-    // Under torchrun nobody made it first: the first update is enough for
-    // parity, and the other ranks wait for rank 0 at rendezvous.
+    // Under torchrun nobody made it first; the other ranks wait for rank 0
+    // at rendezvous.
     if (absl::Status s = MakeReference(loaded, reference_dir, 1); !s.ok()) {
       return Fail(s);
     }
@@ -133,7 +134,7 @@ int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
   const TrainingConfig& config = loaded.config;
   const std::string reference_dir = out + "/reference";
   if (!ReferenceMatches(reference_dir, config)) {
-    if (absl::Status s = MakeReference(loaded, reference_dir, 0); !s.ok()) {
+    if (absl::Status s = MakeReference(loaded, reference_dir, 1); !s.ok()) {
       return Fail(s);
     }
   }

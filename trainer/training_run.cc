@@ -353,6 +353,7 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   std::filesystem::create_directories(dir);
   RunSummary summary = BuildRunSummary(totals, *reports);
   summary.set_config_fingerprint(manifest.config_fingerprint());
+  summary.set_final_parameter_hash(report.final_parameter_hash());
   if (!options.reference_dir.empty()) {
     bool ranks_agree = true;
     for (const RankReport& r : *reports) {

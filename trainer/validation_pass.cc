@@ -52,7 +52,9 @@ absl::StatusOr<ValidationReport> RunValidation(Classifier& model,
   std::vector<at::Tensor> per_rank;
   try {
     at::Tensor mine = PredictRows(model, in, plan->rank_slots(in.rank), rows);
-    if (in.group == nullptr) {
+    if (in.group == nullptr || rows == 0) {
+      // Every rank knows `rows` from the plan, so all skip the collective
+      // together when there is nothing to gather.
       per_rank.push_back(mine);
     } else {
       std::vector<std::vector<at::Tensor>> outputs(1);

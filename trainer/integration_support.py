@@ -1,0 +1,73 @@
+"""Shared by the trainer's integration tests: run the REAL train binary.
+
+The first command-line argument of every test is the path of //trainer:train.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+
+TRAIN = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else None
+
+# Small, fast data and model; every test adds what it varies.
+SMALL = """
+data {{
+  synthetic {{ num_identities: {ids} rare_class_fraction: 0.05 seed: 3 }}
+  views_per_identity: {views}
+  validation_fraction: {val}
+  split_seed: 5
+  augmentation_seed: 7
+  image_size: 16
+}}
+model {{ architecture: "cnn" conv_channels: [4] hidden_units: [8] }}
+optimizer {{ sgd {{ learning_rate: 0.05 momentum: 0.9 }} }}
+seeds {{ model_init: 37 sampler: 99 }}
+global_batch: {batch}
+world_size: {world}
+epochs: {epochs}
+sampler {{ name: "{sampler}" }}
+loss_weighting {{ name: "{weighting}" }}
+reducer {{ name: "{reducer}" }}
+metric_dedup {{ name: "{dedup}" }}
+run {{ collective_timeout_seconds: 30 log_every_updates: 1000 {run_extra} }}
+{extra}
+"""
+
+
+def small_config(ids=40, views=1, val=0.25, batch=4, world=1, epochs=1,
+                 sampler="masked_tail", weighting="global_count",
+                 reducer="allreduce_sum", dedup="by_receipt_id", run_extra="",
+                 extra=""):
+  return SMALL.format(**locals())
+
+
+def temp_dir(prefix):
+  return tempfile.mkdtemp(prefix=prefix, dir=os.environ.get("TEST_TMPDIR"))
+
+
+def write(path, text):
+  with open(path, "w") as f:
+    f.write(text)
+  return path
+
+
+def run_train(*args, env=None, timeout=240):
+  merged = dict(os.environ)
+  for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+    merged.pop(key, None)
+  merged.update(env or {})
+  return subprocess.run([TRAIN, *args], capture_output=True, text=True,
+                        env=merged, timeout=timeout)
+
+
+def load(path):
+  with open(path) as f:
+    return json.load(f)
+
+
+def free_port():
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1]

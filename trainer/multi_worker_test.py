@@ -1,0 +1,185 @@
+#!/usr/bin/python3
+"""Real multi-worker runs: separate processes, a c10d Gloo process group,
+the comparison with the one-worker reference. Nothing here is simulated."""
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+import integration_support as support
+
+
+def launch(tmp, name, **config):
+  path = support.write(os.path.join(tmp, name + ".pbtxt"),
+                       support.small_config(**config))
+  out = os.path.join(tmp, name)
+  return support.run_train("--config=" + path, "--out=" + out), out
+
+
+class TwoWorkerTest(unittest.TestCase):
+
+  def test_uneven_split_global_count_matches_the_reference(self):
+    tmp = support.temp_dir("even")
+    result, out = launch(tmp, "uneven", world=2,
+                         extra="local_batch_sizes: [3, 1]")
+    self.assertEqual(result.returncode, 0, result.stderr)
+    parity = support.load(os.path.join(out, "parity.json"))
+    self.assertTrue(parity["pass"], parity["failures"])
+    self.assertFalse(parity["simulated"])
+    self.assertEqual(parity["split"], [3, 1])
+    self.assertEqual(parity["world_size"], 2)
+    self.assertTrue(parity["ranks_agree"])
+    # conv0, fc0 and out: a weight and a bias each.
+    self.assertEqual(len(parity["gradients"]), 6)
+    self.assertEqual(len(parity["parameters_after_step"]), 6)
+    for key in ("max_abs_diff", "max_rel_diff", "rtol", "atol", "weighting",
+                "reducer"):
+      self.assertIn(key, parity)
+    step = support.load(os.path.join(out, "first_step.json"))
+    self.assertEqual([len(b["receipt_ids"]) for b in step["batch"]], [3, 1])
+    reference = support.load(os.path.join(out, "reference", "first_step.json"))
+    self.assertEqual(
+        sorted(i for b in step["batch"] for i in b["receipt_ids"]),
+        sorted(reference["batch"][0]["receipt_ids"]))
+
+    summary = support.load(os.path.join(out, "run_summary.json"))
+    self.assertEqual(summary["world_size"], 2)
+    self.assertEqual(summary["parity"], "pass")
+    epoch = summary["epochs"][0]
+    self.assertEqual(epoch["accepted_examples"], epoch["training_views"])
+    self.assertTrue(epoch["every_view_once"])
+    self.assertEqual({r["rank"] for r in summary["per_rank"]}, {0, 1})
+    validation = support.load(os.path.join(out, "validation.json"))
+    for key in ("accuracy", "per_class", "confusion_matrix",
+                "predictions_gathered", "unique_ids_counted",
+                "duplicates_dropped"):
+      self.assertIn(key, validation)
+
+  def test_rank_mean_with_rank_average_fails_parity_and_says_by_how_much(self):
+    tmp = support.temp_dir("wrong")
+    result, out = launch(tmp, "wrong", world=2, weighting="rank_mean",
+                         reducer="rank_average",
+                         extra="local_batch_sizes: [3, 1]")
+    self.assertEqual(result.returncode, 3, result.stderr)
+    self.assertIn("parity FAILED", result.stderr)
+    parity = support.load(os.path.join(out, "parity.json"))
+    self.assertFalse(parity["pass"])
+    self.assertGreater(parity["max_abs_diff"], 1e-4)
+    self.assertTrue(any("differs by up to" in f for f in parity["failures"]))
+
+  def test_rank_mean_with_an_even_split_is_indistinguishable(self):
+    tmp = support.temp_dir("evenwrong")
+    result, out = launch(tmp, "evenwrong", world=2, weighting="rank_mean",
+                         reducer="rank_average", ids=42, val=0.0)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertTrue(support.load(os.path.join(out, "parity.json"))["pass"])
+
+
+class ThreeRankTest(unittest.TestCase):
+
+  def test_47_training_ids_on_3_ranks_masked_tail(self):
+    tmp = support.temp_dir("three")
+    out = os.path.join(tmp, "out")
+    result = support.run_train("--config=configs/three_worker_47_ids.pbtxt",
+                               "--out=" + out)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    summary = support.load(os.path.join(out, "run_summary.json"))
+    epoch = summary["epochs"][0]
+    self.assertEqual(epoch["training_views"], 47)
+    self.assertEqual(epoch["accepted_examples"], 47)
+    self.assertEqual(epoch["masked_slots"], 1)
+    self.assertEqual(epoch["duplicate_slots"], 0)
+    self.assertEqual(sum(r["slots"] for r in summary["per_rank"]), 48)
+    self.assertTrue(support.load(os.path.join(out, "parity.json"))["pass"])
+
+  def test_duplicate_pad_validation_counts_47_ids_once(self):
+    tmp = support.temp_dir("dedup")
+    for dedup, counted, dropped in (("by_receipt_id", 47, 1), ("none", 48, 0)):
+      result, out = launch(tmp, dedup, ids=92, val=0.5, world=3, batch=3,
+                           sampler="duplicate_pad", dedup=dedup)
+      self.assertEqual(result.returncode, 0, result.stderr)
+      validation = support.load(os.path.join(out, "validation.json"))
+      self.assertEqual(validation["predictions_gathered"], 48)
+      self.assertEqual(validation["predictions_counted"], counted)
+      self.assertEqual(validation["duplicates_dropped"], dropped)
+      self.assertEqual(validation["unique_ids_counted"], 47)
+      support_total = sum(c["support"] for c in validation["per_class"])
+      self.assertEqual(support_total, counted)
+
+
+class FailureTest(unittest.TestCase):
+
+  def test_a_killed_worker_stops_the_launcher_and_every_other_worker(self):
+    tmp = support.temp_dir("kill")
+    config = support.write(os.path.join(tmp, "long.pbtxt"),
+                           support.small_config(world=2, epochs=100000))
+    env = dict(os.environ)
+    launcher = subprocess.Popen(
+        [support.TRAIN, "--config=" + config, "--out=" + os.path.join(tmp, "o")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    workers = []
+    deadline = time.time() + 60
+    while len(workers) < 2 and time.time() < deadline:
+      time.sleep(0.2)
+      children = subprocess.run(["pgrep", "-P", str(launcher.pid)],
+                                capture_output=True, text=True).stdout.split()
+      workers = [int(p) for p in children]
+    self.assertEqual(len(workers), 2, "the launcher never started 2 workers")
+    time.sleep(2)  # let them join and train
+    started = time.time()
+    os.kill(max(workers), signal.SIGKILL)  # the second worker started: rank 1
+    _, stderr = launcher.communicate(timeout=60)
+    self.assertLess(time.time() - started, 40)
+    self.assertNotEqual(launcher.returncode, 0)
+    self.assertIn("rank 1 was killed by signal 9", stderr)
+    for pid in workers:
+      self.assertFalse(os.path.exists("/proc/%d/status" % pid) and
+                       "zombie" not in open("/proc/%d/status" % pid).read(),
+                       "worker %d still running" % pid)
+
+  def test_a_rank_with_a_different_config_is_refused(self):
+    tmp = support.temp_dir("mismatch")
+    a = support.write(os.path.join(tmp, "a.pbtxt"), support.small_config(world=2))
+    b = support.write(os.path.join(tmp, "b.pbtxt"),
+                      support.small_config(world=2).replace("model_init: 37",
+                                                            "model_init: 38"))
+    port = str(support.free_port())
+    procs = []
+    for rank, config in ((0, a), (1, b)):
+      env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
+                 MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+      procs.append(subprocess.Popen(
+          [support.TRAIN, "--config=" + config, "--out=" + os.path.join(tmp, "o")],
+          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    for proc in procs:
+      _, stderr = proc.communicate(timeout=120)
+      self.assertNotEqual(proc.returncode, 0)
+      self.assertIn("rank 1 differs from rank 0 in config_fingerprint", stderr)
+
+
+class TorchrunTest(unittest.TestCase):
+
+  def test_the_same_binary_runs_under_torchrun_no_python(self):
+    # PyTorch 1.13 spells it --no_python (later versions also --no-python).
+    # --redirects/--tee: Debian's torchrun 1.13 on Python 3.11 cannot parse
+    # their default "0" (Std.from_str returns None) and crashes before
+    # starting any worker; "2" (stderr) parses.
+    tmp = support.temp_dir("torchrun")
+    config = support.write(os.path.join(tmp, "t.pbtxt"),
+                           support.small_config(world=2))
+    out = os.path.join(tmp, "out")
+    result = subprocess.run(
+        ["/usr/bin/python3", "-m", "torch.distributed.run", "--nproc_per_node=2",
+         "--master_port=%d" % support.free_port(), "--redirects=2", "--tee=2",
+         "--no_python", support.TRAIN,
+         "--config=" + config, "--out=" + out],
+        capture_output=True, text=True, timeout=240)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    parity = support.load(os.path.join(out, "parity.json"))
+    self.assertTrue(parity["pass"], parity["failures"])
+    self.assertFalse(parity["simulated"])
+
+
+if __name__ == "__main__":
+  unittest.main()

@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+"""The train binary as a user meets it: registration, bad input, the
+pinned one-worker reference, and a shared-library plugin chosen by config."""
+import glob
+import os
+import sys
+import unittest
+
+import integration_support as support
+
+EXPECTED_PLUGINS = sys.argv.pop(1).split(",")
+PLUGIN_SO = os.path.abspath(sys.argv.pop(1))
+
+
+class RegistrationTest(unittest.TestCase):
+
+  def test_every_builtin_plugin_is_registered_in_the_linked_binary(self):
+    result = support.run_train("--list_plugins")
+    self.assertEqual(result.returncode, 0, result.stderr)
+    registered = set(result.stdout.split())
+    for name in EXPECTED_PLUGINS:
+      self.assertIn(name, registered)
+    self.assertEqual(len(EXPECTED_PLUGINS), 10)
+
+  def test_shipped_configs_validate(self):
+    configs = sorted(glob.glob("configs/*.pbtxt"))
+    self.assertGreaterEqual(len(configs), 6)
+    for config in configs:
+      result = support.run_train("--config=" + config, "--validate_only")
+      self.assertEqual(result.returncode, 0, config + ": " + result.stderr)
+      self.assertIn("fingerprint", result.stdout)
+
+
+class BadInputTest(unittest.TestCase):
+
+  def check_refused(self, text, *expected):
+    tmp = support.temp_dir("bad")
+    config = support.write(os.path.join(tmp, "bad.pbtxt"), text)
+    out = os.path.join(tmp, "out")
+    result = support.run_train("--config=" + config, "--out=" + out)
+    self.assertEqual(result.returncode, 2, result.stderr)
+    for text in expected:
+      self.assertIn(text.replace("CONFIG", config), result.stderr)
+    self.assertFalse(os.path.exists(out), "nothing may be written")
+
+  def test_unsupported_precision_names_file_line_column_and_field(self):
+    text = support.small_config() + 'precision: "bf16"\n'
+    line = text.count("\n")
+    self.check_refused(text, "CONFIG:%d:1: precision: only fp32" % line)
+
+  def test_syntax_error_names_file_line_column(self):
+    self.check_refused("world_size: 1\nglobal_batch: many\n", "CONFIG:2:15:")
+
+  def test_nccl_is_refused_on_a_cpu_build(self):
+    self.check_refused(support.small_config() + 'backend: "nccl"\n',
+                       "backend: nccl needs a CUDA build")
+
+  def test_unknown_plugin_lists_the_registered_names(self):
+    self.check_refused(support.small_config(sampler="round_robin"),
+                       "sampler.name: no sampler_policy plugin named "
+                       "'round_robin'; registered: drop_tail, duplicate_pad, "
+                       "masked_tail")
+
+  def test_plugin_options_of_another_type_are_refused(self):
+    text = support.small_config().replace(
+        'reducer { name: "allreduce_sum" }',
+        'reducer { name: "allreduce_sum" options { '
+        '[type.googleapis.com/receipt_parity.MaskedTailOptions] { } } }')
+    self.check_refused(text, "reducer.options:", "MaskedTailOptions")
+
+  def test_missing_manifest_is_named(self):
+    text = support.small_config().replace(
+        "synthetic { num_identities: 40 rare_class_fraction: 0.05 seed: 3 }",
+        'manifest_path: "/nonexistent/receipts.csv"')
+    self.check_refused(text, "/nonexistent/receipts.csv")
+
+  def test_missing_plugin_library_is_named(self):
+    self.check_refused(
+        'plugin_library: "/nonexistent/libx.so"\n' + support.small_config(),
+        "plugin_library: plugin library /nonexistent/libx.so: no such file")
+
+
+class ReferenceTest(unittest.TestCase):
+
+  def test_two_runs_write_byte_identical_first_step_json(self):
+    tmp = support.temp_dir("ref")
+    config = support.write(os.path.join(tmp, "one.pbtxt"),
+                           support.small_config(epochs=2))
+    outputs = []
+    for name in ("a", "b"):
+      out = os.path.join(tmp, name)
+      result = support.run_train("--config=" + config, "--out=" + out)
+      self.assertEqual(result.returncode, 0, result.stderr)
+      with open(os.path.join(out, "reference", "first_step.json"), "rb") as f:
+        outputs.append(f.read())
+    self.assertEqual(outputs[0], outputs[1])
+
+    reference = os.path.join(tmp, "a", "reference")
+    step = support.load(os.path.join(reference, "first_step.json"))
+    for key in ("parameters_before", "gradients", "parameters_after"):
+      self.assertEqual(set(step[key]), set(step["parameter_order"]))
+      for tensor in step[key].values():
+        size = 1
+        for d in tensor["shape"]:
+          size *= d
+        self.assertEqual(len(tensor["values"]), size)
+    self.assertNotEqual(step["parameters_before"], step["parameters_after"])
+    self.assertEqual(len(step["batch"]), 1)
+    self.assertEqual(len(step["batch"][0]["receipt_ids"]), 4)
+
+    manifest = support.load(os.path.join(reference, "run_manifest.json"))
+    self.assertEqual(manifest["label_map"], ["ok", "blurred", "faded", "cropped"])
+    self.assertEqual(manifest["precision"], "fp32")
+    self.assertIn("sgd", manifest["optimizer"])
+    self.assertEqual(manifest["seeds"]["model_init"], "37")  # uint64: a string
+    self.assertEqual(len(manifest["config_fingerprint"]), 40)
+    self.assertTrue(manifest["model_revision"]["revision"].startswith("cnn("))
+    self.assertEqual(len(manifest["accepted_examples_per_update"]),
+                     manifest["updates"])
+    self.assertEqual(sum(manifest["accepted_examples_per_update"]),
+                     2 * manifest["data"]["train_examples"])
+
+
+class SharedLibraryPluginTest(unittest.TestCase):
+
+  def test_plugin_library_is_loaded_and_selected_through_the_config(self):
+    tmp = support.temp_dir("so")
+    text = ('plugin_library: "%s"\n' % PLUGIN_SO) + support.small_config(
+        world=1, dedup="keep_first_seen").replace(
+            'metric_dedup { name: "keep_first_seen" }',
+            'metric_dedup { name: "keep_first_seen" options { '
+            '[type.googleapis.com/receipt_parity.KeepFirstSeenOptions] '
+            '{ max_disagreeing_ids: 3 } } }')
+    config = support.write(os.path.join(tmp, "so.pbtxt"), text)
+    out = os.path.join(tmp, "out")
+    result = support.run_train("--config=" + config, "--out=" + out)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    validation = support.load(os.path.join(out, "reference", "validation.json"))
+    self.assertEqual(validation["dedup"], "keep_first_seen")
+    manifest = support.load(os.path.join(out, "reference", "run_manifest.json"))
+    self.assertEqual(manifest["plugins"]["metric_dedup"], "keep_first_seen")
+
+
+if __name__ == "__main__":
+  unittest.main()
