@@ -1,0 +1,68 @@
+#!/usr/bin/python3
+"""//trainer:parity as a user runs it: the one-process, SIMULATED check."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+PARITY = os.path.abspath(sys.argv.pop(1))
+KEYS = ("simulated", "note", "split", "world_size", "weighting", "reducer",
+        "rtol", "atol", "partition_matched", "bitwise_equal", "pass",
+        "gradients", "max_abs_diff", "max_rel_diff")
+
+
+def run(config, *flags):
+  out = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+  result = subprocess.run([PARITY, "--config=" + config, "--out=" + out, *flags],
+                          capture_output=True, text=True, timeout=120)
+  report = None
+  if os.path.exists(os.path.join(out, "parity.json")):
+    with open(os.path.join(out, "parity.json")) as f:
+      report = json.load(f)
+  return result, report
+
+
+class ParityCliTest(unittest.TestCase):
+
+  def test_global_count_passes_every_split_and_says_it_is_simulated(self):
+    for split in ("3,1", "2,2", "1,3", "4,0", "2,1,1", "5,0,2,1"):
+      result, report = run("configs/one_worker.pbtxt", "--split=" + split)
+      self.assertEqual(result.returncode, 0, split + result.stdout + result.stderr)
+      self.assertIn("SIMULATED", result.stdout)
+      for key in KEYS:
+        self.assertIn(key, report)
+      self.assertTrue(report["simulated"])
+      self.assertIn("simulated", report["note"])
+      self.assertEqual(report["split"], [int(n) for n in split.split(",")])
+      self.assertTrue(report["pass"])
+      self.assertEqual(report["rtol"], 1e-6)
+      self.assertEqual(report["atol"], 1e-7)
+
+  def test_rank_mean_with_rank_average_fails_with_exit_3(self):
+    result, report = run("configs/two_worker_rank_mean_wrong.pbtxt", "--split=3,1")
+    self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
+    self.assertFalse(report["pass"])
+    self.assertEqual(report["weighting"], "rank_mean")
+    self.assertEqual(report["reducer"], "rank_average")
+    self.assertGreater(report["max_abs_diff"], 1e-3)
+
+  def test_partition_matched_two_ranks_is_bitwise_equal(self):
+    result, report = run("configs/one_worker.pbtxt", "--split=3,1",
+                         "--partition_matched")
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    self.assertTrue(report["partition_matched"])
+    self.assertTrue(report["bitwise_equal"])
+    self.assertEqual(report["max_abs_diff"], 0)
+
+  def test_bad_split_is_refused(self):
+    for split in ("3,x", "0,0", "-1,2", "100000,1"):
+      result, report = run("configs/one_worker.pbtxt", "--split=" + split)
+      self.assertEqual(result.returncode, 2, split + result.stderr)
+      self.assertIn("--split", result.stderr)
+      self.assertIsNone(report)
+
+
+if __name__ == "__main__":
+  unittest.main()
