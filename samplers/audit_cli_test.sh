@@ -97,5 +97,26 @@ else
   fail "no_shuffle run: $(cat "$TMP/log")"
 fi
 
+# --config: the training config's real receipt ids, world size and policy.
+if "$AUDIT" --config=configs/three_worker_47_ids.pbtxt --out="$OUT" \
+    >"$TMP/stdout" 2>"$TMP/log"; then
+  grep -q "48 slots for 47 ids" "$TMP/stdout" || fail "--config summary"
+  /usr/bin/python3 - "$OUT" <<'PY' || fail "--config JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["num_ids"] == 47 and d["world_size"] == 3, d["num_ids"]
+assert d["policy"] == "masked_tail"
+ids = [i for r in d["epochs"][0]["ranks"] for i in r["receipt_ids"]]
+assert all(i.startswith("rcpt-") for i in ids), ids[:3]
+assert d["epochs"][0]["masked_slots"] == [{"rank": 2, "slot": 15}]
+PY
+else
+  fail "--config run: $(cat "$TMP/log")"
+fi
+expect_exit 2 "--config with --policy" "drop --num_ids and --policy" \
+  --config=configs/three_worker_47_ids.pbtxt --policy=masked_tail --out="$OUT"
+expect_exit 2 "--config missing file" "no such file" \
+  --config=/nonexistent/x.pbtxt --out="$OUT"
+
 echo "$failures failed"
 [[ $failures -eq 0 ]]

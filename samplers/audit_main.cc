@@ -2,11 +2,19 @@
 //
 //   bazel run //samplers:audit -- --num_ids=47 --world_size=3 --seed=0
 //       --epochs=2 --policy=masked_tail --out=/tmp/sampler_audit.json
+//   bazel run //samplers:audit -- --config=configs/NAME.pbtxt --out=FILE.json
+//
+// With --config, the training config gives everything: its training
+// receipts (their real ids), world size, local batches, sampler seed,
+// epochs and sampler policy with its options.
 //
 // Writes the SamplerAudit JSON (samplers/audit.proto) to --out and a short
 // summary to stdout; logs go to stderr. Exit 0 on success, 2 for bad flags
 // or an unknown policy, 1 when the audit or the write fails.
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -15,13 +23,16 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
+#include "data/receipt_dataset.h"
 #include "glog/logging.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "io/json_file.h"
 #include "plugins/plugin_registry.h"
+#include "plugins/plugin_selection.h"
 #include "samplers/audit.h"
 #include "samplers/sampler_policy.h"
+#include "trainer/config_loader.h"
 
 ABSL_FLAG(int32_t, num_ids, -1, "Examples in the dataset (ids 0..n-1).");
 ABSL_FLAG(int32_t, world_size, 1, "Ranks.");
@@ -33,6 +44,9 @@ ABSL_FLAG(bool, no_shuffle, false,
 ABSL_FLAG(std::vector<std::string>, local_batch_sizes, {},
           "Slots per rank per update, e.g. 3,1; default 1 on every rank.");
 ABSL_FLAG(std::string, out, "", "Where to write the audit JSON.");
+ABSL_FLAG(std::string, config, "",
+          "Audit a training config instead: its receipts, world size, local "
+          "batches, seed, epochs and sampler.");
 
 namespace receipt_parity {
 namespace {
@@ -45,7 +59,7 @@ int BadInput(const std::string& message) {
 }
 
 // --local_batch_sizes, or one slot per rank.
-bool LocalBatchSizes(int world_size, std::vector<int>* sizes,
+bool LocalBatchSizesFromFlag(int world_size, std::vector<int>* sizes,
                      std::string* error) {
   const std::vector<std::string> text = absl::GetFlag(FLAGS_local_batch_sizes);
   if (text.empty()) {
@@ -111,12 +125,55 @@ int AuditAndWrite(const SamplerPolicy& policy, const std::string& policy_name,
   return 0;
 }
 
+// --config: everything comes from the training config.
+int AuditConfig(const std::string& path, const std::string& out) {
+  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(path);
+  if (!loaded.ok()) return BadInput(std::string(loaded.status().message()));
+  const TrainingConfig& config = loaded->config;
+  absl::StatusOr<ReceiptSplit> data = LoadReceipts(config.data());
+  if (!data.ok()) {
+    return BadInput(std::string(loaded->locator->Locate(data.status()).message()));
+  }
+  absl::StatusOr<std::unique_ptr<SamplerPolicy>> policy =
+      CreateSelectedPlugin<SamplerPolicy>(config.sampler(), "sampler");
+  if (!policy.ok()) {
+    return BadInput(std::string(loaded->locator->Locate(policy.status()).message()));
+  }
+  std::vector<std::string> receipt_ids;
+  for (const ReceiptExample& example : data->train) {
+    receipt_ids.push_back(example.receipt_id);
+  }
+  return AuditAndWrite(**policy, config.sampler().name(), receipt_ids,
+                       config.world_size(), config.seeds().sampler(),
+                       config.epochs(), LocalBatchSizes(config),
+                       out);
+}
+
 int Main(int argc, char** argv) {
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
+  if (const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY"); cwd != nullptr) {
+    // Under `bazel run`, paths on the command line are the user's.
+    if (chdir(cwd) != 0) PLOG(WARNING) << "cannot change to " << cwd;
+  }
   if (positional.size() > 1) {
     return BadInput(std::string("unexpected argument '") + positional[1] + "'");
+  }
+  if (const std::string config = absl::GetFlag(FLAGS_config); !config.empty()) {
+    if (absl::GetFlag(FLAGS_num_ids) >= 0 || !absl::GetFlag(FLAGS_policy).empty()) {
+      return BadInput(
+          "--config takes the ids, world size, seed, epochs and policy from "
+          "the training config; drop --num_ids and --policy");
+    }
+    if (absl::GetFlag(FLAGS_out).empty()) {
+      return BadInput("--out: give the JSON file to write");
+    }
+    if (absl::Status s = CheckRegistries(); !s.ok()) {
+      LOG(ERROR) << s;
+      return 1;
+    }
+    return AuditConfig(config, absl::GetFlag(FLAGS_out));
   }
   const int num_ids = absl::GetFlag(FLAGS_num_ids);
   const int world_size = absl::GetFlag(FLAGS_world_size);
@@ -137,7 +194,7 @@ int Main(int argc, char** argv) {
   if (out.empty()) return BadInput("--out: give the JSON file to write");
   std::vector<int> local_batch_sizes;
   std::string error;
-  if (!LocalBatchSizes(world_size, &local_batch_sizes, &error)) {
+  if (!LocalBatchSizesFromFlag(world_size, &local_batch_sizes, &error)) {
     return BadInput(error);
   }
 
