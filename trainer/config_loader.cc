@@ -312,6 +312,7 @@ std::string ConfigFingerprint(const TrainingConfig& config) {
   TrainingConfig canonical = config;
   canonical.clear_run();
   canonical.clear_plugin_library();
+  canonical.clear_checkpoint();
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream stream(&bytes);

@@ -81,7 +81,8 @@ std::vector<int> LocalBatchSizes(const TrainingConfig& config);
 
 // Hex SHA-1 of the deterministic serialization of `config` without the
 // fields that do not change what is trained: `run` (output folder, logging,
-// fault injection, limits) and `plugin_library` (paths differ by host).
+// fault injection, limits), `checkpoint` (how often and how many to keep)
+// and `plugin_library` (paths differ by host).
 std::string ConfigFingerprint(const TrainingConfig& config);
 
 // The one-worker reference run of `config`: world_size 1, no uneven split,

@@ -111,7 +111,8 @@ TEST(ConfigLoaderTest, UnknownPluginOptionTypeIsASyntaxError) {
 TEST(ConfigFingerprintTest, IgnoresRunOptionsButNotTraining) {
   auto a = ParseTrainingConfig(kValid, "a");
   auto b = ParseTrainingConfig(
-      std::string(kValid) + "run { output_dir: \"/tmp/x\" log_every_updates: 3 }\n",
+      std::string(kValid) + "run { output_dir: \"/tmp/x\" log_every_updates: 3 }\n" +
+          "checkpoint { every_updates: 5 keep_last: 4 }\n",
       "b");
   auto c = ParseTrainingConfig(std::string(kValid) + "seeds { sampler: 9 }\n", "c");
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());

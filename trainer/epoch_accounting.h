@@ -14,9 +14,11 @@ namespace receipt_parity {
 // One record per rank. A valid slot is a duplicate when the same dataset
 // index already had a valid slot earlier in the epoch (earlier update, or
 // the same update on a lower rank or earlier slot).
-// `updates_run` caps the updates counted (a run stopped early).
+// Counts updates [first_update, end_update) (a run that resumed mid-epoch
+// or stopped early); duplicates only within that range.
 std::vector<EpochRankRecord> AccountEpoch(const EpochPlan& plan,
-                                          int64_t updates_run);
+                                          int64_t first_update,
+                                          int64_t end_update);
 
 // The update as the loss weighting sees it: every rank's (label, valid).
 // labels: by dataset index.

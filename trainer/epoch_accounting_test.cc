@@ -20,7 +20,7 @@ TEST(EpochAccountingTest, MaskedTailAcceptsEveryExampleExactlyOnce) {
   ASSERT_TRUE(policy.ok());
   EpochPlan plan = Plan(**policy, 47, 3);
   int64_t accepted = 0, masked = 0, duplicates = 0, slots = 0;
-  for (const EpochRankRecord& r : AccountEpoch(plan, plan.num_updates())) {
+  for (const EpochRankRecord& r : AccountEpoch(plan, 0, plan.num_updates())) {
     accepted += r.accepted_examples();
     masked += r.masked_slots();
     duplicates += r.duplicate_slots();
@@ -37,7 +37,7 @@ TEST(EpochAccountingTest, DuplicatePadCountsTheRepeatedExample) {
   ASSERT_TRUE(policy.ok());
   EpochPlan plan = Plan(**policy, 47, 3);
   int64_t accepted = 0, duplicates = 0;
-  for (const EpochRankRecord& r : AccountEpoch(plan, plan.num_updates())) {
+  for (const EpochRankRecord& r : AccountEpoch(plan, 0, plan.num_updates())) {
     accepted += r.accepted_examples();
     duplicates += r.duplicate_slots();
   }

@@ -19,6 +19,19 @@ NamedTensors Snapshot(const torch::nn::Module& model, bool gradients) {
 
 }  // namespace
 
+void RecordBatch(const EpochPlan& plan, int64_t update,
+                 const std::vector<std::string>& receipt_ids, FirstStep* record) {
+  for (int r = 0; r < plan.world_size(); ++r) {
+    RankBatch* batch = record->add_batch();
+    batch->set_rank(r);
+    for (const Slot& slot : plan.UpdateSlots(r, update)) {
+      batch->add_receipt_ids(receipt_ids[slot.dataset_index]);
+      batch->add_dataset_indices(static_cast<int32_t>(slot.dataset_index));
+      batch->add_valid(slot.valid);
+    }
+  }
+}
+
 NamedTensors SnapshotParameters(const torch::nn::Module& model) {
   return Snapshot(model, /*gradients=*/false);
 }

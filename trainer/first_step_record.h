@@ -16,7 +16,14 @@
 #include "parity/tensor_comparison.h"  // NamedTensors
 #include "trainer/artifacts.pb.h"
 
+#include "samplers/epoch_plan.h"
+
 namespace receipt_parity {
+
+// Adds every rank's slots of `update` (receipt ids, dataset indices, valid
+// flags) to `record`'s batch.
+void RecordBatch(const EpochPlan& plan, int64_t update,
+                 const std::vector<std::string>& receipt_ids, FirstStep* record);
 
 // Detached copies of the parameters (or, with `gradients`, of their
 // gradients), in registration order.

@@ -16,11 +16,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "checkpoint/fault_injection.h"
 #include "glog/logging.h"
 #include "io/json_file.h"
 #include "plugins/plugin_registry.h"
@@ -36,6 +39,17 @@ ABSL_FLAG(std::string, out, "", "Output folder; default: the config's run.output
 ABSL_FLAG(bool, validate_only, false,
           "Check the config, data, plugins and model, print the fingerprint, "
           "write nothing.");
+ABSL_FLAG(int32_t, kill_rank, -1,
+          "Injected failure: this rank SIGKILLs itself during a checkpoint "
+          "save (overrides run.fault.kill_rank).");
+ABSL_FLAG(std::string, kill_point, "",
+          "before_shard, mid_shard, after_shard_before_rename, "
+          "before_manifest or mid_manifest (overrides run.fault.kill_point).");
+ABSL_FLAG(int32_t, kill_generation, 0,
+          "The generation whose save is interrupted (overrides "
+          "run.fault.kill_generation; default 1).");
+ABSL_FLAG(std::vector<std::string>, record_update, {},
+          "Global update indices to record as OUT/update-K.json.");
 ABSL_FLAG(bool, list_plugins, false, "Print every registered plugin as kind/name and exit.");
 
 namespace receipt_parity {
@@ -75,6 +89,59 @@ bool ReferenceMatches(const std::string& reference_dir,
          ConfigFingerprint(ReferenceConfig(config));
 }
 
+// The run's fault plan: flags over the config's run.fault.
+absl::StatusOr<FaultPlan> FaultPlanFor(const LoadedConfig& loaded) {
+  const FaultInjection& fault = loaded.config.run().fault();
+  const std::string point = !absl::GetFlag(FLAGS_kill_point).empty()
+                                ? absl::GetFlag(FLAGS_kill_point)
+                                : fault.kill_point();
+  if (point.empty()) return FaultPlan{};
+  const int rank = absl::GetFlag(FLAGS_kill_rank) >= 0
+                       ? absl::GetFlag(FLAGS_kill_rank)
+                       : fault.kill_rank();
+  int64_t generation = absl::GetFlag(FLAGS_kill_generation) > 0
+                           ? absl::GetFlag(FLAGS_kill_generation)
+                           : fault.kill_generation();
+  if (generation <= 0) generation = 1;
+  if (rank >= loaded.config.world_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--kill_rank=", rank, ": no such rank with world_size ",
+        loaded.config.world_size()));
+  }
+  absl::StatusOr<FaultPlan> plan = MakeFaultPlan(rank, point, generation);
+  if (!plan.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--kill_point: ", plan.status().message()));
+  }
+  return plan;
+}
+
+absl::StatusOr<std::set<int64_t>> RecordedUpdates() {
+  std::set<int64_t> updates;
+  for (const std::string& text : absl::GetFlag(FLAGS_record_update)) {
+    int64_t k = 0;
+    if (!absl::SimpleAtoi(text, &k) || k < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--record_update: '", text, "' is not an update index"));
+    }
+    updates.insert(k);
+  }
+  return updates;
+}
+
+// What every run of this invocation shares: checkpoints, fault, records.
+absl::Status FillRunOptions(const LoadedConfig& loaded, const std::string& out,
+                            TrainingRunOptions* options) {
+  absl::StatusOr<FaultPlan> fault = FaultPlanFor(loaded);
+  if (!fault.ok()) return fault.status();
+  absl::StatusOr<std::set<int64_t>> records = RecordedUpdates();
+  if (!records.ok()) return records.status();
+  options->loaded = &loaded;
+  options->checkpoint_dir = out + "/checkpoints";
+  options->fault = *fault;
+  options->record_updates = *records;
+  return absl::OkStatus();
+}
+
 absl::Status MakeReference(const LoadedConfig& loaded,
                            const std::string& reference_dir,
                            int64_t max_updates) {
@@ -112,7 +179,7 @@ int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
             << ": joined the Gloo process group at " << env.master_addr << ":"
             << env.master_port;
   TrainingRunOptions options;
-  options.loaded = &loaded;
+  if (absl::Status s = FillRunOptions(loaded, out, &options); !s.ok()) return Fail(s);
   options.rank = env.rank;
   options.world_size = env.world_size;
   options.process_group = &*group;
@@ -198,11 +265,20 @@ int Main(int argc, char** argv) {
   if (!env.ok()) return Fail(env.status());
   if (env->has_value()) return RunAsRank(*loaded, **env, out);
   if (loaded->config.world_size() == 1) {
-    if (absl::Status s = MakeReference(*loaded, out + "/reference", 0); !s.ok()) {
+    // One worker: this run is the reference (with its checkpoints, if any).
+    TrainingRunOptions options;
+    if (absl::Status s = FillRunOptions(*loaded, out, &options); !s.ok()) {
       return Fail(s);
     }
+    options.artifact_dir = out + "/reference";
+    if (absl::Status s = RunTraining(options).status(); !s.ok()) return Fail(s);
     std::cout << "reference in " << out << "/reference/" << std::endl;
     return 0;
+  }
+  // Bad fault or record flags fail here, before any worker starts.
+  TrainingRunOptions probe;
+  if (absl::Status s = FillRunOptions(*loaded, out, &probe); !s.ok()) {
+    return Fail(s);
   }
   return Launch(*loaded, out, argc, argv);
 }

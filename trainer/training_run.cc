@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <filesystem>
@@ -27,6 +28,7 @@
 #include "trainer/first_step_record.h"
 #include "trainer/optimizer_factory.h"
 #include "trainer/receipt_tensors.h"
+#include "trainer/run_checkpoints.h"
 #include "trainer/run_parity.h"
 #include "trainer/run_summary_builder.h"
 #include "trainer/validation_pass.h"
@@ -151,6 +153,20 @@ absl::StatusOr<std::vector<RankReport>> CollectReports(
   return reports;
 }
 
+void LogProgress(int64_t total, int64_t planned, int epoch, double loss_share,
+                 int64_t run_updates, double elapsed) {
+  LOG(INFO) << "update " << total << "/" << planned << " (epoch " << epoch
+            << ") rank-0 loss share " << loss_share << ", "
+            << run_updates / elapsed << " updates/s, ETA "
+            << std::max<double>(0, (planned - total) * elapsed / run_updates) << " s";
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
 }  // namespace
 
 absl::Status CheckRunnable(const LoadedConfig& loaded) {
@@ -221,18 +237,41 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   for (const auto& item : model.named_parameters()) first_step.add_parameter_order(item.key());
   StoreNamedTensors(SnapshotParameters(model), first_step.mutable_parameters_before());
 
+  TrainingCursor cursor;
+  ResumeRecord resume;
+  RunCheckpointContext checkpoints;
+  const bool checkpointing =
+      !options.checkpoint_dir.empty() && config.checkpoint().every_updates() > 0;
+  if (checkpointing) {
+    checkpoints.root = options.checkpoint_dir;
+    checkpoints.rank = rank;
+    checkpoints.world_size = world;
+    checkpoints.store = options.process_group ? options.process_group->store.get() : nullptr;
+    checkpoints.config = &config;
+    checkpoints.model_revision = manifest.model_revision().revision();
+    checkpoints.fault = options.fault;
+    absl::StatusOr<ResumeRecord> resumed =
+        ResumeFromCheckpoint(checkpoints, model, **optimizer, &cursor);
+    if (!resumed.ok()) return resumed.status();
+    resume = *resumed;
+  }
+  const bool fresh = cursor.total_updates == 0;
+  int64_t next_generation = resume.next_generation();
+
   RankReport report;
   report.set_rank(rank);
   RunTotals totals;
   totals.world_size = world;
   totals.training_views = static_cast<int64_t>(data->train.size());
   totals.warmup_updates = kWarmupUpdates;
+  CheckpointCost cost;
   const int64_t max_updates = config.run().max_updates();
-  int64_t total = 0;
+  int64_t total = cursor.total_updates;
+  int64_t run_updates = 0;
   bool stop = false;
   const Clock::time_point run_start = Clock::now();
   try {
-    for (int epoch = 0; epoch < config.epochs() && !stop; ++epoch) {
+    for (int epoch = cursor.epoch; epoch < config.epochs() && !stop; ++epoch) {
       OrderRequest request;
       request.num_examples = static_cast<int64_t>(data->train.size());
       request.world_size = world;
@@ -241,8 +280,9 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
       absl::StatusOr<EpochPlan> plan =
           BuildEpochPlan(*plugins->sampler, request, local_batch);
       if (!plan.ok()) return plan.status();
-      int64_t updates_this_epoch = 0;
-      for (int64_t u = 0; u < plan->num_updates(); ++u) {
+      const int64_t first_in_epoch = epoch == cursor.epoch ? cursor.update_in_epoch : 0;
+      int64_t u = first_in_epoch;
+      for (; u < plan->num_updates(); ++u) {
         if (max_updates > 0 && total >= max_updates) {
           stop = true;
           break;
@@ -267,53 +307,69 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
           }
         }
         const double sync_seconds = Seconds(Clock::now() - sync_start);
-        if (total == 0) {
-          StoreNamedTensors(SnapshotGradients(model), first_step.mutable_gradients());
+        // The first update of a fresh run (first_step.json, parity), and the
+        // updates asked for (update-K.json; the first resumed one always).
+        const bool record_first = fresh && total == 0;
+        const bool record_update = writer && (options.record_updates.count(total) > 0 ||
+                                              (!fresh && run_updates == 0));
+        FirstStep update_record;
+        FirstStep* record = record_first ? &first_step : &update_record;
+        if (record_first || record_update) {
+          StoreNamedTensors(SnapshotGradients(model), record->mutable_gradients());
         }
         (*optimizer)->step();
-        if (total == 0) {
-          StoreNamedTensors(SnapshotParameters(model),
-                            first_step.mutable_parameters_after());
-          first_step.set_accepted_examples(
-              static_cast<int32_t>(plan->GlobalAcceptedCount(u)));
-          first_step.set_loss(backward->weighted_loss);
-          for (int r = 0; r < world; ++r) {
-            RankBatch* b = first_step.add_batch();
-            b->set_rank(r);
-            for (const Slot& s : plan->UpdateSlots(r, u)) {
-              b->add_receipt_ids(train_ids[s.dataset_index]);
-              b->add_dataset_indices(static_cast<int32_t>(s.dataset_index));
-              b->add_valid(s.valid);
-            }
+        if (record_first || record_update) {
+          record->set_world_size(world);
+          StoreNamedTensors(SnapshotParameters(model), record->mutable_parameters_after());
+          record->set_accepted_examples(static_cast<int32_t>(plan->GlobalAcceptedCount(u)));
+          record->set_loss(backward->weighted_loss);
+          RecordBatch(*plan, u, train_ids, record);
+        }
+        if (record_update) {
+          for (const std::string& name : first_step.parameter_order()) {
+            update_record.add_parameter_order(name);
+          }
+          std::filesystem::create_directories(options.artifact_dir);
+          if (absl::Status s = WriteJsonFile(
+                  absl::StrCat(options.artifact_dir, "/update-", total, ".json"),
+                  update_record);
+              !s.ok()) {
+            return s;
           }
         }
         const double update_seconds = Seconds(Clock::now() - start);
         report.add_update_loss(backward->weighted_loss);
-        if (total >= kWarmupUpdates) {
+        if (run_updates >= kWarmupUpdates) {
           report.mutable_timing()->add_update_seconds(update_seconds);
           report.mutable_timing()->add_sync_seconds(sync_seconds);
-          report.mutable_timing()->add_update_examples(
-              static_cast<int32_t>(slots.size()));
+          report.mutable_timing()->add_update_examples(static_cast<int32_t>(slots.size()));
         }
         totals.accepted_per_update.push_back(plan->GlobalAcceptedCount(u));
         totals.epoch_of_update.push_back(epoch);
         manifest.add_accepted_examples_per_update(
             static_cast<int32_t>(plan->GlobalAcceptedCount(u)));
         ++total;
-        ++updates_this_epoch;
+        ++run_updates;
+        if (checkpointing && total % config.checkpoint().every_updates() == 0) {
+          const bool epoch_done = u + 1 == plan->num_updates();
+          TrainingCursor at{total, epoch_done ? epoch + 1 : epoch,
+                            epoch_done ? 0 : u + 1};
+          absl::StatusOr<SaveResult> saved =
+              SaveCheckpoint(checkpoints, next_generation++, model, **optimizer, at);
+          if (!saved.ok()) return saved.status();
+          cost.set_generations_saved(cost.generations_saved() + 1);
+          cost.set_bytes_per_generation(static_cast<double>(saved->bytes));
+          cost.add_save_seconds(saved->seconds);
+          cost.add_sequential_write_seconds(saved->sequential_write_seconds);
+        }
         if (writer && total % config.run().log_every_updates() == 0) {
-          const double elapsed = Seconds(Clock::now() - run_start);
-          const int64_t planned = max_updates > 0
-                                      ? max_updates
-                                      : plan->num_updates() * config.epochs();
-          LOG(INFO) << "update " << total << "/" << planned << " (epoch " << epoch
-                    << ") rank-0 loss share " << backward->weighted_loss << ", "
-                    << total / elapsed << " updates/s, ETA "
-                    << std::max<double>(0, (planned - total) * elapsed / total)
-                    << " s";
+          LogProgress(total, max_updates > 0 ? max_updates
+                                             : plan->num_updates() * config.epochs(),
+                      epoch, backward->weighted_loss, run_updates,
+                      Seconds(Clock::now() - run_start));
         }
       }
-      for (const EpochRankRecord& rec : AccountEpoch(*plan, updates_this_epoch)) {
+      for (const EpochRankRecord& rec : AccountEpoch(*plan, first_in_epoch, u)) {
         if (rec.rank() == rank) *report.add_per_rank() = rec;
       }
     }
@@ -321,7 +377,7 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
     return absl::InternalError(absl::StrCat("rank ", rank, ": LibTorch: ",
                                             e.what_without_backtrace()));
   }
-  manifest.set_updates(static_cast<int32_t>(total));
+  manifest.set_updates(static_cast<int32_t>(run_updates));
 
   ValidationInputs val;
   val.examples = &validation;
@@ -346,7 +402,7 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   if (!reports.ok()) return reports.status();
 
   TrainingOutcome outcome;
-  outcome.updates = total;
+  outcome.updates = run_updates;
   if (!writer) return outcome;
 
   const std::string& dir = options.artifact_dir;
@@ -354,7 +410,17 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   RunSummary summary = BuildRunSummary(totals, *reports);
   summary.set_config_fingerprint(manifest.config_fingerprint());
   summary.set_final_parameter_hash(report.final_parameter_hash());
-  if (!options.reference_dir.empty()) {
+  summary.set_resumed_from_generation(resume.generation());
+  summary.set_first_update(static_cast<int32_t>(cursor.total_updates));
+  cost.set_save_seconds_median(Median({cost.save_seconds().begin(), cost.save_seconds().end()}));
+  cost.set_sequential_write_seconds_median(Median(
+      {cost.sequential_write_seconds().begin(), cost.sequential_write_seconds().end()}));
+  if (cost.sequential_write_seconds_median() > 0) {
+    cost.set_save_vs_sequential_ratio(cost.save_seconds_median() /
+                                      cost.sequential_write_seconds_median());
+  }
+  *summary.mutable_checkpoint() = cost;
+  if (!options.reference_dir.empty() && fresh) {
     bool ranks_agree = true;
     for (const RankReport& r : *reports) {
       ranks_agree &= r.final_parameter_hash() == report.final_parameter_hash();
@@ -371,16 +437,20 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
       *plugins->sampler, config.sampler().name(), train_ids, world,
       config.seeds().sampler(), config.epochs(), local_batch);
   if (!audit.ok()) return audit.status();
-  for (const auto& [name, message] :
-       std::vector<std::pair<std::string, const google::protobuf::Message*>>{
-           {"run_manifest.json", &manifest},
-           {"first_step.json", &first_step},
-           {"run_summary.json", &summary},
-           {"validation.json", &*validation_report},
-           {"sampler_audit.json", &*audit}}) {
+  if (checkpointing && (resume.generation() > 0 || resume.skipped_size() > 0 ||
+                        resume.cleaned_up_size() > 0)) {
+    if (absl::Status s = WriteJsonFile(dir + "/resume.json", resume); !s.ok()) return s;
+  }
+  std::vector<std::pair<std::string, const google::protobuf::Message*>> artifacts = {
+      {"run_manifest.json", &manifest},
+      {"run_summary.json", &summary},
+      {"validation.json", &*validation_report},
+      {"sampler_audit.json", &*audit}};
+  if (fresh) artifacts.push_back({"first_step.json", &first_step});
+  for (const auto& [name, message] : artifacts) {
     if (absl::Status s = WriteJsonFile(dir + "/" + name, *message); !s.ok()) return s;
   }
-  LOG(INFO) << "trained " << total << " updates on " << world << " worker(s): final loss "
+  LOG(INFO) << "trained " << run_updates << " updates on " << world << " worker(s): final loss "
             << summary.final_loss() << ", validation accuracy "
             << validation_report->accuracy() << " ("
             << validation_report->unique_ids_counted() << " receipts counted once, "

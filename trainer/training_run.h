@@ -10,14 +10,20 @@
 // Every rank has the same number of updates by construction of the plan.
 //
 // Artifacts (rank 0 writes them into `artifact_dir`):
-//   run_manifest.json, first_step.json, run_summary.json, validation.json,
-//   sampler_audit.json.
+//   run_manifest.json, first_step.json (fresh runs), run_summary.json,
+//   validation.json, sampler_audit.json, resume.json (resumed runs),
+//   update-K.json (recorded updates).
+// With checkpoint.every_updates > 0 the run first resumes from the newest
+// advertised generation in `checkpoint_dir`, then saves a generation every
+// that many updates (trainer/run_checkpoints.h).
 #ifndef RECEIPT_PARITY_TRAINER_TRAINING_RUN_H_
 #define RECEIPT_PARITY_TRAINER_TRAINING_RUN_H_
 
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "checkpoint/fault_injection.h"
 #include "trainer/config_loader.h"
 #include "trainer/process_group.h"
 
@@ -35,6 +41,14 @@ struct TrainingRunOptions {
   // A multi-worker run compares its first update with this folder's
   // first_step.json and writes parity.json; empty: no comparison.
   std::string reference_dir;
+  // Checkpoints live here (when checkpoint.every_updates > 0); empty: none.
+  std::string checkpoint_dir;
+  // An injected failure during a save (checkpoint/fault_injection.h).
+  FaultPlan fault;
+  // Global update indices whose reduced gradients and parameters after the
+  // step rank 0 writes to `artifact_dir`/update-K.json (the first update of
+  // a resumed run always is).
+  std::set<int64_t> record_updates;
 };
 
 struct TrainingOutcome {

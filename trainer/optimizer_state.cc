@@ -1,0 +1,107 @@
+#include "trainer/optimizer_state.h"
+
+#include <ATen/ATen.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace receipt_parity {
+namespace {
+
+constexpr char kPrefix[] = "optimizer/";
+
+// The key LibTorch's optimizers use for a parameter's state.
+std::string StateKey(const at::Tensor& parameter) {
+  return c10::guts::to_string(parameter.unsafeGetTensorImpl());
+}
+
+const at::Tensor* Find(const std::map<std::string, at::Tensor>& tensors,
+                       const std::string& name) {
+  auto it = tensors.find(name);
+  return it == tensors.end() ? nullptr : &it->second;
+}
+
+absl::Status CheckShape(const std::string& name, const at::Tensor& saved,
+                        const at::Tensor& parameter) {
+  if (saved.sizes() != parameter.sizes()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": saved shape does not match the parameter's"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, at::Tensor>> OptimizerStateTensors(
+    const torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+  std::map<std::string, at::Tensor> out;
+  auto& state = optimizer.state();
+  const bool sgd = dynamic_cast<torch::optim::SGD*>(&optimizer) != nullptr;
+  const bool adamw = dynamic_cast<torch::optim::AdamW*>(&optimizer) != nullptr;
+  if (!sgd && !adamw) {
+    return absl::UnimplementedError("checkpoint: only SGD and AdamW state is saved");
+  }
+  for (const auto& item : model.named_parameters()) {
+    auto it = state.find(StateKey(item.value()));
+    if (it == state.end()) continue;
+    const std::string base = absl::StrCat(kPrefix, item.key(), "/");
+    if (sgd) {
+      auto& s = static_cast<torch::optim::SGDParamState&>(*it->second);
+      if (s.momentum_buffer().defined()) {
+        out[base + "momentum_buffer"] = s.momentum_buffer().detach().clone();
+      }
+    } else {
+      auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
+      out[base + "step"] = at::tensor({s.step()}, at::kLong);
+      out[base + "exp_avg"] = s.exp_avg().detach().clone();
+      out[base + "exp_avg_sq"] = s.exp_avg_sq().detach().clone();
+      if (s.max_exp_avg_sq().defined()) {
+        out[base + "max_exp_avg_sq"] = s.max_exp_avg_sq().detach().clone();
+      }
+    }
+  }
+  return out;
+}
+
+absl::Status RestoreOptimizerState(
+    const torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+    const std::map<std::string, at::Tensor>& tensors) {
+  auto& state = optimizer.state();
+  state.clear();
+  const bool sgd = dynamic_cast<torch::optim::SGD*>(&optimizer) != nullptr;
+  for (const auto& item : model.named_parameters()) {
+    const at::Tensor& p = item.value();
+    const std::string base = absl::StrCat(kPrefix, item.key(), "/");
+    if (sgd) {
+      const at::Tensor* momentum = Find(tensors, base + "momentum_buffer");
+      if (momentum == nullptr) continue;
+      if (absl::Status s = CheckShape(base + "momentum_buffer", *momentum, p); !s.ok()) {
+        return s;
+      }
+      auto s = std::make_unique<torch::optim::SGDParamState>();
+      s->momentum_buffer(momentum->clone());
+      state[StateKey(p)] = std::move(s);
+      continue;
+    }
+    const at::Tensor* step = Find(tensors, base + "step");
+    const at::Tensor* exp_avg = Find(tensors, base + "exp_avg");
+    const at::Tensor* exp_avg_sq = Find(tensors, base + "exp_avg_sq");
+    if (step == nullptr || exp_avg == nullptr || exp_avg_sq == nullptr) continue;
+    for (auto [name, t] : {std::make_pair("exp_avg", exp_avg),
+                           std::make_pair("exp_avg_sq", exp_avg_sq)}) {
+      if (absl::Status s = CheckShape(base + name, *t, p); !s.ok()) return s;
+    }
+    auto s = std::make_unique<torch::optim::AdamWParamState>();
+    s->step(step->item<int64_t>());
+    s->exp_avg(exp_avg->clone());
+    s->exp_avg_sq(exp_avg_sq->clone());
+    if (const at::Tensor* max_sq = Find(tensors, base + "max_exp_avg_sq")) {
+      s->max_exp_avg_sq(max_sq->clone());
+    }
+    state[StateKey(p)] = std::move(s);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace receipt_parity

@@ -1,0 +1,334 @@
+#include "trainer/run_checkpoints.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <set>
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include "absl/strings/str_cat.h"
+#include "checkpoint/generation_layout.h"
+#include "checkpoint/recovery.h"
+#include "checkpoint/save_generation.h"
+#include "checkpoint/shard_state.h"
+#include "glog/logging.h"
+#include "trainer/config_loader.h"
+#include "trainer/optimizer_state.h"
+#include "trainer/process_group.h"
+
+namespace receipt_parity {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr char kModelPrefix[] = "model/";
+
+// Shard confirmations through the c10d store: rank r publishes its
+// ShardInfo under ckpt/gen-N/rank-r; rank 0 waits (up to the store's
+// timeout) for every rank's.
+class StoreConfirmations : public ShardConfirmations {
+ public:
+  StoreConfirmations(c10d::Store& store, int64_t generation, int rank, int world)
+      : store_(store), generation_(generation), rank_(rank), world_(world) {}
+
+  absl::StatusOr<std::vector<ShardInfo>> GatherOnRankZero(
+      const ShardInfo& mine) override {
+    if (absl::Status s = StoreSet(store_, Key(rank_), mine.SerializeAsString());
+        !s.ok()) {
+      return s;
+    }
+    if (rank_ != 0) return std::vector<ShardInfo>{};
+    std::vector<ShardInfo> all;
+    for (int r = 0; r < world_; ++r) {
+      absl::StatusOr<std::string> bytes = StoreGet(store_, Key(r));
+      if (!bytes.ok()) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "checkpoint generation ", generation_, ": rank ", r,
+            " never confirmed its shard: ", bytes.status().message()));
+      }
+      ShardInfo info;
+      if (!info.ParseFromString(*bytes)) {
+        return absl::DataLossError(absl::StrCat("rank ", r, "'s confirmation is corrupt"));
+      }
+      all.push_back(info);
+    }
+    return all;
+  }
+
+ private:
+  std::string Key(int rank) const {
+    return absl::StrCat("ckpt/gen-", generation_, "/rank-", rank);
+  }
+  c10d::Store& store_;
+  int64_t generation_;
+  int rank_;
+  int world_;
+};
+
+std::map<std::string, at::Tensor> ReplicatedState(
+    Classifier& model, const std::map<std::string, at::Tensor>& optimizer_state) {
+  std::map<std::string, at::Tensor> all = optimizer_state;
+  for (const auto& item : model.named_parameters()) {
+    all[kModelPrefix + item.key()] = item.value().detach().clone();
+  }
+  return all;
+}
+
+// One write() and one fsync of `bytes` bytes: what the save is compared to.
+double SequentialWriteSeconds(const std::string& root, int64_t bytes) {
+  const std::string path = root + "/.sequential-write-baseline";
+  std::string buffer(static_cast<size_t>(bytes), '\x5a');
+  const Clock::time_point start = Clock::now();
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return 0;
+  size_t done = 0;
+  while (done < buffer.size()) {
+    ssize_t n = write(fd, buffer.data() + done, buffer.size() - done);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  fsync(fd);
+  close(fd);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  unlink(path.c_str());
+  return seconds;
+}
+
+std::string WorldIndependentFingerprint(const TrainingConfig& config) {
+  return ConfigFingerprint(ReferenceConfig(config));
+}
+
+// Rank 0 decides (and cleans up); every rank then reads the same decision.
+absl::StatusOr<RecoveryDecision> Decide(const RunCheckpointContext& c,
+                                        ResumeRecord* record) {
+  RecoveryOptions options;
+  options.stop_on_corruption = c.config->checkpoint().stop_on_corruption();
+  if (c.rank == 0) {
+    absl::StatusOr<RecoveryDecision> decision = FindRestorable(c.root, options);
+    if (!decision.ok()) return decision.status();
+    for (const SkippedGeneration& s : decision->skipped) {
+      record->add_skipped(s.reason);
+      LOG(WARNING) << "checkpoint: passing over " << s.reason;
+    }
+    for (const std::string& p : decision->partial_folders) record->add_partial_folders(p);
+    absl::StatusOr<std::vector<std::string>> cleaned = CleanUpPartialGenerations(c.root);
+    if (!cleaned.ok()) return cleaned.status();
+    for (const std::string& p : *cleaned) record->add_cleaned_up(p);
+    absl::StatusOr<int64_t> next = NextGeneration(c.root);
+    if (!next.ok()) return next.status();
+    record->set_next_generation(static_cast<int32_t>(*next));
+    if (c.store != nullptr) {
+      if (absl::Status s = StoreSet(*c.store, "ckpt/resume",
+                                    absl::StrCat(decision->generation, "/", *next));
+          !s.ok()) {
+        return s;
+      }
+    }
+    return decision;
+  }
+  absl::StatusOr<std::string> published = StoreGet(*c.store, "ckpt/resume");
+  if (!published.ok()) return published.status();
+  absl::StatusOr<RecoveryDecision> decision = FindRestorable(c.root, options);
+  if (!decision.ok()) return decision.status();
+  const std::string mine = absl::StrCat(decision->generation, "/");
+  if (published->rfind(mine, 0) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rank ", c.rank, " sees checkpoint generation ", decision->generation,
+        " but rank 0 chose ", *published, " (is ", c.root,
+        " one shared folder on every host?)"));
+  }
+  record->set_next_generation(std::stoi(published->substr(mine.size())));
+  return decision;
+}
+
+absl::Status LoadModel(Classifier& model,
+                       const std::map<std::string, at::Tensor>& merged) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : model.named_parameters()) {
+    auto it = merged.find(kModelPrefix + item.key());
+    if (it == merged.end()) {
+      return absl::DataLossError(absl::StrCat("checkpoint lacks parameter ", item.key()));
+    }
+    if (it->second.sizes() != item.value().sizes()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint parameter ", item.key(), " has another shape"));
+    }
+    item.value().copy_(it->second);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
+    const RunCheckpointContext& c, Classifier& model,
+    torch::optim::Optimizer& optimizer, TrainingCursor* cursor) {
+  ResumeRecord record;
+  record.set_checkpoint_root(c.root);
+  record.set_world_size(c.world_size);
+  std::filesystem::create_directories(c.root);
+  absl::StatusOr<RecoveryDecision> decision = Decide(c, &record);
+  if (!decision.ok()) return decision.status();
+  if (!decision->has_generation()) return record;
+
+  const CheckpointManifest& manifest = decision->manifest;
+  const TrainingConfig& config = *c.config;
+  record.set_generation(static_cast<int32_t>(manifest.generation()));
+  record.set_saved_world_size(manifest.world_size());
+  record.set_world_size_changed(manifest.world_size() != c.world_size);
+  if (record.world_size_changed()) {
+    if (!config.checkpoint().allow_world_size_change()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint generation ", manifest.generation(), " was written by ",
+          manifest.world_size(), " ranks; this run has ", c.world_size,
+          ". Set checkpoint { allow_world_size_change: true } to resume "
+          "anyway (the data order of the rest of the epoch changes)"));
+    }
+    if (manifest.world_independent_fingerprint() != WorldIndependentFingerprint(config)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint generation ", manifest.generation(),
+          " was written by another training config (beyond the world size)"));
+    }
+  } else if (manifest.config_fingerprint() != ConfigFingerprint(config)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint generation ", manifest.generation(), " in ", c.root,
+        " was written by another config: fingerprint ",
+        manifest.config_fingerprint(), " != ", ConfigFingerprint(config)));
+  }
+  if (manifest.model_revision() != c.model_revision) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint model revision ", manifest.model_revision(), " != ",
+        c.model_revision));
+  }
+
+  std::vector<ShardState> shards;
+  std::set<std::string> names;
+  for (const ShardInfo& info : manifest.shards()) {
+    absl::StatusOr<std::string> bytes = ReadShardBytes(*decision, info.rank());
+    if (!bytes.ok()) return bytes.status();
+    absl::StatusOr<ShardState> shard = DeserializeShardState(*bytes, info.file());
+    if (!shard.ok()) return shard.status();
+    for (const auto& [name, tensor] : shard->owned_tensors) names.insert(name);
+    record.add_verified_shards(absl::StrCat(info.file(), ": ", info.size_bytes(),
+                                            " bytes, ", info.checksum()));
+    shards.push_back(std::move(*shard));
+  }
+  absl::StatusOr<std::map<std::string, at::Tensor>> merged = MergeOwnedTensors(
+      shards, std::vector<std::string>(names.begin(), names.end()));
+  if (!merged.ok()) return merged.status();
+  if (absl::Status s = LoadModel(model, *merged); !s.ok()) return s;
+  if (absl::Status s = RestoreOptimizerState(model, optimizer, *merged); !s.ok()) {
+    return s;
+  }
+  if (!record.world_size_changed()) {
+    const ShardState& mine = shards[c.rank];
+    if (auto it = mine.rank_tensors.find("rng"); it != mine.rank_tensors.end()) {
+      at::Generator generator = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      generator.set_state(it->second);
+    }
+  }
+  const auto& scalars = shards[0].scalars;
+  cursor->total_updates = scalars.at("total_updates");
+  cursor->epoch = static_cast<int>(scalars.at("epoch"));
+  cursor->update_in_epoch = scalars.at("update_in_epoch");
+  record.set_update(static_cast<int32_t>(cursor->total_updates));
+  record.set_epoch(cursor->epoch);
+  record.set_epoch_cursor(static_cast<int32_t>(cursor->update_in_epoch));
+  LOG(INFO) << "rank " << c.rank << ": resumed from " << c.root << "/"
+            << GenerationFolderName(manifest.generation()) << " at update " << cursor->total_updates
+            << " (epoch " << cursor->epoch << ", update " << cursor->update_in_epoch
+            << " of the epoch)";
+  return record;
+}
+
+absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
+                                          int64_t generation, Classifier& model,
+                                          torch::optim::Optimizer& optimizer,
+                                          const TrainingCursor& cursor) {
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<std::map<std::string, at::Tensor>> optimizer_state =
+      OptimizerStateTensors(model, optimizer);
+  if (!optimizer_state.ok()) return optimizer_state.status();
+  const std::map<std::string, at::Tensor> all = ReplicatedState(model, *optimizer_state);
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : all) names.push_back(name);
+  ShardState shard;
+  for (const std::string& name : OwnedNames(names, c.world_size, c.rank)) {
+    shard.owned_tensors[name] = all.at(name);
+  }
+  {
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    shard.rank_tensors["rng"] = generator.get_state();
+  }
+  shard.scalars["total_updates"] = cursor.total_updates;
+  shard.scalars["epoch"] = cursor.epoch;
+  shard.scalars["update_in_epoch"] = cursor.update_in_epoch;
+  absl::StatusOr<std::string> bytes = SerializeShardState(shard);
+  if (!bytes.ok()) return bytes.status();
+
+  const TrainingConfig& config = *c.config;
+  CheckpointManifest fields;
+  fields.set_update(cursor.total_updates);
+  fields.set_epoch(cursor.epoch);
+  fields.set_epoch_cursor(cursor.update_in_epoch);
+  fields.set_world_size(c.world_size);
+  fields.set_config_fingerprint(ConfigFingerprint(config));
+  fields.set_world_independent_fingerprint(WorldIndependentFingerprint(config));
+  fields.set_model_revision(c.model_revision);
+  for (const auto& [kind, selection] :
+       {std::make_pair("loss_weighting", &config.loss_weighting()),
+        std::make_pair("metric_dedup", &config.metric_dedup()),
+        std::make_pair("reducer", &config.reducer()),
+        std::make_pair("sampler_policy", &config.sampler())}) {
+    PluginName* plugin = fields.add_plugins();
+    plugin->set_kind(kind);
+    plugin->set_name(selection->name());
+  }
+  SaveOptions options;
+  options.keep_last = config.checkpoint().keep_last();
+  options.fault = c.fault;
+  SingleRankConfirmations single;
+  std::unique_ptr<StoreConfirmations> through_store;
+  ShardConfirmations* confirmations = &single;
+  if (c.store != nullptr) {
+    through_store = std::make_unique<StoreConfirmations>(*c.store, generation,
+                                                         c.rank, c.world_size);
+    confirmations = through_store.get();
+  }
+  if (absl::Status s = SaveGeneration(c.root, generation, c.rank, *bytes, fields,
+                                      *confirmations, options);
+      !s.ok()) {
+    return s;
+  }
+  const std::string advertised = absl::StrCat("ckpt/gen-", generation, "/advertised");
+  if (c.store != nullptr) {
+    // Nobody runs ahead of a generation that is not advertised yet.
+    absl::Status s = c.rank == 0 ? StoreSet(*c.store, advertised, "1")
+                                 : StoreGet(*c.store, advertised).status();
+    if (!s.ok()) return s;
+  }
+  SaveResult result;
+  result.generation = generation;
+  if (c.rank == 0) {
+    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    std::error_code ec;
+    const std::string folder =
+        absl::StrCat(c.root, "/", GenerationFolderName(generation));
+    for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+      if (entry.path().filename() != "MANIFEST") {
+        result.bytes += static_cast<int64_t>(entry.file_size(ec));
+      }
+    }
+    result.sequential_write_seconds = SequentialWriteSeconds(c.root, result.bytes);
+  }
+  return result;
+}
+
+}  // namespace receipt_parity

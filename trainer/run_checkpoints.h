@@ -1,0 +1,80 @@
+// A training run's checkpoints: save a generation at a completed update,
+// and resume from the newest advertised one at start.
+//
+// Save (every rank, at the same update): the replicated state (parameters
+// "model/<name>" and optimizer buffers, see optimizer_state.h) is split with
+// OwnedNames so each rank writes only its part; every rank adds its RNG
+// state and the cursor. checkpoint/save_generation.h does the durable
+// protocol: each rank's shard is fsynced and renamed, confirmed to rank 0
+// through the c10d store, and only then does rank 0 write the MANIFEST.
+// The other ranks wait until the MANIFEST is durable.
+//
+// Resume (every rank): rank 0 finds the newest advertised generation that
+// verifies (sizes and checksums BEFORE anything is deserialised), removes
+// partial folders, and publishes its decision; every rank reads every
+// shard and rebuilds the whole state.
+#ifndef RECEIPT_PARITY_TRAINER_RUN_CHECKPOINTS_H_
+#define RECEIPT_PARITY_TRAINER_RUN_CHECKPOINTS_H_
+
+#include <cstdint>
+#include <string>
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/optim/optimizer.h>
+
+#include "absl/status/statusor.h"
+#include "checkpoint/fault_injection.h"
+#include "model/classifier.h"
+#include "trainer/artifacts.pb.h"
+#include "trainer/config.pb.h"
+
+namespace receipt_parity {
+
+// Where the next update starts.
+struct TrainingCursor {
+  int64_t total_updates = 0;
+  int epoch = 0;
+  int64_t update_in_epoch = 0;
+};
+
+struct RunCheckpointContext {
+  std::string root;  // e.g. OUT/checkpoints
+  int rank = 0;
+  int world_size = 1;
+  // nullptr when world_size == 1.
+  c10d::Store* store = nullptr;
+  const TrainingConfig* config = nullptr;
+  std::string model_revision;
+  FaultPlan fault;
+};
+
+struct SaveResult {
+  int64_t generation = 0;
+  // Rank 0: the bytes of all shards, the save's wall time, and one
+  // fsync'd sequential write of as many bytes. Other ranks: zeros.
+  int64_t bytes = 0;
+  double seconds = 0;
+  double sequential_write_seconds = 0;
+};
+
+// Every rank calls it once, before training. Loads the chosen generation
+// into `model`, `optimizer`, torch's CPU generator and `cursor` (untouched
+// on a fresh start). FailedPrecondition, naming both sides, when the
+// generation was written with another config, or with another world size
+// and checkpoint.allow_world_size_change is false; DataLoss when the
+// newest generation is corrupt and stop_on_corruption is set or nothing
+// is left.
+absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
+    const RunCheckpointContext& context, Classifier& model,
+    torch::optim::Optimizer& optimizer, TrainingCursor* cursor);
+
+// Every rank calls it at the same completed update with the same
+// `generation` (ResumeRecord::next_generation, then +1 per save).
+absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& context,
+                                          int64_t generation, Classifier& model,
+                                          torch::optim::Optimizer& optimizer,
+                                          const TrainingCursor& cursor);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_RUN_CHECKPOINTS_H_
