@@ -108,6 +108,46 @@ class ThreeRankTest(unittest.TestCase):
       self.assertEqual(support_total, counted)
 
 
+class WorldSizeChangeTest(unittest.TestCase):
+
+  def test_resuming_two_worker_checkpoints_with_three_workers(self):
+    tmp = support.temp_dir("resize")
+    out = os.path.join(tmp, "out")
+    common = dict(ids=47, val=0.0, batch=6, epochs=1)
+    two = support.write(os.path.join(tmp, "two.pbtxt"), support.small_config(
+        world=2, run_extra="max_updates: 3",
+        extra="checkpoint { every_updates: 3 }", **common))
+    result = support.run_train("--config=" + two, "--out=" + out)
+    self.assertEqual(result.returncode, 0, result.stderr)
+
+    three = support.small_config(world=3, extra="checkpoint { every_updates: 3 }", **common)
+    refused = support.write(os.path.join(tmp, "three.pbtxt"), three)
+    result = support.run_train("--config=" + refused, "--out=" + out)
+    self.assertNotEqual(result.returncode, 0)
+    self.assertIn("was written by 2 ranks; this run has 3", result.stderr)
+    self.assertIn("allow_world_size_change", result.stderr)
+
+    allowed = support.write(os.path.join(tmp, "three_allowed.pbtxt"), three.replace(
+        "checkpoint { every_updates: 3 }",
+        "checkpoint { every_updates: 3 allow_world_size_change: true }"))
+    result = support.run_train("--config=" + allowed, "--out=" + out)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    resume = support.load(os.path.join(out, "resume.json"))
+    self.assertTrue(resume["world_size_changed"])
+    self.assertEqual(resume["saved_world_size"], 2)
+    self.assertEqual(resume["update"], 3)
+    change = support.load(os.path.join(out, "world_size_change.json"))
+    self.assertEqual(change["old_world_size"], 2)
+    self.assertEqual(change["new_world_size"], 3)
+    self.assertEqual(change["num_ids"], 47)
+    self.assertEqual(change["seen_before"], 18)
+    self.assertEqual(len(change["new_remaining"]), 3)
+    self.assertEqual(sum(len(r["receipt_ids"]) for r in change["new_remaining"]), 30)
+    summary = support.load(os.path.join(out, "run_summary.json"))
+    self.assertEqual(summary["resumed_from_generation"], 1)
+    self.assertEqual(summary["updates"], 5)
+
+
 class FailureTest(unittest.TestCase):
 
   def test_a_killed_worker_stops_the_launcher_and_every_other_worker(self):

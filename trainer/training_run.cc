@@ -32,6 +32,7 @@
 #include "trainer/run_parity.h"
 #include "trainer/run_summary_builder.h"
 #include "trainer/validation_pass.h"
+#include "trainer/world_size_change.h"
 #include "weighting/loss_weighting.h"
 
 namespace receipt_parity {
@@ -256,6 +257,29 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
     resume = *resumed;
   }
   const bool fresh = cursor.total_updates == 0;
+  if (resume.world_size_changed() && writer) {
+    const int old_world = resume.saved_world_size();
+    WorldSizeChange change;
+    change.policy = plugins->sampler.get();
+    change.policy_name = config.sampler().name();
+    change.receipt_ids = train_ids;
+    change.seed = config.seeds().sampler();
+    change.epoch = cursor.epoch;
+    change.updates_done = cursor.update_in_epoch;
+    // The saved run split the same global batch evenly (or it could not
+    // have been resumed with this one: CompareDataOrder checks).
+    change.old_local_batch.assign(old_world, config.global_batch() / old_world);
+    change.new_local_batch = local_batch;
+    absl::StatusOr<WorldSizeChangeReport> change_report = CompareDataOrder(change);
+    if (!change_report.ok()) return change_report.status();
+    LOG(WARNING) << "world size changed: " << change_report->summary();
+    std::filesystem::create_directories(options.artifact_dir);
+    if (absl::Status s = WriteJsonFile(options.artifact_dir + "/world_size_change.json",
+                                       *change_report);
+        !s.ok()) {
+      return s;
+    }
+  }
   int64_t next_generation = resume.next_generation();
 
   RankReport report;
