@@ -92,16 +92,36 @@ absl::StatusOr<ShardState> DeserializeShardState(absl::string_view bytes,
   }
 }
 
-std::vector<std::string> OwnedNames(const std::vector<std::string>& all_names,
-                                    int world_size, int rank) {
+std::vector<std::string> OwnedNamesBySize(
+    const std::vector<std::pair<std::string, int64_t>>& sized_names,
+    int world_size, int rank) {
   CHECK(world_size >= 1 && rank >= 0 && rank < world_size)
       << "OwnedNames: rank " << rank << " outside world size " << world_size;
+  std::vector<size_t> order(sized_names.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return sized_names[a].second > sized_names[b].second;
+  });
+  std::vector<int64_t> load(static_cast<size_t>(world_size), 0);
+  std::vector<int> owner(sized_names.size(), 0);
+  for (size_t i : order) {
+    const int least = static_cast<int>(
+        std::min_element(load.begin(), load.end()) - load.begin());
+    owner[i] = least;
+    load[least] += sized_names[i].second;
+  }
   std::vector<std::string> owned;
-  for (size_t i = static_cast<size_t>(rank); i < all_names.size();
-       i += static_cast<size_t>(world_size)) {
-    owned.push_back(all_names[i]);
+  for (size_t i = 0; i < sized_names.size(); ++i) {
+    if (owner[i] == rank) owned.push_back(sized_names[i].first);
   }
   return owned;
+}
+
+std::vector<std::string> OwnedNames(const std::vector<std::string>& all_names,
+                                    int world_size, int rank) {
+  std::vector<std::pair<std::string, int64_t>> sized;
+  for (const std::string& name : all_names) sized.emplace_back(name, 1);
+  return OwnedNamesBySize(sized, world_size, rank);
 }
 
 absl::StatusOr<std::map<std::string, at::Tensor>> MergeOwnedTensors(

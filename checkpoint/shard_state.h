@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -41,10 +42,18 @@ absl::StatusOr<std::string> SerializeShardState(const ShardState& state);
 absl::StatusOr<ShardState> DeserializeShardState(absl::string_view bytes,
                                                  absl::string_view shard_name);
 
-// The names of `all_names` that `rank` owns: name i goes to rank
-// i % world_size, so every name has exactly one owner, counts differ by at
-// most one, and the split depends only on the order of `all_names` (which
-// must be the same on every rank). REQUIRES: 0 <= rank < world_size.
+// The names `rank` owns, balanced by size: largest first, each to the rank
+// with the fewest bytes so far (ties: the lowest rank; equal sizes keep
+// their order). Every name has exactly one owner; the split depends only on
+// `sized_names` (which must be the same on every rank), and no rank holds
+// more than the average plus the largest entry. REQUIRES: 0 <= rank <
+// world_size, sizes >= 0.
+std::vector<std::string> OwnedNamesBySize(
+    const std::vector<std::pair<std::string, int64_t>>& sized_names,
+    int world_size, int rank);
+
+// OwnedNamesBySize with every size equal: name i goes to rank
+// i % world_size, counts differ by at most one.
 std::vector<std::string> OwnedNames(const std::vector<std::string>& all_names,
                                     int world_size, int rank);
 

@@ -74,6 +74,26 @@ TEST(ShardStateTest, TruncatedOrForeignBytesAreAStatusNamingTheShard) {
   EXPECT_FALSE(DeserializeShardState(std::string(4096, 'x'), "junk").ok());
 }
 
+TEST(ShardStateTest, OwnedNamesBySizeBalancesBytes) {
+  const std::vector<std::pair<std::string, int64_t>> sized = {
+      {"a", 100}, {"b", 1}, {"c", 1}, {"d", 1}, {"e", 98}};
+  // a -> 0 (100), e -> 1 (98), b -> 1 (99), c -> 1 (100), d -> 0 (tie).
+  EXPECT_EQ(OwnedNamesBySize(sized, 2, 0), (std::vector<std::string>{"a", "d"}));
+  EXPECT_EQ(OwnedNamesBySize(sized, 2, 1),
+            (std::vector<std::string>{"b", "c", "e"}));
+  // Three ranks: every name once, nobody above average + largest.
+  std::set<std::string> seen;
+  for (int rank = 0; rank < 3; ++rank) {
+    int64_t bytes = 0;
+    for (const std::string& name : OwnedNamesBySize(sized, 3, rank)) {
+      EXPECT_TRUE(seen.insert(name).second) << name;
+      for (const auto& [n, size] : sized) bytes += n == name ? size : 0;
+    }
+    EXPECT_LE(bytes, 201 / 3 + 100);
+  }
+  EXPECT_EQ(seen.size(), sized.size());
+}
+
 TEST(ShardStateTest, OwnedNamesCoverEveryNameOnceAndBalance) {
   for (int names = 0; names <= 9; ++names) {
     std::vector<std::string> all;

@@ -256,10 +256,12 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
       OptimizerStateTensors(model, optimizer);
   if (!optimizer_state.ok()) return optimizer_state.status();
   const std::map<std::string, at::Tensor> all = ReplicatedState(model, *optimizer_state);
-  std::vector<std::string> names;
-  for (const auto& [name, tensor] : all) names.push_back(name);
+  std::vector<std::pair<std::string, int64_t>> sized;
+  for (const auto& [name, tensor] : all) {
+    sized.emplace_back(name, tensor.numel() * static_cast<int64_t>(tensor.element_size()));
+  }
   ShardState shard;
-  for (const std::string& name : OwnedNames(names, c.world_size, c.rank)) {
+  for (const std::string& name : OwnedNamesBySize(sized, c.world_size, c.rank)) {
     shard.owned_tensors[name] = all.at(name);
   }
   {
