@@ -1,0 +1,45 @@
+// Paths a binary started by `bazel run` (or straight from bazel-bin/) needs:
+// the programs and data in its runfiles (the `data` of its target), and
+// the user's own paths on its command line.
+#ifndef RECEIPT_PARITY_STUDY_RUNFILES_LOCATOR_H_
+#define RECEIPT_PARITY_STUDY_RUNFILES_LOCATOR_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace bazel::tools::cpp::runfiles {
+class Runfiles;
+}  // namespace bazel::tools::cpp::runfiles
+
+namespace receipt_parity {
+
+class RunfilesLocator {
+ public:
+  // `argv0` is main's argv[0]. Errors: NotFound when the binary has neither
+  // a runfiles folder nor a runfiles manifest (e.g. it was copied away from
+  // bazel-bin/).
+  static absl::StatusOr<RunfilesLocator> Create(const char* argv0);
+
+  // The absolute path of `path`, given relative to the workspace root (e.g.
+  // "trainer/train", "configs/one_worker.pbtxt"). Does not check that it
+  // exists: a caller that runs it reports a missing program by this path.
+  std::string Locate(const std::string& path) const;
+
+ private:
+  explicit RunfilesLocator(
+      std::shared_ptr<const bazel::tools::cpp::runfiles::Runfiles> runfiles)
+      : runfiles_(std::move(runfiles)) {}
+
+  std::shared_ptr<const bazel::tools::cpp::runfiles::Runfiles> runfiles_;
+};
+
+// `path` made absolute against the folder the user started `bazel run`
+// from (BUILD_WORKING_DIRECTORY), or the current folder outside `bazel
+// run`; normalised. An absolute path is only normalised.
+std::string UserPath(const std::string& path);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_STUDY_RUNFILES_LOCATOR_H_

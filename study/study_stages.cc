@@ -1,0 +1,284 @@
+#include "study/study_stages.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "io/atomic_file.h"
+#include "study/study_layout.h"
+#include "study/subprocess.h"
+#include "study/trade_report_stage.h"
+
+namespace receipt_parity {
+namespace {
+
+namespace fs = std::filesystem;
+namespace layout = study_layout;
+
+constexpr char kOneWorkerConfig[] = "one_worker.pbtxt";
+constexpr char kTwoWorkerConfig[] = "two_worker_masked_tail.pbtxt";
+constexpr int kAuditIds = 47;
+constexpr int kAuditRanks = 3;
+constexpr int kAuditEpochs = 2;
+
+using ExitMeanings = std::vector<std::pair<int, std::string>>;
+
+// The exit codes of //trainer:train, :parity and :fault_drill (their mains).
+ExitMeanings TrainExitMeanings() {
+  return {
+      {1, "a run failed: a rank died or a peer timed out"},
+      {2, "bad input: flags, config or data"},
+      {3, "first-step parity with the one-worker reference failed"},
+  };
+}
+
+ExitMeanings ParityExitMeanings() {
+  return {
+      {1, "the check could not run"},
+      {2, "bad input: flags or config"},
+      {3, "parity fails"},
+  };
+}
+
+ExitMeanings FaultDrillExitMeanings() {
+  return {
+      {1, "a run failed unexpectedly"},
+      {2, "bad input: flags or config"},
+      {3, "recovery not verified"},
+  };
+}
+
+std::string Path(const std::string& dir, const std::string& relative) {
+  return (fs::path(dir) / relative).string();
+}
+
+std::string LogPath(const StudyOptions& options, const std::string& stage) {
+  return Path(options.out_dir, absl::StrCat(layout::kLogsDir, "/", stage, ".log"));
+}
+
+absl::Status RequireFile(const std::string& path) {
+  if (!fs::is_regular_file(path)) {
+    return absl::NotFoundError(
+        absl::StrCat("expected artifact ", path, " was not written"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CopyFile(const std::string& from, const std::string& to) {
+  if (absl::Status s = RequireFile(from); !s.ok()) return s;
+  std::error_code error;
+  fs::create_directories(fs::path(to).parent_path(), error);
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing, error);
+  if (error) {
+    return absl::InternalError(absl::StrCat("copying ", from, " to ", to, ": ",
+                                            error.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CopyTree(const std::string& from, const std::string& to) {
+  std::error_code error;
+  fs::create_directories(to, error);
+  if (!error) {
+    fs::copy(from, to,
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing,
+             error);
+  }
+  if (error) {
+    return absl::InternalError(absl::StrCat("copying ", from, "/ to ", to,
+                                            "/: ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
+// Copies each of `names` from folder `from` into folder `to`.
+absl::Status CopyFiles(const std::string& from, const std::string& to,
+                       const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    if (absl::Status s = CopyFile(Path(from, name), Path(to, name)); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A failed `status`, with "see <report>" added when the program left that
+// report behind (it says why, e.g. which parameters differed).
+absl::Status PointAt(absl::Status status, const std::string& report) {
+  if (status.ok() || !fs::exists(report)) return status;
+  return absl::Status(status.code(),
+                      absl::StrCat(status.message(), "\nsee ", report));
+}
+
+absl::Status RunOneWorker(const StudyPrograms& programs,
+                          const StudyOptions& options) {
+  const std::string run_out = Path(options.out_dir, layout::kOneWorkerDir);
+  if (absl::Status s = RunProcessToSuccess(
+          {{programs.train,
+            "--config=" + Path(programs.configs_dir, kOneWorkerConfig),
+            "--out=" + run_out},
+           LogPath(options, "one_worker")},
+          TrainExitMeanings());
+      !s.ok()) {
+    return s;
+  }
+  // The reference of DESIGN's list is this run's.
+  return CopyTree(Path(options.out_dir, layout::kOneWorkerRunDir),
+                  Path(options.out_dir, layout::kReferenceDir));
+}
+
+absl::Status RunSimulatedParity(const StudyPrograms& programs,
+                                const StudyOptions& options) {
+  const std::string out = Path(options.out_dir, layout::kSimulatedParityDir);
+  if (absl::Status s = PointAt(
+          RunProcessToSuccess(
+              {{programs.parity,
+                "--config=" + Path(programs.configs_dir, kTwoWorkerConfig),
+                "--split=3,1", "--out=" + out},
+               LogPath(options, "parity_simulated")},
+              ParityExitMeanings()),
+          Path(out, layout::kParity));
+      !s.ok()) {
+    return s;
+  }
+  return RequireFile(Path(out, layout::kParity));
+}
+
+absl::Status RunSamplerAudits(const StudyPrograms& programs,
+                              const StudyOptions& options) {
+  const std::pair<const char*, const char*> audits[] = {
+      {"duplicate_pad", layout::kSamplerAuditDuplicatePad},
+      {"masked_tail", layout::kSamplerAuditMaskedTail},
+  };
+  for (const auto& [policy, file] : audits) {
+    if (absl::Status s = RunProcessToSuccess(
+            {{programs.sampler_audit, absl::StrCat("--num_ids=", kAuditIds),
+              absl::StrCat("--world_size=", kAuditRanks),
+              absl::StrCat("--seed=", options.audit_seed),
+              absl::StrCat("--epochs=", kAuditEpochs),
+              absl::StrCat("--policy=", policy),
+              "--out=" + Path(options.out_dir, file)},
+             LogPath(options, "sampler_audit")});
+        !s.ok()) {
+      return s;
+    }
+  }
+  return CopyFile(Path(options.out_dir, layout::kSamplerAuditDuplicatePad),
+                  Path(options.out_dir, layout::kSamplerAudit));
+}
+
+absl::Status RunTwoWorker(const StudyPrograms& programs,
+                          const StudyOptions& options) {
+  const std::string run_out = Path(options.out_dir, layout::kTwoWorkerDir);
+  // The trainer reuses a reference of the same config instead of making
+  // its own, so parity.json is against the reference of DESIGN's list.
+  if (absl::Status s =
+          CopyTree(Path(options.out_dir, layout::kReferenceDir),
+                   Path(run_out, layout::kReferenceDir));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = PointAt(
+          RunProcessToSuccess(
+              {{programs.train,
+                "--config=" + Path(programs.configs_dir, kTwoWorkerConfig),
+                "--out=" + run_out},
+               LogPath(options, "two_worker")},
+              TrainExitMeanings()),
+          Path(run_out, layout::kParity));
+      !s.ok()) {
+    return s;
+  }
+  return CopyFiles(run_out, options.out_dir,
+                   {layout::kFirstStep, layout::kParity, layout::kValidation});
+}
+
+absl::Status RunFaultDrill(const StudyPrograms& programs,
+                           const StudyOptions& options) {
+  const std::string out = Path(options.out_dir, layout::kFaultDrillDir);
+  if (absl::Status s = PointAt(
+          RunProcessToSuccess(
+              {{programs.fault_drill,
+                "--config=" + Path(programs.configs_dir, kTwoWorkerConfig),
+                "--out=" + out},
+               LogPath(options, "fault_drill")},
+              FaultDrillExitMeanings()),
+          Path(out, layout::kFailureTrace));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CopyFiles(out, options.out_dir,
+                                 {layout::kFailureTrace, layout::kRecovery});
+      !s.ok()) {
+    return s;
+  }
+  // The checkpoints of the run that was killed and resumed.
+  const std::string checkpoints =
+      Path(out, layout::kFaultDrillCheckpointsDir);
+  if (!fs::is_directory(checkpoints)) {
+    return absl::NotFoundError(
+        absl::StrCat("the fault drill left no folder ", checkpoints));
+  }
+  return CopyTree(checkpoints, Path(options.out_dir, layout::kCheckpointsDir));
+}
+
+}  // namespace
+
+absl::Status PrepareStudyFolder(const std::string& out_dir) {
+  std::error_code error;
+  const std::string marker = Path(out_dir, layout::kMarker);
+  if (fs::exists(out_dir, error)) {
+    if (!fs::is_directory(out_dir, error)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(out_dir, " exists and is not a folder"));
+    }
+    const bool empty = fs::is_empty(out_dir, error);
+    if (!empty && !fs::exists(marker, error)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          out_dir, " is not empty and was not made by a study; remove it "
+                   "or choose another --out"));
+    }
+    std::vector<fs::path> entries;
+    for (const fs::directory_entry& entry :
+         fs::directory_iterator(out_dir, error)) {
+      entries.push_back(entry.path());
+    }
+    for (const fs::path& entry : entries) {
+      if (error) break;
+      fs::remove_all(entry, error);
+    }
+  } else {
+    fs::create_directories(out_dir, error);
+  }
+  if (error) {
+    return absl::InternalError(
+        absl::StrCat("preparing ", out_dir, ": ", error.message()));
+  }
+  return WriteFileAtomically(
+      marker, "This folder was made by //trainer:study; a new study empties it.\n");
+}
+
+std::vector<Stage> StudyStages(const StudyPrograms& programs,
+                               const StudyOptions& options) {
+  return {
+      {"one_worker", "one-worker reference (configs/one_worker.pbtxt)",
+       [=] { return RunOneWorker(programs, options); }},
+      {"parity_simulated",
+       "one-process gradient parity check, 3+1 split, against one worker",
+       [=] { return RunSimulatedParity(programs, options); }},
+      {"sampler_audit",
+       absl::StrCat("sampler audit, ", kAuditIds, " ids on ", kAuditRanks,
+                    " ranks, duplicate_pad and masked_tail"),
+       [=] { return RunSamplerAudits(programs, options); }},
+      {"two_worker",
+       "two-worker run with deduplicated validation "
+       "(configs/two_worker_masked_tail.pbtxt)",
+       [=] { return RunTwoWorker(programs, options); }},
+      {"fault_drill", "fault drill: kill a rank mid-save, restart, compare",
+       [=] { return RunFaultDrill(programs, options); }},
+      {"trade_report", "trade report: trade_report.json, .md and .svg",
+       [=] { return WriteTradeReport(options.out_dir).status(); }},
+  };
+}
+
+}  // namespace receipt_parity

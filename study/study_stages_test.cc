@@ -1,0 +1,212 @@
+#include "study/study_stages.h"
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "io/atomic_file.h"
+#include "study/stage_runner.h"
+#include "study/study_layout.h"
+
+namespace receipt_parity {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string FreshDir(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "study_stages_test" / name;
+  fs::remove_all(dir);
+  return dir.string();
+}
+
+// An executable shell script standing in for one of the real programs.
+std::string FakeProgram(const std::string& dir, const std::string& name,
+                        const std::string& body) {
+  fs::create_directories(dir);
+  const std::string path = dir + "/" + name;
+  EXPECT_TRUE(WriteFileAtomically(
+                  path,
+                  "#!/bin/sh\n"
+                  "for a in \"$@\"; do case \"$a\" in\n"
+                  "  --out=*) out=\"${a#--out=}\";;\n"
+                  "  --config=*) config=\"${a#--config=}\";;\n"
+                  "  --policy=*) policy=\"${a#--policy=}\";;\n"
+                  "esac; done\n" +
+                      body)
+                  .ok());
+  fs::permissions(path, fs::perms::owner_all);
+  return path;
+}
+
+TEST(PrepareStudyFolderTest, CreatesAMissingFolder) {
+  const std::string out = FreshDir("new") + "/deeper";
+  ASSERT_TRUE(PrepareStudyFolder(out).ok());
+  EXPECT_TRUE(fs::exists(out + "/" + study_layout::kMarker));
+}
+
+TEST(PrepareStudyFolderTest, EmptiesAFolderAPreviousStudyMade) {
+  const std::string out = FreshDir("previous");
+  ASSERT_TRUE(PrepareStudyFolder(out).ok());
+  fs::create_directories(out + "/two_worker/reference");
+  ASSERT_TRUE(WriteFileAtomically(out + "/parity.json", "{}").ok());
+  ASSERT_TRUE(PrepareStudyFolder(out).ok());
+  EXPECT_FALSE(fs::exists(out + "/parity.json"));
+  EXPECT_FALSE(fs::exists(out + "/validation.json"));
+  EXPECT_FALSE(fs::exists(out + "/two_worker"));
+  EXPECT_TRUE(fs::exists(out + "/" + study_layout::kMarker));
+}
+
+TEST(PrepareStudyFolderTest, RefusesAFolderItDidNotMake) {
+  const std::string out = FreshDir("foreign");
+  fs::create_directories(out);
+  ASSERT_TRUE(WriteFileAtomically(out + "/notes.txt", "mine").ok());
+  absl::Status status = PrepareStudyFolder(out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr(out));
+  EXPECT_TRUE(fs::exists(out + "/notes.txt"));
+}
+
+TEST(StudyStagesTest, RunsTheDesignedStagesInOrder) {
+  std::vector<std::string> names;
+  for (const Stage& stage : StudyStages({}, {})) names.push_back(stage.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("one_worker", "parity_simulated",
+                                            "sampler_audit", "two_worker",
+                                            "fault_drill", "trade_report"));
+}
+
+TEST(StudyStagesTest, AMissingProgramStopsTheStudyAtTheFirstStage) {
+  const std::string out = FreshDir("missing_programs");
+  ASSERT_TRUE(PrepareStudyFolder(out).ok());
+  StudyPrograms programs;
+  programs.train = "/nonexistent/trainer/train";
+  programs.parity = "/nonexistent/trainer/parity";
+  programs.fault_drill = "/nonexistent/trainer/fault_drill";
+  programs.sampler_audit = "/nonexistent/samplers/audit";
+  programs.configs_dir = "/nonexistent/configs";
+  std::ostringstream progress;
+  absl::Status status =
+      RunStages(StudyStages(programs, {out, 0}), &progress);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(status.message(), HasSubstr("stage 'one_worker' failed"));
+  EXPECT_THAT(status.message(), HasSubstr("/nonexistent/trainer/train"));
+  EXPECT_THAT(progress.str(), Not(HasSubstr("[2/6]")));
+}
+
+// Fake programs that write stand-in artifacts where the real ones do:
+// the one-worker run, the parity check, the audits and the fault drill
+// succeed; the two-worker run exits `two_worker_exit` (3: parity failed,
+// like the trainer).
+StudyPrograms FakePrograms(const std::string& bin, int two_worker_exit) {
+  StudyPrograms programs;
+  programs.train = FakeProgram(bin, "train", absl::StrCat(R"(
+case "$config" in
+  */one_worker.pbtxt)
+    mkdir -p "$out/reference"
+    for f in run_manifest first_step run_summary validation; do
+      echo '{}' > "$out/reference/$f.json"
+    done;;
+  *)
+    test -f "$out/reference/first_step.json" && echo "reference reused"
+    for f in first_step parity run_summary validation; do echo '{}' > "$out/$f.json"; done
+    echo "two-worker run ends"  >&2
+    exit )", two_worker_exit, ";;\nesac\n"));
+  programs.parity = FakeProgram(bin, "parity", R"(
+mkdir -p "$out" && echo '{"simulated": true}' > "$out/parity.json"
+)");
+  programs.sampler_audit = FakeProgram(bin, "audit", R"(
+echo "{\"policy\": \"$policy\"}" > "$out"
+)");
+  programs.fault_drill = FakeProgram(bin, "fault_drill", R"(
+mkdir -p "$out/interrupted/checkpoints/gen-000001"
+echo '{}' > "$out/interrupted/checkpoints/gen-000001/MANIFEST"
+echo 'killed rank 1' > "$out/failure_trace.log"
+echo '{"pass": true}' > "$out/recovery.json"
+)");
+  programs.configs_dir = "/configs";
+  return programs;
+}
+
+TEST(StudyStagesTest, ATwoWorkerParityFailureStopsTheStudyNamingTheStage) {
+  const std::string out = FreshDir("fake_study");
+  const StudyPrograms programs = FakePrograms(FreshDir("fake_bin"), 3);
+  ASSERT_TRUE(PrepareStudyFolder(out).ok());
+
+  std::ostringstream progress;
+  absl::Status status = RunStages(StudyStages(programs, {out, 7}), &progress);
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(status.message(), HasSubstr("stage 'two_worker' failed"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("exited with status 3 (first-step parity with the "
+                        "one-worker reference failed)"));
+  EXPECT_THAT(status.message(), HasSubstr("two-worker run ends"));
+  EXPECT_THAT(status.message(), HasSubstr("see " + out + "/two_worker/parity.json"));
+  EXPECT_THAT(progress.str(), HasSubstr("[3/6] sampler_audit: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[4/6] two_worker: FAILED"));
+  EXPECT_THAT(progress.str(), Not(HasSubstr("fault_drill")));
+  EXPECT_FALSE(fs::exists(out + "/fault_drill"));
+
+  // What the stages before it left at the top level.
+  EXPECT_TRUE(fs::exists(out + "/reference/first_step.json"));
+  EXPECT_TRUE(fs::exists(out + "/reference/run_manifest.json"));
+  EXPECT_TRUE(fs::exists(out + "/parity_simulated/parity.json"));
+  EXPECT_EQ(*ReadFileToString(out + "/sampler_audit.json"),
+            "{\"policy\": \"duplicate_pad\"}\n");
+  EXPECT_EQ(*ReadFileToString(out + "/sampler_audit_masked_tail.json"),
+            "{\"policy\": \"masked_tail\"}\n");
+  // The two-worker run was handed the study's reference, and the failed
+  // run's artifacts were not copied up.
+  EXPECT_THAT(*ReadFileToString(out + "/logs/two_worker.log"),
+              HasSubstr("reference reused"));
+  EXPECT_FALSE(fs::exists(out + "/parity.json"));
+  EXPECT_FALSE(fs::exists(out + "/validation.json"));
+  // The audit got the seed and the 47 ids on 3 ranks.
+  EXPECT_THAT(*ReadFileToString(out + "/logs/sampler_audit.log"),
+              HasSubstr("--num_ids=47 --world_size=3 --seed=7 --epochs=2 "
+                        "--policy=masked_tail"));
+}
+
+TEST(StudyStagesTest, EveryStageLeavesItsArtifactsAtTheTop) {
+  const std::string out = FreshDir("fake_study_through");
+  const StudyPrograms programs = FakePrograms(FreshDir("fake_bin_through"), 0);
+  ASSERT_TRUE(PrepareStudyFolder(out).ok());
+  std::ostringstream progress;
+  absl::Status status = RunStages(StudyStages(programs, {out, 0}), &progress);
+  // The stand-in artifacts carry no figures: the report refuses them,
+  // naming the file.
+  EXPECT_THAT(status.message(), HasSubstr("stage 'trade_report' failed"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("one_worker/reference/run_summary.json: world_size is 0"));
+  EXPECT_THAT(progress.str(), HasSubstr("[5/6] fault_drill: done"));
+  for (const char* artifact :
+       {"reference/run_manifest.json", "reference/first_step.json",
+        "first_step.json", "parity.json", "sampler_audit.json",
+        "validation.json", "checkpoints/gen-000001/MANIFEST",
+        "failure_trace.log", "recovery.json"}) {
+    EXPECT_TRUE(fs::is_regular_file(out + "/" + artifact)) << artifact;
+  }
+}
+
+TEST(StudyStagesTest, AFaultDrillWithoutCheckpointsFailsNamingTheFolder) {
+  const std::string out = FreshDir("fake_study_no_checkpoints");
+  StudyPrograms programs = FakePrograms(FreshDir("fake_bin_no_ckpt"), 0);
+  programs.fault_drill = FakeProgram(FreshDir("fake_bin_no_ckpt_drill"),
+                                     "fault_drill", R"(
+mkdir -p "$out" && echo trace > "$out/failure_trace.log"
+echo '{"pass": true}' > "$out/recovery.json"
+)");
+  ASSERT_TRUE(PrepareStudyFolder(out).ok());
+  std::ostringstream progress;
+  absl::Status status = RunStages(StudyStages(programs, {out, 0}), &progress);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(status.message(), HasSubstr("stage 'fault_drill' failed"));
+  EXPECT_THAT(status.message(),
+              HasSubstr(out + "/fault_drill/interrupted/checkpoints"));
+}
+
+}  // namespace
+}  // namespace receipt_parity

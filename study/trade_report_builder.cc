@@ -1,0 +1,232 @@
+#include "study/trade_report_builder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace receipt_parity {
+namespace {
+
+double Mean(const google::protobuf::RepeatedField<double>& values) {
+  if (values.empty()) return 0;
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum / values.size();
+}
+
+// The per-update time of lockstep ranks is the slowest rank's; the mean of
+// that over the timed updates.
+double MeanOfSlowest(const RunSummary& summary,
+                     const google::protobuf::RepeatedField<double>& (
+                         RankTiming::*series)() const) {
+  size_t updates = 0;
+  for (const RankTiming& t : summary.timing()) {
+    updates = std::max<size_t>(updates, (t.*series)().size());
+  }
+  if (updates == 0) return 0;
+  double sum = 0;
+  for (size_t i = 0; i < updates; ++i) {
+    double slowest = 0;
+    for (const RankTiming& t : summary.timing()) {
+      if (static_cast<int>(i) < (t.*series)().size()) {
+        slowest = std::max(slowest, (t.*series)()[i]);
+      }
+    }
+    sum += slowest;
+  }
+  return sum / updates;
+}
+
+absl::StatusOr<RunFigures> SummariseRun(const RunArtifacts& run) {
+  const RunSummary& summary = run.summary;
+  if (summary.updates() <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(run.source, "/run_summary.json: updates is ",
+                     summary.updates(), "; the run trained nothing"));
+  }
+  if (summary.timing_size() != summary.world_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        run.source, "/run_summary.json: timing has ", summary.timing_size(),
+        " entries for world_size ", summary.world_size(),
+        "; expected one per rank"));
+  }
+  RunFigures figures;
+  figures.set_source(run.source);
+  figures.set_world_size(summary.world_size());
+  figures.set_config_fingerprint(summary.config_fingerprint());
+  figures.set_updates(summary.updates());
+  figures.set_epochs_completed(summary.epochs_completed());
+  figures.set_warmup_updates(summary.warmup_updates());
+  figures.set_examples_per_second(summary.examples_per_second());
+  figures.set_update_seconds(
+      MeanOfSlowest(summary, &RankTiming::update_seconds));
+  figures.set_sync_seconds_per_update(summary.sync_seconds_per_update());
+  figures.set_sync_share(summary.sync_share());
+  for (const RankTiming& t : summary.timing()) {
+    RankFigures* rank = figures.add_ranks();
+    rank->set_rank(t.rank());
+    rank->set_peak_rss_mib(t.peak_rss_mib());
+    rank->set_update_seconds(Mean(t.update_seconds()));
+    rank->set_sync_seconds(Mean(t.sync_seconds()));
+    rank->set_collectives(t.collectives());
+    rank->set_bytes_reduced(t.bytes_reduced());
+  }
+  for (const EpochRecord& epoch : summary.epochs()) {
+    figures.set_duplicate_slots(figures.duplicate_slots() +
+                                epoch.duplicate_slots());
+    figures.set_masked_slots(figures.masked_slots() + epoch.masked_slots());
+  }
+  figures.set_final_loss(summary.final_loss());
+  figures.set_final_parameter_hash(summary.final_parameter_hash());
+  *figures.mutable_loss_curve() = summary.loss_curve();
+
+  const ValidationReport& v = run.validation;
+  ValidationFigures* validation = figures.mutable_validation();
+  validation->set_dedup(v.dedup());
+  validation->set_predictions_gathered(v.predictions_gathered());
+  validation->set_unique_ids_counted(v.unique_ids_counted());
+  validation->set_duplicates_dropped(v.duplicates_dropped());
+  validation->set_accuracy(v.accuracy());
+  validation->set_macro_f1(v.macro_f1());
+  *validation->mutable_per_class() = v.per_class();
+  return figures;
+}
+
+ParityFigures SummariseParity(const Sourced<ParityReport>& parity) {
+  const ParityReport& p = parity.message;
+  ParityFigures figures;
+  figures.set_source(parity.source);
+  figures.set_verdict(p.pass() ? kPass : kFail);
+  figures.set_simulated(p.simulated());
+  *figures.mutable_split() = p.split();
+  figures.set_weighting(p.weighting());
+  figures.set_reducer(p.reducer());
+  figures.set_rtol(p.rtol());
+  figures.set_atol(p.atol());
+  figures.set_max_abs_diff(p.max_abs_diff());
+  figures.set_max_rel_diff(p.max_rel_diff());
+  figures.set_bitwise_equal(p.bitwise_equal());
+  figures.set_ranks_agree(p.ranks_agree());
+  *figures.mutable_failures() = p.failures();
+  return figures;
+}
+
+SamplerFigures SummariseAudit(const Sourced<SamplerAudit>& audit) {
+  const SamplerAudit& a = audit.message;
+  SamplerFigures figures;
+  figures.set_source(audit.source);
+  figures.set_policy(a.policy());
+  figures.set_num_ids(a.num_ids());
+  figures.set_world_size(a.world_size());
+  figures.set_epochs(a.epochs_size());
+  if (!a.epochs().empty()) figures.set_slots_per_epoch(a.epochs(0).num_slots());
+  bool agree = true;
+  std::set<std::string> seen;
+  for (const EpochAudit& epoch : a.epochs()) {
+    for (const DuplicatedId& dup : epoch.duplicated_ids()) {
+      figures.set_duplicate_slots(figures.duplicate_slots() + dup.count() - 1);
+      if (seen.insert(dup.receipt_id()).second) {
+        figures.add_duplicated_ids(dup.receipt_id());
+      }
+    }
+    figures.set_masked_slots(figures.masked_slots() +
+                             epoch.masked_slots_size());
+    figures.set_dropped_examples(figures.dropped_examples() +
+                                 epoch.dropped_indices_size());
+    agree = agree && epoch.ranks_agree();
+  }
+  figures.set_ranks_agree(agree);
+  return figures;
+}
+
+RecoveryFigures SummariseRecovery(
+    const std::optional<Sourced<RecoveryReport>>& recovery) {
+  RecoveryFigures figures;
+  if (!recovery.has_value()) {
+    figures.set_status(kNotMeasured);
+    figures.set_verdict(kNotMeasured);
+    figures.set_note("the fault drill wrote no recovery.json");
+    return figures;
+  }
+  figures.set_status(kMeasured);
+  figures.set_source(recovery->source);
+  figures.set_verdict(recovery->message.pass() ? kPass : kFail);
+  *figures.mutable_report() = recovery->message;
+  return figures;
+}
+
+CheckpointFigures SummariseCheckpointCost(
+    const std::optional<Sourced<CheckpointCost>>& cost) {
+  CheckpointFigures figures;
+  if (!cost.has_value() || cost->message.generations_saved() <= 0) {
+    figures.set_status(kNotMeasured);
+    figures.set_note(cost.has_value()
+                         ? absl::StrCat(cost->source, ": no generation saved")
+                         : "no run recorded checkpoint cost");
+    return figures;
+  }
+  figures.set_status(kMeasured);
+  figures.set_source(cost->source);
+  *figures.mutable_cost() = cost->message;
+  return figures;
+}
+
+double LossCurvesMaxAbsDiff(const RunFigures& a, const RunFigures& b) {
+  const int common = std::min(a.loss_curve_size(), b.loss_curve_size());
+  if (common == 0) return -1;
+  double max_diff = 0;
+  for (int i = 0; i < common; ++i) {
+    const LossPoint& p = a.loss_curve(i);
+    const LossPoint& q = b.loss_curve(i);
+    if (p.update() != q.update() || p.examples_seen() != q.examples_seen()) {
+      return -1;
+    }
+    max_diff = std::max(max_diff, std::abs(p.loss() - q.loss()));
+  }
+  return max_diff;
+}
+
+}  // namespace
+
+absl::StatusOr<TradeReport> BuildTradeReport(const TradeReportInputs& inputs) {
+  if (inputs.one_worker.summary.world_size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        inputs.one_worker.source, "/run_summary.json: world_size is ",
+        inputs.one_worker.summary.world_size(), "; the one-worker run needs 1"));
+  }
+  if (inputs.two_workers.summary.world_size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        inputs.two_workers.source, "/run_summary.json: world_size is ",
+        inputs.two_workers.summary.world_size(),
+        "; the multi-worker run needs at least 2"));
+  }
+  TradeReport report;
+  report.set_format_version(kTradeReportFormatVersion);
+  absl::StatusOr<RunFigures> one = SummariseRun(inputs.one_worker);
+  if (!one.ok()) return one.status();
+  absl::StatusOr<RunFigures> two = SummariseRun(inputs.two_workers);
+  if (!two.ok()) return two.status();
+  *report.mutable_one_worker() = *std::move(one);
+  *report.mutable_two_workers() = *std::move(two);
+  if (report.one_worker().examples_per_second() > 0) {
+    report.set_two_over_one_examples_per_second(
+        report.two_workers().examples_per_second() /
+        report.one_worker().examples_per_second());
+  }
+  report.set_loss_curves_max_abs_diff(
+      LossCurvesMaxAbsDiff(report.one_worker(), report.two_workers()));
+  *report.mutable_parity() = SummariseParity(inputs.parity);
+  *report.mutable_simulated_parity() = SummariseParity(inputs.simulated_parity);
+  for (const Sourced<SamplerAudit>& audit : inputs.sampler_audits) {
+    *report.add_sampler_audits() = SummariseAudit(audit);
+  }
+  *report.mutable_recovery() = SummariseRecovery(inputs.recovery);
+  *report.mutable_checkpoint_cost() =
+      SummariseCheckpointCost(inputs.checkpoint_cost);
+  report.set_picture(inputs.picture);
+  return report;
+}
+
+}  // namespace receipt_parity

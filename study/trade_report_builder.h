@@ -1,0 +1,70 @@
+// The trade report (study/trade_report.proto) from the artifacts of a
+// study's stages, already parsed. Pure: no files, no clocks.
+#ifndef RECEIPT_PARITY_STUDY_TRADE_REPORT_BUILDER_H_
+#define RECEIPT_PARITY_STUDY_TRADE_REPORT_BUILDER_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "metrics/validation_report.pb.h"
+#include "parity/parity_report.pb.h"
+#include "samplers/audit.pb.h"
+#include "study/trade_report.pb.h"
+#include "trainer/artifacts.pb.h"
+
+namespace receipt_parity {
+
+inline constexpr int kTradeReportFormatVersion = 1;
+
+inline constexpr char kMeasured[] = "measured";
+inline constexpr char kNotMeasured[] = "not measured";
+inline constexpr char kPass[] = "pass";
+inline constexpr char kFail[] = "FAIL";
+
+// A parsed artifact and where it came from (a path relative to the study's
+// folder, carried into the report's `source` fields and error messages).
+template <typename Message>
+struct Sourced {
+  std::string source;
+  Message message;
+};
+
+// One training run: its run_summary.json and validation.json.
+struct RunArtifacts {
+  std::string source;
+  RunSummary summary;
+  ValidationReport validation;
+};
+
+struct TradeReportInputs {
+  RunArtifacts one_worker;
+  RunArtifacts two_workers;
+  // parity.json of the real two-worker run, and of the one-process check.
+  Sourced<ParityReport> parity;
+  Sourced<ParityReport> simulated_parity;
+  std::vector<Sourced<SamplerAudit>> sampler_audits;
+  // The fault drill's recovery.json, or nullopt when there is none.
+  std::optional<Sourced<RecoveryReport>> recovery;
+  // The two-worker run's RunSummary.checkpoint, or nullopt when the run
+  // saved no generation.
+  std::optional<Sourced<CheckpointCost>> checkpoint_cost;
+  // File name of the picture, recorded in the report.
+  std::string picture = "trade_report.svg";
+};
+
+// Builds the report. Figures are carried over unchanged where an artifact
+// has them (examples/s, sync share, per-class metrics, parity differences)
+// and summed or averaged as trade_report.proto documents otherwise.
+// Missing recovery or checkpoint figures give status "not measured" with a
+// note, never an error.
+// Errors: InvalidArgument naming the source when an input contradicts what
+// it must be: one_worker with world_size != 1, two_workers with world_size
+// < 2, a run whose timing does not hold one entry per rank, a run with no
+// updates.
+absl::StatusOr<TradeReport> BuildTradeReport(const TradeReportInputs& inputs);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_STUDY_TRADE_REPORT_BUILDER_H_

@@ -1,0 +1,231 @@
+#include "study/trade_report_builder.h"
+
+#include <set>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/descriptor.h"
+#include "gtest/gtest.h"
+#include "io/json_file.h"
+#include "study/trade_report_test_inputs.h"
+
+namespace receipt_parity {
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TradeReport Build(const TradeReportInputs& inputs) {
+  absl::StatusOr<TradeReport> report = BuildTradeReport(inputs);
+  EXPECT_TRUE(report.ok()) << report.status();
+  return report.ok() ? *report : TradeReport();
+}
+
+// Every field name of `descriptor` and of the messages it holds.
+void CollectFieldNames(const Descriptor* descriptor,
+                       std::set<const Descriptor*>* visited,
+                       std::set<std::string>* names) {
+  if (!visited->insert(descriptor).second) return;
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const FieldDescriptor* field = descriptor->field(i);
+    names->insert(field->name());
+    if (field->type() == FieldDescriptor::TYPE_MESSAGE) {
+      CollectFieldNames(field->message_type(), visited, names);
+    }
+  }
+}
+
+TEST(TradeReportBuilderTest, EveryKeyOfTheFormatIsWritten) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.recovery = Sourced<RecoveryReport>{"recovery.json", TestRecovery(true)};
+  inputs.checkpoint_cost =
+      Sourced<CheckpointCost>{"run_summary.json", TestCheckpointCost()};
+  const std::string json = ToJson(Build(inputs));
+  std::set<const Descriptor*> visited;
+  std::set<std::string> names;
+  CollectFieldNames(TradeReport::descriptor(), &visited, &names);
+  ASSERT_GT(names.size(), 60u);
+  for (const std::string& name : names) {
+    EXPECT_THAT(json, HasSubstr("\"" + name + "\":")) << name;
+  }
+}
+
+TEST(TradeReportBuilderTest, CarriesRunFiguresUnchanged) {
+  const TradeReport report = Build(TestInputs());
+  EXPECT_EQ(report.format_version(), kTradeReportFormatVersion);
+  const RunFigures& one = report.one_worker();
+  const RunFigures& two = report.two_workers();
+  EXPECT_EQ(one.source(), "one_worker/reference");
+  EXPECT_EQ(one.world_size(), 1);
+  EXPECT_EQ(two.world_size(), 2);
+  EXPECT_EQ(two.config_fingerprint(), "fp-two");
+  EXPECT_DOUBLE_EQ(one.examples_per_second(), 1000.5);
+  EXPECT_DOUBLE_EQ(two.examples_per_second(), 2000.5);
+  EXPECT_DOUBLE_EQ(report.two_over_one_examples_per_second(), 2000.5 / 1000.5);
+  EXPECT_DOUBLE_EQ(two.sync_seconds_per_update(), 0.001);
+  EXPECT_DOUBLE_EQ(two.sync_share(), 0.1);
+  EXPECT_EQ(two.warmup_updates(), 2);
+  EXPECT_EQ(two.updates(), 4);
+  // The slowest rank's update time, averaged: (0.009 + 0.011) / 2.
+  EXPECT_DOUBLE_EQ(two.update_seconds(), 0.010);
+  EXPECT_DOUBLE_EQ(one.update_seconds(), 0.009);
+  ASSERT_EQ(two.ranks_size(), 2);
+  EXPECT_EQ(two.ranks(1).rank(), 1);
+  EXPECT_DOUBLE_EQ(two.ranks(0).peak_rss_mib(), 110.25);
+  EXPECT_DOUBLE_EQ(two.ranks(1).peak_rss_mib(), 111.25);
+  EXPECT_DOUBLE_EQ(two.ranks(1).update_seconds(), 0.010);
+  EXPECT_EQ(two.ranks(1).collectives(), 2);
+  EXPECT_DOUBLE_EQ(two.ranks(1).bytes_reduced(), 4096);
+  EXPECT_DOUBLE_EQ(one.ranks(0).peak_rss_mib(), 100.25);
+  EXPECT_EQ(two.duplicate_slots(), 4);
+  EXPECT_EQ(two.masked_slots(), 8);
+  EXPECT_EQ(one.duplicate_slots(), 2);
+  EXPECT_EQ(one.masked_slots(), 4);
+  EXPECT_DOUBLE_EQ(two.final_loss(), 0.75 + 1e-6);
+  ASSERT_EQ(two.loss_curve_size(), 4);
+  EXPECT_EQ(two.loss_curve(3).examples_seen(), 32);
+  EXPECT_NEAR(report.loss_curves_max_abs_diff(), 1e-6, 1e-12);
+}
+
+TEST(TradeReportBuilderTest, CarriesPerClassValidation) {
+  const TradeReport report = Build(TestInputs());
+  const ValidationFigures& v = report.two_workers().validation();
+  EXPECT_EQ(v.dedup(), "by_receipt_id");
+  EXPECT_EQ(v.predictions_gathered(), 9);
+  EXPECT_EQ(v.unique_ids_counted(), 8);
+  EXPECT_EQ(v.duplicates_dropped(), 1);
+  EXPECT_DOUBLE_EQ(v.accuracy(), 0.625);
+  ASSERT_EQ(v.per_class_size(), 2);
+  EXPECT_EQ(v.per_class(1).label(), "blurry");
+  EXPECT_EQ(v.per_class(1).support(), 2);
+  EXPECT_DOUBLE_EQ(v.per_class(1).precision(), 0.25);
+  EXPECT_DOUBLE_EQ(v.per_class(1).recall(), 1);
+  EXPECT_DOUBLE_EQ(v.per_class(1).f1(), 0.4);
+}
+
+TEST(TradeReportBuilderTest, SummarisesSamplerAudits) {
+  const TradeReport report = Build(TestInputs());
+  ASSERT_EQ(report.sampler_audits_size(), 2);
+  const SamplerFigures& pad = report.sampler_audits(0);
+  EXPECT_EQ(pad.policy(), "duplicate_pad");
+  EXPECT_EQ(pad.source(), "sampler_audit_duplicate_pad.json");
+  EXPECT_EQ(pad.num_ids(), 5);
+  EXPECT_EQ(pad.epochs(), 2);
+  EXPECT_EQ(pad.slots_per_epoch(), 6);
+  EXPECT_EQ(pad.duplicate_slots(), 2);
+  EXPECT_THAT(pad.duplicated_ids(), ElementsAre("r-0", "r-3"));
+  EXPECT_EQ(pad.masked_slots(), 0);
+  EXPECT_TRUE(pad.ranks_agree());
+  const SamplerFigures& masked = report.sampler_audits(1);
+  EXPECT_EQ(masked.duplicate_slots(), 0);
+  EXPECT_EQ(masked.masked_slots(), 2);
+}
+
+TEST(TradeReportBuilderTest, PassingAndFailedParity) {
+  TradeReportInputs inputs = TestInputs();
+  TradeReport report = Build(inputs);
+  EXPECT_EQ(report.parity().verdict(), kPass);
+  EXPECT_EQ(report.simulated_parity().verdict(), kPass);
+  EXPECT_TRUE(report.simulated_parity().simulated());
+  EXPECT_THAT(report.simulated_parity().split(), ElementsAre(3, 1));
+  EXPECT_DOUBLE_EQ(report.parity().max_abs_diff(), 2.5e-8);
+  EXPECT_DOUBLE_EQ(report.parity().max_rel_diff(), 3.5e-6);
+  EXPECT_EQ(report.parity().weighting(), "global_count");
+
+  inputs.simulated_parity.message.set_pass(false);
+  inputs.simulated_parity.message.set_max_abs_diff(0.125);
+  inputs.simulated_parity.message.add_failures("fc.weight differs by 0.125");
+  report = Build(inputs);
+  EXPECT_EQ(report.simulated_parity().verdict(), kFail);
+  EXPECT_DOUBLE_EQ(report.simulated_parity().max_abs_diff(), 0.125);
+  EXPECT_THAT(report.simulated_parity().failures(),
+              ElementsAre("fc.weight differs by 0.125"));
+  EXPECT_EQ(report.parity().verdict(), kPass);
+}
+
+TEST(TradeReportBuilderTest, MissingRecoveryAndCheckpointCostAreNotMeasured) {
+  const TradeReport report = Build(TestInputs());
+  EXPECT_EQ(report.recovery().status(), kNotMeasured);
+  EXPECT_EQ(report.recovery().verdict(), kNotMeasured);
+  EXPECT_THAT(report.recovery().note(), HasSubstr("recovery.json"));
+  EXPECT_EQ(report.checkpoint_cost().status(), kNotMeasured);
+  EXPECT_FALSE(report.checkpoint_cost().has_cost());
+  EXPECT_FALSE(report.checkpoint_cost().note().empty());
+}
+
+TEST(TradeReportBuilderTest, CarriesTheRecoveryVerdictAndFigures) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.recovery = Sourced<RecoveryReport>{"recovery.json", TestRecovery(true)};
+  RecoveryFigures r = Build(inputs).recovery();
+  EXPECT_EQ(r.status(), kMeasured);
+  EXPECT_EQ(r.verdict(), kPass);
+  EXPECT_EQ(r.source(), "recovery.json");
+  EXPECT_EQ(r.report().killed_rank(), 1);
+  EXPECT_EQ(r.report().kill_point(), "mid_shard");
+  EXPECT_EQ(r.report().resumed_from(), 1);
+  EXPECT_EQ(r.report().updates_redone(), 10);
+
+  inputs.recovery->message = TestRecovery(false);
+  r = Build(inputs).recovery();
+  EXPECT_EQ(r.verdict(), kFail);
+  EXPECT_DOUBLE_EQ(r.report().max_abs_gradient_diff(), 0.5);
+  EXPECT_THAT(r.report().failures(),
+              ElementsAre("the first resumed update differs"));
+}
+
+TEST(TradeReportBuilderTest, CarriesCheckpointCost) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.checkpoint_cost = Sourced<CheckpointCost>{
+      "two_worker/run_summary.json checkpoint", TestCheckpointCost()};
+  CheckpointFigures cost = Build(inputs).checkpoint_cost();
+  EXPECT_EQ(cost.status(), kMeasured);
+  EXPECT_EQ(cost.source(), "two_worker/run_summary.json checkpoint");
+  EXPECT_EQ(cost.cost().generations_saved(), 3);
+  EXPECT_DOUBLE_EQ(cost.cost().bytes_per_generation(), 123456);
+  EXPECT_DOUBLE_EQ(cost.cost().save_seconds_median(), 0.03);
+  EXPECT_DOUBLE_EQ(cost.cost().save_vs_sequential_ratio(), 1.5);
+
+  // A record of a run that saved nothing is not a measurement.
+  inputs.checkpoint_cost->message = CheckpointCost();
+  cost = Build(inputs).checkpoint_cost();
+  EXPECT_EQ(cost.status(), kNotMeasured);
+  EXPECT_THAT(cost.note(), HasSubstr("no generation saved"));
+  EXPECT_DOUBLE_EQ(cost.cost().bytes_per_generation(), 0);
+}
+
+TEST(TradeReportBuilderTest, LossCurvesThatDoNotLineUpAreNotCompared) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.two_workers.summary.mutable_loss_curve(1)->set_examples_seen(99);
+  EXPECT_EQ(Build(inputs).loss_curves_max_abs_diff(), -1);
+}
+
+TEST(TradeReportBuilderTest, RejectsRunsOfTheWrongShapeNamingTheFile) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.one_worker = TestRun(2);
+  inputs.one_worker.source = "one_worker/reference";
+  absl::StatusOr<TradeReport> report = BuildTradeReport(inputs);
+  EXPECT_EQ(report.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(report.status().message(),
+              HasSubstr("one_worker/reference/run_summary.json"));
+
+  inputs = TestInputs();
+  inputs.two_workers.summary.set_world_size(1);
+  report = BuildTradeReport(inputs);
+  EXPECT_THAT(report.status().message(),
+              HasSubstr("two_worker/run_summary.json: world_size is 1"));
+
+  inputs = TestInputs();
+  inputs.two_workers.summary.mutable_timing()->RemoveLast();
+  report = BuildTradeReport(inputs);
+  EXPECT_THAT(report.status().message(), HasSubstr("one per rank"));
+
+  inputs = TestInputs();
+  inputs.one_worker.summary.set_updates(0);
+  report = BuildTradeReport(inputs);
+  EXPECT_THAT(report.status().message(), HasSubstr("trained nothing"));
+}
+
+}  // namespace
+}  // namespace receipt_parity

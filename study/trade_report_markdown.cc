@@ -1,0 +1,333 @@
+#include "study/trade_report_markdown.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "study/trade_report_builder.h"
+
+namespace receipt_parity {
+namespace {
+
+constexpr char kDash[] = "—";
+
+std::string Fixed(double value, int digits) {
+  return absl::StrFormat("%.*f", digits, value);
+}
+
+std::string Percent(double share) { return Fixed(100 * share, 1) + " %"; }
+
+std::string Ms(double seconds) { return Fixed(1000 * seconds, 3); }
+
+std::string YesNo(bool value) { return value ? "yes" : "no"; }
+
+std::string Row(const std::vector<std::string>& cells) {
+  return absl::StrCat("| ", absl::StrJoin(cells, " | "), " |\n");
+}
+
+std::string HeaderRow(const std::vector<std::string>& cells,
+                      const std::string& first_align = ":---") {
+  std::string out = Row(cells);
+  std::vector<std::string> rule(cells.size(), "---:");
+  rule[0] = first_align;
+  return out + Row(rule);
+}
+
+std::string CheckpointCostLine(const CheckpointFigures& figures) {
+  if (figures.status() != kMeasured) return kNotMeasured;
+  const CheckpointCost& cost = figures.cost();
+  std::string line = absl::StrFormat(
+      "%.0f bytes per generation, saved in %.2f ms (median of %d)",
+      cost.bytes_per_generation(), 1000 * cost.save_seconds_median(),
+      cost.generations_saved());
+  if (cost.save_vs_sequential_ratio() > 0) {
+    absl::StrAppendFormat(&line,
+                          ", %.2f× one fsync'd sequential write of the same "
+                          "bytes",
+                          cost.save_vs_sequential_ratio());
+  }
+  return line;
+}
+
+std::string PeakRss(const RunFigures& run, int rank) {
+  for (const RankFigures& r : run.ranks()) {
+    if (r.rank() == rank) return Fixed(r.peak_rss_mib(), 1);
+  }
+  return kDash;
+}
+
+void AppendThroughput(const TradeReport& report, std::string* md) {
+  const RunFigures& one = report.one_worker();
+  const RunFigures& two = report.two_workers();
+  absl::StrAppend(md, "## Throughput, synchronisation, memory\n\n");
+  absl::StrAppend(md, HeaderRow({"", "one worker", "two workers"}));
+  absl::StrAppend(
+      md, Row({absl::StrCat("examples/s (median of timing windows after ",
+                            two.warmup_updates(), " warm-up updates)"),
+               Fixed(one.examples_per_second(), 1),
+               Fixed(two.examples_per_second(), 1)}));
+  absl::StrAppend(md, Row({"update time, ms (mean, slowest rank)",
+                           Ms(one.update_seconds()), Ms(two.update_seconds())}));
+  absl::StrAppend(md, Row({"gradient synchronisation per update, ms",
+                           Ms(one.sync_seconds_per_update()),
+                           Ms(two.sync_seconds_per_update())}));
+  absl::StrAppend(md, Row({"synchronisation share of an update",
+                           Percent(one.sync_share()),
+                           Percent(two.sync_share())}));
+  const int ranks = std::max(one.ranks_size(), two.ranks_size());
+  for (int r = 0; r < ranks; ++r) {
+    absl::StrAppend(md, Row({absl::StrCat("peak resident memory, rank ", r,
+                                          ", MiB"),
+                             PeakRss(one, r), PeakRss(two, r)}));
+  }
+  absl::StrAppend(md, Row({"updates / epochs",
+                           absl::StrCat(one.updates(), " / ",
+                                        one.epochs_completed()),
+                           absl::StrCat(two.updates(), " / ",
+                                        two.epochs_completed())}));
+  absl::StrAppend(md, Row({"sampler duplicate slots (all epochs)",
+                           absl::StrCat(one.duplicate_slots()),
+                           absl::StrCat(two.duplicate_slots())}));
+  absl::StrAppend(md, Row({"sampler masked slots (all epochs)",
+                           absl::StrCat(one.masked_slots()),
+                           absl::StrCat(two.masked_slots())}));
+  absl::StrAppend(md, Row({"final training loss", Fixed(one.final_loss(), 6),
+                           Fixed(two.final_loss(), 6)}));
+  absl::StrAppend(md, "\n");
+  if (report.loss_curves_max_abs_diff() >= 0) {
+    absl::StrAppendFormat(
+        md,
+        "The two loss curves differ by at most %.3g over the %d updates "
+        "they share.\n\n",
+        report.loss_curves_max_abs_diff(),
+        std::min(one.loss_curve_size(), two.loss_curve_size()));
+  } else {
+    absl::StrAppend(md,
+                    "The two loss curves do not have the same updates and "
+                    "examples seen; they are not compared point by point.\n\n");
+  }
+}
+
+std::string ClassCell(const ClassMetrics* c) {
+  if (c == nullptr) return kDash;
+  return absl::StrCat(Fixed(c->precision(), 3), " / ", Fixed(c->recall(), 3),
+                      " / ", Fixed(c->f1(), 3));
+}
+
+void AppendValidation(const TradeReport& report, std::string* md) {
+  const ValidationFigures& one = report.one_worker().validation();
+  const ValidationFigures& two = report.two_workers().validation();
+  absl::StrAppend(md, "## Validation (deduplicated metric)\n\n");
+  absl::StrAppend(md, HeaderRow({"", "one worker", "two workers"}));
+  absl::StrAppend(md, Row({"dedup plugin", one.dedup(), two.dedup()}));
+  absl::StrAppend(md, Row({"predictions gathered",
+                           absl::StrCat(one.predictions_gathered()),
+                           absl::StrCat(two.predictions_gathered())}));
+  absl::StrAppend(md, Row({"unique ids counted",
+                           absl::StrCat(one.unique_ids_counted()),
+                           absl::StrCat(two.unique_ids_counted())}));
+  absl::StrAppend(md, Row({"duplicates dropped",
+                           absl::StrCat(one.duplicates_dropped()),
+                           absl::StrCat(two.duplicates_dropped())}));
+  absl::StrAppend(md, Row({"accuracy", Fixed(one.accuracy(), 4),
+                           Fixed(two.accuracy(), 4)}));
+  absl::StrAppend(md, Row({"macro F1", Fixed(one.macro_f1(), 4),
+                           Fixed(two.macro_f1(), 4)}));
+  absl::StrAppend(md, "\nPer class, precision / recall / F1:\n\n");
+  absl::StrAppend(md, HeaderRow({"class", "support", "one worker",
+                                 "two workers"}));
+  // Rows in the one-worker label order, then any class only two has.
+  std::vector<std::string> labels;
+  for (const ClassMetrics& c : one.per_class()) labels.push_back(c.label());
+  for (const ClassMetrics& c : two.per_class()) {
+    if (std::find(labels.begin(), labels.end(), c.label()) == labels.end()) {
+      labels.push_back(c.label());
+    }
+  }
+  auto find = [](const ValidationFigures& v,
+                 const std::string& label) -> const ClassMetrics* {
+    for (const ClassMetrics& c : v.per_class()) {
+      if (c.label() == label) return &c;
+    }
+    return nullptr;
+  };
+  for (const std::string& label : labels) {
+    const ClassMetrics* a = find(one, label);
+    const ClassMetrics* b = find(two, label);
+    absl::StrAppend(md, Row({label, absl::StrCat((a != nullptr ? a : b)->support()),
+                             ClassCell(a), ClassCell(b)}));
+  }
+  absl::StrAppend(md, "\n");
+}
+
+std::string SplitText(const ParityFigures& p) {
+  return p.split().empty() ? kDash : absl::StrJoin(p.split(), "+");
+}
+
+void AppendParity(const TradeReport& report, std::string* md) {
+  absl::StrAppend(md, "## Gradient parity with the one-worker reference\n\n");
+  absl::StrAppend(md, HeaderRow({"check", "verdict", "split", "weighting",
+                                 "reducer", "max abs diff", "max rel diff",
+                                 "bitwise equal", "rtol / atol"}));
+  const std::pair<const char*, const ParityFigures*> checks[] = {
+      {"two-worker run (real processes)", &report.parity()},
+      {"one process, ranks as threads (simulated)", &report.simulated_parity()},
+  };
+  for (const auto& [name, p] : checks) {
+    absl::StrAppend(
+        md, Row({absl::StrCat(name, " `", p->source(), "`"),
+                 absl::StrCat("**", p->verdict(), "**"), SplitText(*p),
+                 p->weighting(), p->reducer(),
+                 absl::StrFormat("%.3g", p->max_abs_diff()),
+                 absl::StrFormat("%.3g", p->max_rel_diff()),
+                 YesNo(p->bitwise_equal()),
+                 absl::StrFormat("%.g / %.g", p->rtol(), p->atol())}));
+  }
+  for (const auto& [name, p] : checks) {
+    for (const std::string& failure : p->failures()) {
+      absl::StrAppend(md, "\n- ", name, ": ", failure);
+    }
+  }
+  absl::StrAppend(md, "\n");
+}
+
+void AppendSamplerAudits(const TradeReport& report, std::string* md) {
+  absl::StrAppend(md, "## Sampler audits\n\n");
+  if (report.sampler_audits().empty()) {
+    absl::StrAppend(md, "No sampler audit was run.\n\n");
+    return;
+  }
+  absl::StrAppend(md, HeaderRow({"policy", "ids", "ranks", "epochs",
+                                 "slots per epoch", "duplicate slots",
+                                 "duplicated ids", "masked slots", "dropped",
+                                 "ranks agree", "source"}));
+  for (const SamplerFigures& s : report.sampler_audits()) {
+    absl::StrAppend(
+        md, Row({s.policy(), absl::StrCat(s.num_ids()),
+                 absl::StrCat(s.world_size()), absl::StrCat(s.epochs()),
+                 absl::StrCat(s.slots_per_epoch()),
+                 absl::StrCat(s.duplicate_slots()),
+                 s.duplicated_ids().empty()
+                     ? kDash
+                     : absl::StrJoin(s.duplicated_ids(), ", "),
+                 absl::StrCat(s.masked_slots()),
+                 absl::StrCat(s.dropped_examples()), YesNo(s.ranks_agree()),
+                 absl::StrCat("`", s.source(), "`")}));
+  }
+  absl::StrAppend(md, "\n");
+}
+
+void AppendRecovery(const TradeReport& report, std::string* md) {
+  const RecoveryFigures& figures = report.recovery();
+  absl::StrAppend(md, "## Recovery from an injected failure\n\n");
+  if (figures.status() != kMeasured) {
+    absl::StrAppend(md, "Verdict: **", kNotMeasured, "** (", figures.note(),
+                    ").\n\n");
+    return;
+  }
+  const RecoveryReport& r = figures.report();
+  absl::StrAppend(md, "Verdict: **", figures.verdict(), "** (`",
+                  figures.source(), "`)\n\n");
+  absl::StrAppend(md, HeaderRow({"", "value"}));
+  absl::StrAppend(md, Row({"killed", absl::StrCat("rank ", r.killed_rank(),
+                                                  " at ", r.kill_point(),
+                                                  " of generation ",
+                                                  r.kill_generation())}));
+  absl::StrAppend(md, Row({"what the launcher saw", r.killed_how()}));
+  absl::StrAppend(md, Row({"newest advertised generation after the kill",
+                           absl::StrCat("gen ", r.advertised_generation(),
+                                        " (update ", r.advertised_update(),
+                                        ")")}));
+  absl::StrAppend(md, Row({"restart resumed from",
+                           absl::StrCat("gen ", r.resumed_from(), " (update ",
+                                        r.resumed_update(), ")")}));
+  absl::StrAppend(md, Row({"saved updates lost", absl::StrCat(r.lost_updates())}));
+  absl::StrAppend(md, Row({"updates computed again",
+                           absl::StrCat(r.updates_redone())}));
+  absl::StrAppend(
+      md, Row({absl::StrCat("first resumed update (", r.compared_update(),
+                            ") against the uninterrupted run: max abs diff "
+                            "gradients / parameters"),
+               absl::StrFormat("%.3g / %.3g", r.max_abs_gradient_diff(),
+                               r.max_abs_parameter_diff())}));
+  absl::StrAppend(md, Row({"first resumed update bitwise equal",
+                           YesNo(r.bitwise_equal())}));
+  absl::StrAppend(md, Row({"final parameters equal to the uninterrupted run",
+                           YesNo(r.final_parameters_equal())}));
+  for (const std::string& failure : r.failures()) {
+    absl::StrAppend(md, "\n- ", failure);
+  }
+  absl::StrAppend(md, "\n");
+}
+
+void AppendCheckpointCost(const TradeReport& report, std::string* md) {
+  const CheckpointFigures& figures = report.checkpoint_cost();
+  absl::StrAppend(md, "## Checkpoint cost\n\n");
+  if (figures.status() != kMeasured) {
+    absl::StrAppend(md, "**", kNotMeasured, "** (", figures.note(), ").\n\n");
+    return;
+  }
+  const CheckpointCost& c = figures.cost();
+  absl::StrAppend(md, HeaderRow({"generations saved", "bytes per generation",
+                                 "save time, ms (median)",
+                                 "one fsync'd sequential write, ms (median)",
+                                 "save / sequential write"},
+                                "---:"));
+  absl::StrAppend(
+      md, Row({absl::StrCat(c.generations_saved()),
+               Fixed(c.bytes_per_generation(), 0),
+               Fixed(1000 * c.save_seconds_median(), 3),
+               c.sequential_write_seconds_median() > 0
+                   ? Fixed(1000 * c.sequential_write_seconds_median(), 3)
+                   : kNotMeasured,
+               c.save_vs_sequential_ratio() > 0
+                   ? Fixed(c.save_vs_sequential_ratio(), 2) + "×"
+                   : kNotMeasured}));
+  absl::StrAppend(md, "\nFrom `", figures.source(), "`.\n\n");
+}
+
+}  // namespace
+
+std::string TradeReportHeadline(const TradeReport& report) {
+  const RunFigures& one = report.one_worker();
+  const RunFigures& two = report.two_workers();
+  std::string out;
+  absl::StrAppendFormat(
+      &out,
+      "examples/s: one worker %.1f, two workers %.1f (%.2f× one worker)\n",
+      one.examples_per_second(), two.examples_per_second(),
+      report.two_over_one_examples_per_second());
+  absl::StrAppendFormat(
+      &out,
+      "gradient sync per update: two workers %s ms, %s of an update\n",
+      Ms(two.sync_seconds_per_update()), Percent(two.sync_share()));
+  absl::StrAppend(&out, "parity: two-worker run ", report.parity().verdict(),
+                  ", simulated ", SplitText(report.simulated_parity()),
+                  " split ", report.simulated_parity().verdict(), "\n");
+  absl::StrAppend(&out, "recovery: ", report.recovery().verdict(), "\n");
+  absl::StrAppend(&out, "checkpoint cost: ",
+                  CheckpointCostLine(report.checkpoint_cost()), "\n");
+  return out;
+}
+
+std::string TradeReportMarkdown(const TradeReport& report) {
+  std::string md = "# Trade report: one worker against two\n\n";
+  absl::StrAppend(&md, "![Training loss against examples seen; throughput "
+                       "and synchronisation bars](",
+                  report.picture(), ")\n\n");
+  absl::StrAppend(&md, "```\n", TradeReportHeadline(report), "```\n\n");
+  AppendThroughput(report, &md);
+  AppendValidation(report, &md);
+  AppendParity(report, &md);
+  AppendSamplerAudits(report, &md);
+  AppendRecovery(report, &md);
+  AppendCheckpointCost(report, &md);
+  absl::StrAppend(&md, "Figures from `trade_report.json` (format version ",
+                  report.format_version(), "); sources are relative to "
+                  "this folder.\n");
+  return md;
+}
+
+}  // namespace receipt_parity

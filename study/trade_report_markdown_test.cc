@@ -1,0 +1,97 @@
+#include "study/trade_report_markdown.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "study/trade_report_builder.h"
+#include "study/trade_report_test_inputs.h"
+
+namespace receipt_parity {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TradeReport Build(const TradeReportInputs& inputs) {
+  absl::StatusOr<TradeReport> report = BuildTradeReport(inputs);
+  EXPECT_TRUE(report.ok()) << report.status();
+  return report.ok() ? *report : TradeReport();
+}
+
+TEST(TradeReportMarkdownTest, ShowsTheFiguresOfBothRuns) {
+  const std::string md = TradeReportMarkdown(Build(TestInputs()));
+  EXPECT_THAT(md, HasSubstr("![Training loss against examples seen"));
+  EXPECT_THAT(md, HasSubstr("](trade_report.svg)"));
+  EXPECT_THAT(md, HasSubstr("| examples/s (median of timing windows after 2 "
+                            "warm-up updates) | 1000.5 | 2000.5 |"));
+  EXPECT_THAT(md, HasSubstr("| gradient synchronisation per update, ms | "
+                            "0.000 | 1.000 |"));
+  EXPECT_THAT(md, HasSubstr("| synchronisation share of an update | 0.0 % | "
+                            "10.0 % |"));
+  EXPECT_THAT(md, HasSubstr("| peak resident memory, rank 0, MiB | 100.2 | "
+                            "110.2 |"));
+  EXPECT_THAT(md, HasSubstr("| peak resident memory, rank 1, MiB | — | "
+                            "111.2 |"));
+  EXPECT_THAT(md, HasSubstr("| sampler duplicate slots (all epochs) | 2 | 4 |"));
+  EXPECT_THAT(md, HasSubstr("| sampler masked slots (all epochs) | 4 | 8 |"));
+  EXPECT_THAT(md, HasSubstr("(2.00× one worker)"));
+}
+
+TEST(TradeReportMarkdownTest, ShowsPerClassValidation) {
+  const std::string md = TradeReportMarkdown(Build(TestInputs()));
+  EXPECT_THAT(md, HasSubstr("| blurry | 2 | 0.250 / 1.000 / 0.400 | "
+                            "0.250 / 1.000 / 0.400 |"));
+  EXPECT_THAT(md, HasSubstr("| good | 6 | 0.750 / 0.500 / 0.600 |"));
+  EXPECT_THAT(md, HasSubstr("| duplicates dropped | 0 | 1 |"));
+}
+
+TEST(TradeReportMarkdownTest, AFailedParityShowsAsFailed) {
+  TradeReportInputs inputs = TestInputs();
+  std::string md = TradeReportMarkdown(Build(inputs));
+  EXPECT_THAT(md, Not(HasSubstr(kFail)));
+  EXPECT_THAT(md, HasSubstr("parity: two-worker run pass, simulated 3+1 split pass"));
+
+  inputs.parity.message.set_pass(false);
+  inputs.parity.message.add_failures("conv1.weight: max abs diff 0.5 > atol");
+  md = TradeReportMarkdown(Build(inputs));
+  EXPECT_THAT(md, HasSubstr("parity: two-worker run FAIL, simulated 3+1 split pass"));
+  EXPECT_THAT(md, HasSubstr("| **FAIL** |"));
+  EXPECT_THAT(md, HasSubstr("conv1.weight: max abs diff 0.5 > atol"));
+}
+
+TEST(TradeReportMarkdownTest, MissingRecoveryAndCheckpointFiguresSayNotMeasured) {
+  const std::string md = TradeReportMarkdown(Build(TestInputs()));
+  EXPECT_THAT(md, HasSubstr("recovery: not measured\n"));
+  EXPECT_THAT(md, HasSubstr("checkpoint cost: not measured\n"));
+  EXPECT_THAT(md, HasSubstr("## Checkpoint cost\n\n**not measured**"));
+  EXPECT_THAT(md, HasSubstr("## Recovery from an injected failure\n\n"
+                            "Verdict: **not measured**"));
+}
+
+TEST(TradeReportMarkdownTest, ShowsRecoveryAndCheckpointFigures) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.recovery = Sourced<RecoveryReport>{"recovery.json", TestRecovery(false)};
+  inputs.checkpoint_cost =
+      Sourced<CheckpointCost>{"two_worker/run_summary.json checkpoint",
+                              TestCheckpointCost()};
+  const std::string md = TradeReportMarkdown(Build(inputs));
+  EXPECT_THAT(md, HasSubstr("recovery: FAIL\n"));
+  EXPECT_THAT(md, HasSubstr("Verdict: **FAIL** (`recovery.json`)"));
+  EXPECT_THAT(md, HasSubstr("| killed | rank 1 at mid_shard of generation 2 |"));
+  EXPECT_THAT(md, HasSubstr("- the first resumed update differs"));
+  EXPECT_THAT(md, HasSubstr("checkpoint cost: 123456 bytes per generation, "
+                            "saved in 30.00 ms (median of 3), 1.50× one "
+                            "fsync'd sequential write of the same bytes"));
+  EXPECT_THAT(md, HasSubstr("| 3 | 123456 | 30.000 | 20.000 | 1.50× |"));
+}
+
+TEST(TradeReportMarkdownTest, ShowsSamplerAudits) {
+  const std::string md = TradeReportMarkdown(Build(TestInputs()));
+  EXPECT_THAT(md, HasSubstr("| duplicate_pad | 5 | 2 | 2 | 6 | 2 | r-0, r-3 | "
+                            "0 | 0 | yes | `sampler_audit_duplicate_pad.json` |"));
+  EXPECT_THAT(md, HasSubstr("| masked_tail | 5 | 2 | 2 | 6 | 0 | — | 2 |"));
+}
+
+}  // namespace
+}  // namespace receipt_parity

@@ -1,0 +1,120 @@
+#include "study/trade_report_stage.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "io/atomic_file.h"
+#include "io/json_file.h"
+#include "study/study_layout.h"
+#include "study/trade_report_markdown.h"
+#include "study/trade_report_svg.h"
+
+namespace receipt_parity {
+namespace {
+
+namespace fs = std::filesystem;
+namespace layout = study_layout;
+
+std::string Join(const std::string& dir, const std::string& relative) {
+  return (fs::path(dir) / relative).string();
+}
+
+template <typename Message>
+absl::StatusOr<Sourced<Message>> ReadSourced(const std::string& study_dir,
+                                             const std::string& relative) {
+  Sourced<Message> sourced;
+  sourced.source = relative;
+  if (absl::Status s = ReadJsonFile(Join(study_dir, relative), &sourced.message);
+      !s.ok()) {
+    return s;
+  }
+  return sourced;
+}
+
+absl::Status ReadRun(const std::string& study_dir, const std::string& run_dir,
+                     RunArtifacts* run) {
+  run->source = run_dir;
+  if (absl::Status s = ReadJsonFile(
+          Join(study_dir, absl::StrCat(run_dir, "/", layout::kRunSummary)),
+          &run->summary);
+      !s.ok()) {
+    return s;
+  }
+  return ReadJsonFile(
+      Join(study_dir, absl::StrCat(run_dir, "/", layout::kValidation)),
+      &run->validation);
+}
+
+}  // namespace
+
+absl::StatusOr<TradeReportInputs> LoadTradeReportInputs(
+    const std::string& study_dir) {
+  TradeReportInputs inputs;
+  if (absl::Status s =
+          ReadRun(study_dir, layout::kOneWorkerRunDir, &inputs.one_worker);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ReadRun(study_dir, layout::kTwoWorkerDir, &inputs.two_workers);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<Sourced<ParityReport>> parity = ReadSourced<ParityReport>(
+      study_dir, absl::StrCat(layout::kTwoWorkerDir, "/", layout::kParity));
+  if (!parity.ok()) return parity.status();
+  inputs.parity = *std::move(parity);
+  absl::StatusOr<Sourced<ParityReport>> simulated = ReadSourced<ParityReport>(
+      study_dir,
+      absl::StrCat(layout::kSimulatedParityDir, "/", layout::kParity));
+  if (!simulated.ok()) return simulated.status();
+  inputs.simulated_parity = *std::move(simulated);
+  for (const char* audit_file :
+       {layout::kSamplerAuditDuplicatePad, layout::kSamplerAuditMaskedTail}) {
+    absl::StatusOr<Sourced<SamplerAudit>> audit =
+        ReadSourced<SamplerAudit>(study_dir, audit_file);
+    if (!audit.ok()) return audit.status();
+    inputs.sampler_audits.push_back(*std::move(audit));
+  }
+  if (fs::exists(Join(study_dir, layout::kRecovery))) {
+    absl::StatusOr<Sourced<RecoveryReport>> recovery =
+        ReadSourced<RecoveryReport>(study_dir, layout::kRecovery);
+    if (!recovery.ok()) return recovery.status();
+    inputs.recovery = *std::move(recovery);
+  }
+  if (inputs.two_workers.summary.has_checkpoint()) {
+    inputs.checkpoint_cost = Sourced<CheckpointCost>{
+        absl::StrCat(layout::kTwoWorkerDir, "/", layout::kRunSummary,
+                     " checkpoint"),
+        inputs.two_workers.summary.checkpoint()};
+  }
+  inputs.picture = layout::kTradeReportPicture;
+  return inputs;
+}
+
+absl::StatusOr<TradeReport> WriteTradeReport(const std::string& study_dir) {
+  absl::StatusOr<TradeReportInputs> inputs = LoadTradeReportInputs(study_dir);
+  if (!inputs.ok()) return inputs.status();
+  absl::StatusOr<TradeReport> report = BuildTradeReport(*inputs);
+  if (!report.ok()) return report.status();
+  if (absl::Status s =
+          WriteJsonFile(Join(study_dir, layout::kTradeReportJson), *report);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          WriteFileAtomically(Join(study_dir, layout::kTradeReportMarkdown),
+                              TradeReportMarkdown(*report));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          WriteFileAtomically(Join(study_dir, layout::kTradeReportPicture),
+                              TradeReportSvg(*report));
+      !s.ok()) {
+    return s;
+  }
+  return report;
+}
+
+}  // namespace receipt_parity

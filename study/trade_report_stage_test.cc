@@ -1,0 +1,115 @@
+#include "study/trade_report_stage.h"
+
+#include <filesystem>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "io/atomic_file.h"
+#include "io/json_file.h"
+#include "study/study_layout.h"
+#include "study/trade_report_test_inputs.h"
+
+namespace receipt_parity {
+namespace {
+
+namespace fs = std::filesystem;
+namespace layout = study_layout;
+using ::testing::HasSubstr;
+
+// A study folder holding the hand-made artifacts where the stages put them.
+std::string MakeStudyDir(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir / layout::kOneWorkerRunDir);
+  fs::create_directories(dir / layout::kTwoWorkerDir);
+  fs::create_directories(dir / layout::kSimulatedParityDir);
+  const TradeReportInputs inputs = TestInputs();
+  auto write = [&](const std::string& relative,
+                   const google::protobuf::Message& message) {
+    ASSERT_TRUE(WriteJsonFile((dir / relative).string(), message).ok())
+        << relative;
+  };
+  write(std::string(layout::kOneWorkerRunDir) + "/run_summary.json",
+        inputs.one_worker.summary);
+  write(std::string(layout::kOneWorkerRunDir) + "/validation.json",
+        inputs.one_worker.validation);
+  write("two_worker/run_summary.json", inputs.two_workers.summary);
+  write("two_worker/validation.json", inputs.two_workers.validation);
+  write("two_worker/parity.json", inputs.parity.message);
+  write("parity_simulated/parity.json", inputs.simulated_parity.message);
+  write(layout::kSamplerAuditDuplicatePad, inputs.sampler_audits[0].message);
+  write(layout::kSamplerAuditMaskedTail, inputs.sampler_audits[1].message);
+  return dir.string();
+}
+
+TEST(TradeReportStageTest, WritesTheThreeFilesFromTheArtifacts) {
+  const std::string dir = MakeStudyDir("complete");
+  absl::StatusOr<TradeReport> report = WriteTradeReport(dir);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->one_worker().source(), "one_worker/reference");
+  EXPECT_DOUBLE_EQ(report->two_workers().examples_per_second(), 2000.5);
+  EXPECT_EQ(report->simulated_parity().source(), "parity_simulated/parity.json");
+  ASSERT_EQ(report->sampler_audits_size(), 2);
+  EXPECT_EQ(report->sampler_audits(1).policy(), "masked_tail");
+  EXPECT_EQ(report->picture(), layout::kTradeReportPicture);
+
+  TradeReport read_back;
+  ASSERT_TRUE(ReadJsonFile(dir + "/trade_report.json", &read_back).ok());
+  EXPECT_EQ(read_back.SerializeAsString(), report->SerializeAsString());
+  EXPECT_THAT(*ReadFileToString(dir + "/trade_report.md"),
+              HasSubstr("# Trade report"));
+  EXPECT_THAT(*ReadFileToString(dir + "/trade_report.svg"),
+              HasSubstr("</svg>"));
+}
+
+TEST(TradeReportStageTest, WithoutRecoveryOrCheckpointsTheyAreNotMeasured) {
+  const std::string dir = MakeStudyDir("no_drill");
+  absl::StatusOr<TradeReport> report = WriteTradeReport(dir);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->recovery().status(), kNotMeasured);
+  EXPECT_EQ(report->checkpoint_cost().status(), kNotMeasured);
+  EXPECT_THAT(*ReadFileToString(dir + "/trade_report.json"),
+              HasSubstr("\"status\": \"not measured\""));
+}
+
+TEST(TradeReportStageTest, ReadsRecoveryAndTheTwoWorkerCheckpointCost) {
+  const std::string dir = MakeStudyDir("with_drill");
+  ASSERT_TRUE(
+      WriteJsonFile(dir + "/recovery.json", TestRecovery(true)).ok());
+  RunSummary summary = TestRun(2).summary;
+  *summary.mutable_checkpoint() = TestCheckpointCost();
+  ASSERT_TRUE(WriteJsonFile(dir + "/two_worker/run_summary.json", summary).ok());
+  absl::StatusOr<TradeReport> report = WriteTradeReport(dir);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->recovery().verdict(), kPass);
+  EXPECT_EQ(report->recovery().source(), "recovery.json");
+  EXPECT_EQ(report->checkpoint_cost().status(), kMeasured);
+  EXPECT_EQ(report->checkpoint_cost().source(),
+            "two_worker/run_summary.json checkpoint");
+  EXPECT_DOUBLE_EQ(report->checkpoint_cost().cost().bytes_per_generation(),
+                   123456);
+}
+
+TEST(TradeReportStageTest, AMissingArtifactIsNamed) {
+  const std::string dir = MakeStudyDir("missing");
+  fs::remove(fs::path(dir) / "parity_simulated/parity.json");
+  absl::StatusOr<TradeReport> report = WriteTradeReport(dir);
+  EXPECT_EQ(report.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(report.status().message(),
+              HasSubstr("parity_simulated/parity.json"));
+  EXPECT_FALSE(fs::exists(fs::path(dir) / "trade_report.json"));
+}
+
+TEST(TradeReportStageTest, AMalformedArtifactIsNamed) {
+  const std::string dir = MakeStudyDir("malformed");
+  ASSERT_TRUE(WriteFileAtomically(dir + "/recovery.json",
+                                  "{\"pass\": true, \"renamed_key\": 1}")
+                  .ok());
+  absl::StatusOr<TradeReport> report = WriteTradeReport(dir);
+  EXPECT_FALSE(report.ok());
+  EXPECT_THAT(report.status().message(), HasSubstr("recovery.json"));
+}
+
+}  // namespace
+}  // namespace receipt_parity

@@ -1,0 +1,371 @@
+#include "study/trade_report_svg.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "study/trade_report_builder.h"
+
+namespace receipt_parity {
+namespace {
+
+constexpr int kWidth = 1000;
+constexpr int kHeight = 590;
+constexpr char kFont[] = "DejaVu Sans, Helvetica, Arial, sans-serif";
+constexpr char kOneColor[] = "#1f5fa8";
+constexpr char kTwoColor[] = "#e8710a";
+constexpr char kSyncColor[] = "#8250df";
+constexpr char kPassColor[] = "#1a7f37";
+constexpr char kFailColor[] = "#cf222e";
+constexpr char kGreyColor[] = "#6e7781";
+constexpr char kGridColor[] = "#e1e4e8";
+
+std::string Escape(const std::string& text) {
+  return absl::StrReplaceAll(text, {{"&", "&amp;"}, {"<", "&lt;"},
+                                    {">", "&gt;"}, {"\"", "&quot;"}});
+}
+
+// <text>; `attrs` is added verbatim (e.g. "text-anchor=\"end\"").
+std::string Text(double x, double y, const std::string& text, double size,
+                 const std::string& attrs = "") {
+  return absl::StrFormat(
+      "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\" %s>%s</text>\n", x, y,
+      size, attrs, Escape(text));
+}
+
+std::string Line(double x1, double y1, double x2, double y2,
+                 const std::string& stroke, double width,
+                 const std::string& attrs = "") {
+  return absl::StrFormat(
+      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+      "stroke-width=\"%.1f\" %s/>\n",
+      x1, y1, x2, y2, stroke, width, attrs);
+}
+
+std::string Rect(double x, double y, double w, double h,
+                 const std::string& fill, const std::string& attrs = "") {
+  return absl::StrFormat(
+      "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+      "fill=\"%s\" %s/>\n",
+      x, y, std::max(0.0, w), std::max(0.0, h), fill, attrs);
+}
+
+// A tick step of 1, 2 or 5 × 10^k giving about `target` intervals.
+double NiceStep(double range, int target) {
+  if (!(range > 0)) return 1;
+  const double raw = range / target;
+  const double magnitude = std::pow(10, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (raw <= m * magnitude) return m * magnitude;
+  }
+  return 10 * magnitude;
+}
+
+std::string TickLabel(double value, double step) {
+  const int digits = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step)));
+  return absl::StrFormat("%.*f", digits, value);
+}
+
+std::string VerdictColor(const std::string& verdict) {
+  if (verdict == kPass) return kPassColor;
+  if (verdict == kFail) return kFailColor;
+  return kGreyColor;
+}
+
+// Characters of UTF-8 `text` (not bytes: "×" is one).
+double Characters(const std::string& text) {
+  double count = 0;
+  for (unsigned char c : text) count += (c & 0xC0) != 0x80;
+  return count;
+}
+
+// The width of a chip for `text` at font size `size` (bold, about 0.57 em a
+// character, plus padding).
+double ChipWidth(const std::string& text, double size) {
+  return 0.57 * size * Characters(text) + 18;
+}
+
+// A rounded label with a coloured outline.
+std::string Chip(double x, double y, const std::string& text,
+                 const std::string& color, double size) {
+  const double width = ChipWidth(text, size);
+  return absl::StrCat(
+      absl::StrFormat("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                      "height=\"24\" rx=\"12\" fill=\"white\" stroke=\"%s\" "
+                      "stroke-width=\"2\"/>\n",
+                      x, y, width, color),
+      Text(x + width / 2, y + 16.5, text, size,
+           absl::StrCat("text-anchor=\"middle\" font-weight=\"bold\" fill=\"",
+                        color, "\"")));
+}
+
+// "3+1", or "16 ranks" when spelling the split out would be long.
+std::string SplitLabel(const ParityFigures& parity) {
+  if (parity.split_size() > 4) return absl::StrCat(parity.split_size(), " ranks");
+  return absl::StrJoin(parity.split(), "+");
+}
+
+std::string Verdicts(const TradeReport& report) {
+  std::string svg;
+  const CheckpointFigures& checkpoint = report.checkpoint_cost();
+  std::string cost_text = absl::StrCat("checkpoint cost: ", kNotMeasured);
+  std::string cost_color = kGreyColor;
+  if (checkpoint.status() == kMeasured) {
+    const CheckpointCost& cost = checkpoint.cost();
+    cost_color = "#24292f";
+    cost_text = absl::StrFormat("checkpoint: %.0f KiB, %.1f ms",
+                                cost.bytes_per_generation() / 1024,
+                                1000 * cost.save_seconds_median());
+    if (cost.save_vs_sequential_ratio() > 0) {
+      absl::StrAppendFormat(&cost_text, " (%.1f× an fsync'd write)",
+                            cost.save_vs_sequential_ratio());
+    }
+  }
+  struct Item {
+    std::string text;
+    std::string color;
+  };
+  const std::vector<Item> items = {
+      {absl::StrCat("parity, 2 workers: ", report.parity().verdict()),
+       VerdictColor(report.parity().verdict())},
+      {absl::StrCat("parity, simulated ", SplitLabel(report.simulated_parity()),
+                    ": ", report.simulated_parity().verdict()),
+       VerdictColor(report.simulated_parity().verdict())},
+      {absl::StrCat("recovery: ", report.recovery().verdict()),
+       VerdictColor(report.recovery().verdict())},
+      {cost_text, cost_color},
+  };
+  // One row across the page: a smaller font when the texts are long (the
+  // text part of a chip's width scales with the font size).
+  constexpr double kGap = 10, kLeft = 30;
+  double size = 13;
+  const double fixed = items.size() * (ChipWidth("", size) + kGap);
+  double text_width = 0;
+  for (const Item& item : items) {
+    text_width += ChipWidth(item.text, size) - ChipWidth("", size);
+  }
+  const double room = kWidth - 2 * kLeft - fixed;
+  if (text_width > room) size = std::max(8.0, size * room / text_width);
+  double x = kLeft;
+  for (const Item& item : items) {
+    absl::StrAppend(&svg, Chip(x, 52, item.text, item.color, size));
+    x += ChipWidth(item.text, size) + kGap;
+  }
+  return svg;
+}
+
+// Left panel: loss against examples seen.
+std::string LossPanel(const TradeReport& report) {
+  constexpr double x0 = 80, x1 = 560, y0 = 125, y1 = 485;
+  const RunFigures& one = report.one_worker();
+  const RunFigures& two = report.two_workers();
+  double max_x = 0, max_y = 0;
+  for (const RunFigures* run : {&one, &two}) {
+    for (const LossPoint& p : run->loss_curve()) {
+      max_x = std::max(max_x, static_cast<double>(p.examples_seen()));
+      max_y = std::max(max_y, p.loss());
+    }
+  }
+  const double x_step = NiceStep(max_x, 6);
+  const double y_step = NiceStep(max_y, 6);
+  max_x = std::max(x_step, std::ceil(max_x / x_step) * x_step);
+  max_y = std::max(y_step, std::ceil(max_y / y_step) * y_step);
+  auto px = [&](double v) { return x0 + (x1 - x0) * v / max_x; };
+  auto py = [&](double v) { return y1 - (y1 - y0) * v / max_y; };
+
+  std::string svg;
+  absl::StrAppend(&svg, Text(x0, y0 - 12, "Training loss against examples seen",
+                             15, "font-weight=\"bold\""));
+  for (double v = 0; v <= max_x + x_step / 2; v += x_step) {
+    absl::StrAppend(&svg, Line(px(v), y0, px(v), y1, kGridColor, 1),
+                    Text(px(v), y1 + 18, TickLabel(v, x_step), 12,
+                         "text-anchor=\"middle\" fill=\"#57606a\""));
+  }
+  for (double v = 0; v <= max_y + y_step / 2; v += y_step) {
+    absl::StrAppend(&svg, Line(x0, py(v), x1, py(v), kGridColor, 1),
+                    Text(x0 - 8, py(v) + 4, TickLabel(v, y_step), 12,
+                         "text-anchor=\"end\" fill=\"#57606a\""));
+  }
+  absl::StrAppend(&svg, Line(x0, y1, x1, y1, "#57606a", 1.2),
+                  Line(x0, y0, x0, y1, "#57606a", 1.2));
+  absl::StrAppend(&svg, Text((x0 + x1) / 2, y1 + 40, "examples seen (global)",
+                             13, "text-anchor=\"middle\""));
+  absl::StrAppend(
+      &svg, Text(0, 0, "training loss", 13,
+                 absl::StrFormat("text-anchor=\"middle\" transform=\"translate("
+                                 "%.1f,%.1f) rotate(-90)\"",
+                                 x0 - 48, (y0 + y1) / 2)));
+
+  auto polyline = [&](const RunFigures& run, const std::string& color,
+                      double width, const std::string& attrs) {
+    std::string points;
+    for (const LossPoint& p : run.loss_curve()) {
+      absl::StrAppendFormat(&points, "%.1f,%.1f ", px(p.examples_seen()),
+                            py(p.loss()));
+    }
+    return absl::StrFormat(
+        "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" "
+        "stroke-width=\"%.1f\" stroke-linejoin=\"round\" %s/>\n",
+        points, color, width, attrs);
+  };
+  absl::StrAppend(&svg, polyline(one, kOneColor, 4.5, "stroke-opacity=\"0.55\""),
+                  polyline(two, kTwoColor, 2, "stroke-dasharray=\"7 4\""));
+
+  // The legend goes in the top corner that hides fewer points.
+  constexpr double kLegendWidth = 222, kLegendHeight = 70;
+  auto points_under = [&](double rx, double ry) {
+    int count = 0;
+    for (const RunFigures* run : {&one, &two}) {
+      for (const LossPoint& p : run->loss_curve()) {
+        const double x = px(p.examples_seen()), y = py(p.loss());
+        if (x >= rx && x <= rx + kLegendWidth && y >= ry &&
+            y <= ry + kLegendHeight) {
+          ++count;
+        }
+      }
+    }
+    return count;
+  };
+  const double ly = y0 + 10;
+  const double left = x0 + 10, right = x1 - kLegendWidth - 8;
+  const double lx = points_under(left, ly) < points_under(right, ly) ? left : right;
+  absl::StrAppend(&svg, Rect(lx, ly, kLegendWidth, kLegendHeight, "white",
+                             "stroke=\"#d0d7de\" fill-opacity=\"0.92\""));
+  absl::StrAppend(&svg,
+                  Line(lx + 10, ly + 18, lx + 44, ly + 18, kOneColor, 4.5,
+                       "stroke-opacity=\"0.55\""),
+                  Text(lx + 52, ly + 22, "one worker", 13));
+  absl::StrAppend(&svg,
+                  Line(lx + 10, ly + 40, lx + 44, ly + 40, kTwoColor, 2,
+                       "stroke-dasharray=\"7 4\""),
+                  Text(lx + 52, ly + 44, "two workers", 13));
+  const std::string gap =
+      report.loss_curves_max_abs_diff() >= 0
+          ? absl::StrFormat("curves differ by at most %.2g",
+                            report.loss_curves_max_abs_diff())
+          : std::string("curves not comparable point by point");
+  absl::StrAppend(&svg, Text(lx + 10, ly + 62, gap, 11, "fill=\"#57606a\""));
+  return svg;
+}
+
+// One labelled horizontal bar chart row.
+struct Bar {
+  std::string label;
+  std::string color;
+  double value;
+};
+
+// Right panel: examples/s, and time per update split into compute + sync.
+std::string BarsPanel(const TradeReport& report) {
+  constexpr double label_x = 640, bar_x = 730, bar_max = 150;
+  const RunFigures& one = report.one_worker();
+  const RunFigures& two = report.two_workers();
+  std::string svg;
+
+  // Throughput.
+  double y = 125;
+  absl::StrAppend(&svg, Text(label_x, y - 12, "Examples per second", 15,
+                             "font-weight=\"bold\""));
+  const double max_rate =
+      std::max({one.examples_per_second(), two.examples_per_second(), 1e-12});
+  const std::vector<Bar> rates = {
+      {"one worker", kOneColor, one.examples_per_second()},
+      {"two workers", kTwoColor, two.examples_per_second()}};
+  for (const Bar& bar : rates) {
+    const double w = bar_max * bar.value / max_rate;
+    absl::StrAppend(&svg, Text(label_x, y + 22, bar.label, 13),
+                    Rect(bar_x, y + 6, w, 24, bar.color),
+                    Text(bar_x + w + 6, y + 23,
+                         absl::StrFormat("%.0f", bar.value), 13,
+                         "font-weight=\"bold\""));
+    y += 36;
+  }
+  absl::StrAppend(
+      &svg, Text(label_x, y + 16,
+                 absl::StrFormat("two workers = %.2f× one worker",
+                                 report.two_over_one_examples_per_second()),
+                 13, "fill=\"#57606a\""));
+
+  // Time per update: compute, then sync.
+  y = 285;
+  absl::StrAppend(&svg, Text(label_x, y - 12, "Time per update (ms)", 15,
+                             "font-weight=\"bold\""));
+  const double max_update =
+      std::max({one.update_seconds(), two.update_seconds(), 1e-12});
+  for (const RunFigures* run : {&one, &two}) {
+    const bool is_one = run == &one;
+    const double total = run->update_seconds();
+    const double sync = std::min(run->sync_seconds_per_update(), total);
+    const double w_total = bar_max * total / max_update;
+    const double w_sync = bar_max * sync / max_update;
+    absl::StrAppend(&svg,
+                    Text(label_x, y + 22, is_one ? "one worker" : "two workers",
+                         13),
+                    Rect(bar_x, y + 6, w_total - w_sync, 24,
+                         is_one ? kOneColor : kTwoColor),
+                    Rect(bar_x + w_total - w_sync, y + 6, w_sync, 24,
+                         kSyncColor),
+                    Text(bar_x + w_total + 6, y + 23,
+                         absl::StrFormat("%.2f", 1000 * total), 13,
+                         "font-weight=\"bold\""));
+    absl::StrAppend(
+        &svg, Text(bar_x, y + 46,
+                   absl::StrFormat("sync %.2f ms = %.0f %% of an update",
+                                   1000 * run->sync_seconds_per_update(),
+                                   100 * run->sync_share()),
+                   12, absl::StrCat("fill=\"", kSyncColor, "\"")));
+    y += 62;
+  }
+  absl::StrAppend(&svg, Rect(label_x, y + 8, 6, 12, kOneColor),
+                  Rect(label_x + 6, y + 8, 6, 12, kTwoColor),
+                  Text(label_x + 18, y + 18, "forward, backward, step", 12),
+                  Rect(label_x + 175, y + 8, 12, 12, kSyncColor),
+                  Text(label_x + 193, y + 18, "gradient sync", 12));
+
+  // Peak memory, one line per run.
+  y += 50;
+  absl::StrAppend(&svg, Text(label_x, y, "Peak resident memory per rank (MiB)",
+                             15, "font-weight=\"bold\""));
+  for (const RunFigures* run : {&one, &two}) {
+    std::string line = run == &one ? "one worker: " : "two workers: ";
+    for (int i = 0; i < run->ranks_size(); ++i) {
+      absl::StrAppendFormat(&line, "%srank %d %.0f", i > 0 ? ", " : "",
+                            run->ranks(i).rank(), run->ranks(i).peak_rss_mib());
+    }
+    y += 20;
+    absl::StrAppend(&svg, Text(label_x, y, line, 13));
+  }
+  return svg;
+}
+
+}  // namespace
+
+std::string TradeReportSvg(const TradeReport& report) {
+  std::string svg = absl::StrFormat(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+      "viewBox=\"0 0 %d %d\" font-family=\"%s\" fill=\"#24292f\">\n",
+      kWidth, kHeight, kWidth, kHeight, kFont);
+  absl::StrAppend(&svg, Rect(0, 0, kWidth, kHeight, "white"));
+  absl::StrAppend(&svg, Text(30, 34,
+                             "Receipt classifier: one worker against two", 20,
+                             "font-weight=\"bold\""));
+  absl::StrAppend(&svg, Verdicts(report), LossPanel(report), BarsPanel(report));
+  absl::StrAppend(
+      &svg,
+      Text(30, kHeight - 14,
+           absl::StrFormat(
+               "Loss: global weighted loss of each update. Examples/s: median "
+               "over timing windows after %d warm-up updates. Sync: time in "
+               "the gradient reducer. From trade_report.json.",
+               report.two_workers().warmup_updates()),
+           11, "fill=\"#57606a\""));
+  absl::StrAppend(&svg, "</svg>\n");
+  return svg;
+}
+
+}  // namespace receipt_parity

@@ -1,0 +1,23 @@
+// The trade report's picture, an SVG document written as text from the
+// report (study/trade_report.proto) alone:
+//   - left: training loss against examples seen, one worker (solid) and two
+//     workers (dashed), with how far apart the curves are;
+//   - right: examples per second for each, and each one's time per update
+//     split into computation and gradient synchronisation (with the share);
+//   - across the top: the parity, recovery and checkpoint verdicts.
+#ifndef RECEIPT_PARITY_STUDY_TRADE_REPORT_SVG_H_
+#define RECEIPT_PARITY_STUDY_TRADE_REPORT_SVG_H_
+
+#include <string>
+
+#include "study/trade_report.pb.h"
+
+namespace receipt_parity {
+
+// A complete standalone SVG document (UTF-8). Never fails: empty curves or
+// zero figures draw empty axes and zero-length bars.
+std::string TradeReportSvg(const TradeReport& report);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_STUDY_TRADE_REPORT_SVG_H_

@@ -1,0 +1,128 @@
+#include "study/trade_report_svg.h"
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "study/trade_report_builder.h"
+#include "study/trade_report_test_inputs.h"
+
+namespace receipt_parity {
+namespace {
+
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+int Count(const std::string& text, const std::string& needle) {
+  int count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos;
+       at = text.find(needle, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+TradeReport Build(const TradeReportInputs& inputs) {
+  absl::StatusOr<TradeReport> report = BuildTradeReport(inputs);
+  EXPECT_TRUE(report.ok()) << report.status();
+  return report.ok() ? *report : TradeReport();
+}
+
+TEST(TradeReportSvgTest, IsOneStandaloneDocument) {
+  const std::string svg = TradeReportSvg(Build(TestInputs()));
+  EXPECT_THAT(svg, StartsWith("<?xml"));
+  EXPECT_THAT(svg, HasSubstr("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+  EXPECT_THAT(svg, EndsWith("</svg>\n"));
+  EXPECT_EQ(Count(svg, "<text"), Count(svg, "</text>"));
+  EXPECT_EQ(Count(svg, "<svg"), 1);
+}
+
+TEST(TradeReportSvgTest, DrawsBothLossCurvesPointByPoint) {
+  const std::string svg = TradeReportSvg(Build(TestInputs()));
+  EXPECT_EQ(Count(svg, "<polyline"), 2);
+  // 4 points each: "x,y " four times.
+  const size_t first = svg.find("<polyline points=\"");
+  ASSERT_NE(first, std::string::npos);
+  const std::string points =
+      svg.substr(first + 18, svg.find('"', first + 18) - first - 18);
+  EXPECT_EQ(Count(points, ","), 4);
+  EXPECT_THAT(svg, HasSubstr("one worker"));
+  EXPECT_THAT(svg, HasSubstr("two workers"));
+  EXPECT_THAT(svg, HasSubstr("curves differ by at most 1e-06"));
+}
+
+TEST(TradeReportSvgTest, LabelsThroughputAndSync) {
+  const std::string svg = TradeReportSvg(Build(TestInputs()));
+  EXPECT_THAT(svg, HasSubstr(">1000<"));  // one worker's examples/s, rounded
+  EXPECT_THAT(svg, HasSubstr(">2000<"));
+  EXPECT_THAT(svg, HasSubstr("two workers = 2.00× one worker"));
+  EXPECT_THAT(svg, HasSubstr("sync 1.00 ms = 10 % of an update"));
+  EXPECT_THAT(svg, HasSubstr("two workers: rank 0 110, rank 1 111"));
+}
+
+TEST(TradeReportSvgTest, ShowsVerdicts) {
+  TradeReportInputs inputs = TestInputs();
+  std::string svg = TradeReportSvg(Build(inputs));
+  EXPECT_THAT(svg, HasSubstr("parity, 2 workers: pass"));
+  EXPECT_THAT(svg, HasSubstr("recovery: not measured"));
+  EXPECT_THAT(svg, HasSubstr("checkpoint cost: not measured"));
+
+  inputs.parity.message.set_pass(false);
+  inputs.recovery = Sourced<RecoveryReport>{"recovery.json", TestRecovery(true)};
+  inputs.checkpoint_cost =
+      Sourced<CheckpointCost>{"run_summary.json", TestCheckpointCost()};
+  svg = TradeReportSvg(Build(inputs));
+  EXPECT_THAT(svg, HasSubstr("parity, 2 workers: FAIL"));
+  EXPECT_THAT(svg, HasSubstr("recovery: pass"));
+  EXPECT_THAT(svg, HasSubstr("checkpoint: 121 KiB, 30.0 ms (1.5× an fsync'd write)"));
+}
+
+// The right edge of every verdict chip (rounded rects).
+std::vector<double> ChipRightEdges(const std::string& svg) {
+  std::vector<double> edges;
+  const std::regex chip("<rect x=\"([0-9.]+)\" y=\"[0-9.]+\" width=\"([0-9.]+)\" "
+                        "height=\"24\" rx=\"12\"");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), chip), end; it != end;
+       ++it) {
+    edges.push_back(std::stod((*it)[1]) + std::stod((*it)[2]));
+  }
+  return edges;
+}
+
+TEST(TradeReportSvgTest, VerdictChipsFitTheWidthEvenWhenLong) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.simulated_parity.message.clear_split();
+  for (int i = 0; i < 16; ++i) inputs.simulated_parity.message.add_split(100000);
+  inputs.recovery = Sourced<RecoveryReport>{"recovery.json", TestRecovery(true)};
+  CheckpointCost cost = TestCheckpointCost();
+  cost.set_bytes_per_generation(1e12);
+  cost.set_save_vs_sequential_ratio(12345.5);
+  inputs.checkpoint_cost = Sourced<CheckpointCost>{"run_summary.json", cost};
+  const std::string svg = TradeReportSvg(Build(inputs));
+  const std::vector<double> edges = ChipRightEdges(svg);
+  ASSERT_EQ(edges.size(), 4u);
+  for (double edge : edges) EXPECT_LE(edge, 1000);
+  EXPECT_THAT(svg, HasSubstr("parity, simulated 16 ranks: pass"));
+}
+
+TEST(TradeReportSvgTest, EscapesText) {
+  TradeReportInputs inputs = TestInputs();
+  TradeReport report = Build(inputs);
+  report.mutable_parity()->set_verdict("<&>");
+  const std::string svg = TradeReportSvg(report);
+  EXPECT_THAT(svg, HasSubstr("parity, 2 workers: &lt;&amp;&gt;"));
+}
+
+TEST(TradeReportSvgTest, AnEmptyReportStillDraws) {
+  const std::string svg = TradeReportSvg(TradeReport());
+  EXPECT_THAT(svg, EndsWith("</svg>\n"));
+  EXPECT_THAT(svg, Not(HasSubstr("nan")));
+  EXPECT_THAT(svg, Not(HasSubstr("inf")));
+}
+
+}  // namespace
+}  // namespace receipt_parity

@@ -1,0 +1,168 @@
+#include "study/trade_report_test_inputs.h"
+
+#include <string>
+
+namespace receipt_parity {
+
+RunArtifacts TestRun(int world_size, double loss_offset) {
+  RunArtifacts run;
+  run.source = world_size == 1 ? "one_worker/reference" : "two_worker";
+  RunSummary& s = run.summary;
+  s.set_config_fingerprint(world_size == 1 ? "fp-one" : "fp-two");
+  s.set_world_size(world_size);
+  s.set_updates(4);
+  s.set_epochs_completed(2);
+  s.set_warmup_updates(2);
+  s.set_examples_per_second(1000.0 * world_size + 0.5);
+  s.set_sync_seconds_per_update(0.001 * (world_size - 1));
+  s.set_sync_share(0.1 * (world_size - 1));
+  s.set_final_loss(0.75 + loss_offset);
+  s.set_final_parameter_hash("hash");
+  s.set_parity(world_size == 1 ? "not_checked" : "pass");
+  const double losses[] = {1.5, 1.25, 1.0, 0.75};
+  for (int u = 0; u < 4; ++u) {
+    LossPoint* p = s.add_loss_curve();
+    p->set_update(u);
+    p->set_examples_seen(8 * (u + 1));
+    p->set_loss(losses[u] + (u == 2 ? loss_offset : 0));
+  }
+  for (int r = 0; r < world_size; ++r) {
+    RankTiming* t = s.add_timing();
+    t->set_rank(r);
+    t->add_update_seconds(0.008 + 0.001 * r);
+    t->add_update_seconds(0.010 + 0.001 * r);
+    t->add_sync_seconds(0.001 * (world_size - 1));
+    t->add_sync_seconds(0.001 * (world_size - 1));
+    t->set_peak_rss_mib(100.25 + r + 10 * (world_size - 1));
+    t->set_collectives(2 * (world_size - 1));
+    t->set_bytes_reduced(4096.0 * (world_size - 1));
+  }
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    EpochRecord* e = s.add_epochs();
+    e->set_epoch(epoch);
+    e->set_accepted_examples(16);
+    e->set_training_views(16);
+    e->set_duplicate_slots(world_size);
+    e->set_masked_slots(2 * world_size);
+  }
+  ValidationReport& v = run.validation;
+  v.set_dedup("by_receipt_id");
+  v.set_predictions_gathered(8 + world_size - 1);
+  v.set_unique_ids_counted(8);
+  v.set_duplicates_dropped(world_size - 1);
+  v.set_predictions_counted(8);
+  v.set_accuracy(0.625);
+  v.set_macro_f1(0.5);
+  v.add_label_names("good");
+  v.add_label_names("blurry");
+  ClassMetrics* good = v.add_per_class();
+  good->set_label("good");
+  good->set_support(6);
+  good->set_predicted(4);
+  good->set_precision(0.75);
+  good->set_recall(0.5);
+  good->set_f1(0.6);
+  ClassMetrics* blurry = v.add_per_class();
+  blurry->set_label("blurry");
+  blurry->set_support(2);
+  blurry->set_predicted(8);
+  blurry->set_precision(0.25);
+  blurry->set_recall(1);
+  blurry->set_f1(0.4);
+  return run;
+}
+
+ParityReport TestParity(bool simulated) {
+  ParityReport p;
+  p.set_simulated(simulated);
+  p.add_split(simulated ? 3 : 16);
+  p.add_split(simulated ? 1 : 16);
+  p.set_world_size(2);
+  p.set_weighting("global_count");
+  p.set_reducer("allreduce_sum");
+  p.set_rtol(1e-5);
+  p.set_atol(1e-7);
+  p.set_max_abs_diff(2.5e-8);
+  p.set_max_rel_diff(3.5e-6);
+  p.set_bitwise_equal(false);
+  p.set_ranks_agree(true);
+  p.set_pass(true);
+  return p;
+}
+
+SamplerAudit TestAudit(const std::string& policy) {
+  SamplerAudit a;
+  a.set_num_ids(5);
+  a.set_world_size(2);
+  a.set_policy(policy);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    EpochAudit* e = a.add_epochs();
+    e->set_epoch(epoch);
+    e->set_num_slots(6);
+    e->set_ranks_agree(true);
+    if (policy == "masked_tail") {
+      SlotRef* masked = e->add_masked_slots();
+      masked->set_rank(1);
+      masked->set_slot(2);
+      e->set_valid_slots(5);
+    } else {
+      DuplicatedId* dup = e->add_duplicated_ids();
+      dup->set_receipt_id(epoch == 0 ? "r-0" : "r-3");
+      dup->set_count(2);
+      e->set_valid_slots(6);
+    }
+  }
+  return a;
+}
+
+RecoveryReport TestRecovery(bool pass) {
+  RecoveryReport r;
+  r.set_world_size(2);
+  r.set_killed_rank(1);
+  r.set_kill_point("mid_shard");
+  r.set_kill_generation(2);
+  r.set_killed_how("rank 1 was killed by signal 9 (Killed)");
+  r.set_advertised_generation(1);
+  r.set_advertised_update(10);
+  r.set_resumed_from(1);
+  r.set_resumed_update(10);
+  r.set_lost_updates(0);
+  r.set_updates_redone(10);
+  r.set_compared_update(10);
+  r.set_max_abs_gradient_diff(pass ? 0 : 0.5);
+  r.set_max_abs_parameter_diff(pass ? 0 : 0.25);
+  r.set_bitwise_equal(pass);
+  r.set_final_parameters_equal(pass);
+  r.set_pass(pass);
+  if (!pass) r.add_failures("the first resumed update differs");
+  return r;
+}
+
+CheckpointCost TestCheckpointCost() {
+  CheckpointCost c;
+  c.set_generations_saved(3);
+  c.set_bytes_per_generation(123456);
+  for (int i = 0; i < 3; ++i) {
+    c.add_save_seconds(0.03);
+    c.add_sequential_write_seconds(0.02);
+  }
+  c.set_save_seconds_median(0.03);
+  c.set_sequential_write_seconds_median(0.02);
+  c.set_save_vs_sequential_ratio(1.5);
+  return c;
+}
+
+TradeReportInputs TestInputs() {
+  TradeReportInputs inputs;
+  inputs.one_worker = TestRun(1);
+  inputs.two_workers = TestRun(2, 1e-6);
+  inputs.parity = {"two_worker/parity.json", TestParity(false)};
+  inputs.simulated_parity = {"parity_simulated/parity.json", TestParity(true)};
+  inputs.sampler_audits.push_back(
+      {"sampler_audit_duplicate_pad.json", TestAudit("duplicate_pad")});
+  inputs.sampler_audits.push_back(
+      {"sampler_audit_masked_tail.json", TestAudit("masked_tail")});
+  return inputs;
+}
+
+}  // namespace receipt_parity

@@ -1,0 +1,43 @@
+// Small hand-made study artifacts for the trade report's tests. Every
+// figure is distinct, so a test can tell which input a report number came
+// from.
+#ifndef RECEIPT_PARITY_STUDY_TRADE_REPORT_TEST_INPUTS_H_
+#define RECEIPT_PARITY_STUDY_TRADE_REPORT_TEST_INPUTS_H_
+
+#include "study/trade_report_builder.h"
+
+namespace receipt_parity {
+
+// A run of `world_size` ranks: 4 updates (losses 1.5, 1.25, 1.0, 0.75 for
+// one worker; two workers' differ by `loss_offset`), 8 examples each;
+// examples_per_second 1000 * world_size + 0.5; sync_seconds_per_update
+// 0.001 * (world_size - 1); sync_share 0.1 * (world_size - 1); rank r's
+// peak RSS 100.25 + r + 10 * (world_size - 1) MiB; rank r's update seconds
+// {0.008 + 0.001 r, 0.010 + 0.001 r}; epochs: 1 duplicate slot and 2
+// masked slots per rank. Validation: classes "good" (support 6, precision
+// 0.75, recall 0.5) and "blurry" (support 2, precision 0.25, recall 1).
+RunArtifacts TestRun(int world_size, double loss_offset = 0);
+
+// Passing parity (max_abs_diff 2.5e-8), simulated or not.
+ParityReport TestParity(bool simulated);
+
+// 5 ids on 2 ranks, 2 epochs: epoch 0 duplicates "r-0" once, epoch 1
+// duplicates "r-3" once; masked_tail variant: 1 masked slot per epoch.
+SamplerAudit TestAudit(const std::string& policy);
+
+// A recovery.json: rank 1 killed mid_shard of generation 2, resumed from
+// generation 1 (update 10), nothing lost; `pass` as given (with a failure
+// line when false).
+RecoveryReport TestRecovery(bool pass);
+
+// 3 generations of 123456 bytes; save medians 0.03 s, sequential 0.02 s,
+// ratio 1.5.
+CheckpointCost TestCheckpointCost();
+
+// one_worker = TestRun(1), two_workers = TestRun(2, 1e-6), both parities
+// passing, both audits; no recovery and no checkpoint cost.
+TradeReportInputs TestInputs();
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_STUDY_TRADE_REPORT_TEST_INPUTS_H_
