@@ -11,10 +11,8 @@
 // Writes the SamplerAudit JSON (samplers/audit.proto) to --out and a short
 // summary to stdout; logs go to stderr. Exit 0 on success, 2 for bad flags
 // or an unknown policy, 1 when the audit or the write fails.
-#include <unistd.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -32,6 +30,7 @@
 #include "plugins/plugin_selection.h"
 #include "samplers/audit.h"
 #include "samplers/sampler_policy.h"
+#include "trainer/command_line.h"
 #include "trainer/config_loader.h"
 
 ABSL_FLAG(int32_t, num_ids, -1, "Examples in the dataset (ids 0..n-1).");
@@ -153,10 +152,7 @@ int Main(int argc, char** argv) {
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
-  if (const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY"); cwd != nullptr) {
-    // Under `bazel run`, paths on the command line are the user's.
-    if (chdir(cwd) != 0) PLOG(WARNING) << "cannot change to " << cwd;
-  }
+  ChangeToCallersDirectory();
   if (positional.size() > 1) {
     return BadInput(std::string("unexpected argument '") + positional[1] + "'");
   }

@@ -38,6 +38,7 @@
 #include "io/json_file.h"
 #include "parity/tensor_comparison.h"
 #include "trainer/artifacts.pb.h"
+#include "trainer/command_line.h"
 #include "trainer/config_loader.h"
 #include "trainer/first_step_record.h"
 #include "trainer/launcher.h"
@@ -54,10 +55,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int Fail(const absl::Status& status) {
-  std::cerr << "error: " << status.message() << std::endl;
-  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-}
+int Fail(const absl::Status& status) { return ReportFailure(status); }
 
 class Trace {
  public:
@@ -141,9 +139,7 @@ absl::StatusOr<TensorListComparison> Compare(const FirstStep& a, const FirstStep
 }
 
 int Main(const std::string& self) {
-  if (const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY"); cwd != nullptr) {
-    if (chdir(cwd) != 0) PLOG(WARNING) << "cannot change to " << cwd;
-  }
+  ChangeToCallersDirectory();
   const std::string config_path = absl::GetFlag(FLAGS_config);
   const std::string out = absl::GetFlag(FLAGS_out);
   if (config_path.empty() || out.empty()) {
@@ -315,7 +311,7 @@ int Main(const std::string& self) {
   if (absl::Status s = WriteJsonFile(out + "/recovery.json", report); !s.ok()) return Fail(s);
   std::cout << "wrote " << out << "/failure_trace.log and " << out << "/recovery.json"
             << std::endl;
-  return report.pass() ? 0 : 3;
+  return report.pass() ? 0 : kExitCheckFailed;
 }
 
 }  // namespace

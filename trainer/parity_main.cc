@@ -11,9 +11,7 @@
 // with world_size > 1.
 //
 // Exit codes: 0 parity holds; 2 bad input; 3 parity fails; 1 other errors.
-#include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -35,6 +33,7 @@
 #include "plugins/plugin_registry.h"
 #include "plugins/plugin_selection.h"
 #include "samplers/sampler_policy.h"
+#include "trainer/command_line.h"
 #include "trainer/config_loader.h"
 #include "trainer/receipt_tensors.h"
 
@@ -50,12 +49,7 @@ ABSL_FLAG(double, atol, -1, "Absolute tolerance; default: the config's parity.at
 namespace receipt_parity {
 namespace {
 
-int Fail(const absl::Status& status) {
-  std::cerr << "error: " << status.message() << std::endl;
-  const bool bad_input = status.code() == absl::StatusCode::kInvalidArgument ||
-                         status.code() == absl::StatusCode::kNotFound;
-  return bad_input ? 2 : 1;
-}
+int Fail(const absl::Status& status) { return ReportFailure(status); }
 
 absl::StatusOr<std::vector<int>> ParseSplit(const std::string& text) {
   std::vector<int> split;
@@ -77,9 +71,7 @@ absl::StatusOr<std::vector<int>> ParseSplit(const std::string& text) {
 }
 
 int Main() {
-  if (const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY"); cwd != nullptr) {
-    if (chdir(cwd) != 0) PLOG(WARNING) << "cannot change to " << cwd;
-  }
+  ChangeToCallersDirectory();
   if (absl::Status s = CheckRegistries(); !s.ok()) return Fail(s);
   if (absl::GetFlag(FLAGS_config).empty() || absl::GetFlag(FLAGS_out).empty()) {
     return Fail(absl::InvalidArgumentError("--config and --out are required"));
@@ -173,7 +165,7 @@ int Main() {
     std::cout << "  " << failure << "\n";
   }
   std::cout << "wrote " << out << "/parity.json" << std::endl;
-  return report->pass() ? 0 : 3;
+  return report->pass() ? 0 : kExitCheckFailed;
 }
 
 }  // namespace

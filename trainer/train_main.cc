@@ -28,6 +28,7 @@
 #include "io/json_file.h"
 #include "plugins/plugin_registry.h"
 #include "trainer/artifacts.pb.h"
+#include "trainer/command_line.h"
 #include "trainer/config_loader.h"
 #include "trainer/distributed_env.h"
 #include "trainer/launcher.h"
@@ -57,25 +58,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kExitRunFailed = 1;
-constexpr int kExitBadInput = 2;
-constexpr int kExitParityFailed = 3;
-
-int ExitCodeFor(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kNotFound:
-      return kExitBadInput;
-    default:
-      return kExitRunFailed;
-  }
-}
-
-int Fail(const absl::Status& status) {
-  LOG(ERROR) << status.message();
-  std::cerr << "error: " << status.message() << std::endl;
-  return ExitCodeFor(status);
-}
+int Fail(const absl::Status& status) { return ReportFailure(status); }
 
 // DIR/reference holds the one-worker reference of `config`?
 bool ReferenceMatches(const std::string& reference_dir,
@@ -191,7 +174,7 @@ int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
     std::cerr << "parity FAILED: the multi-worker first update differs from "
                  "the one-worker reference; see "
               << out << "/parity.json" << std::endl;
-    return kExitParityFailed;
+    return kExitCheckFailed;
   }
   return 0;
 }
@@ -223,18 +206,15 @@ int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
     return 0;
   }
   if (result.failed_rank == 0 && WIFEXITED(result.wait_status[0]) &&
-      WEXITSTATUS(result.wait_status[0]) == kExitParityFailed) {
-    return kExitParityFailed;
+      WEXITSTATUS(result.wait_status[0]) == kExitCheckFailed) {
+    return kExitCheckFailed;
   }
   std::cerr << "error: " << status.message() << std::endl;
   return kExitRunFailed;
 }
 
 int Main(int argc, char** argv) {
-  if (const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY"); cwd != nullptr) {
-    // Under `bazel run`, paths on the command line are the user's.
-    if (chdir(cwd) != 0) PLOG(WARNING) << "cannot change to " << cwd;
-  }
+  ChangeToCallersDirectory();
   if (absl::Status s = CheckRegistries(); !s.ok()) return Fail(s);
   if (absl::GetFlag(FLAGS_list_plugins)) {
     for (const std::string& kind : RegisteredKinds()) {

@@ -1,0 +1,34 @@
+#include "trainer/command_line.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "glog/logging.h"
+
+namespace receipt_parity {
+
+void ChangeToCallersDirectory() {
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (cwd != nullptr && chdir(cwd) != 0) {
+    PLOG(WARNING) << "cannot change to " << cwd;
+  }
+}
+
+int ExitCodeFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+      return kExitBadInput;
+    default:
+      return kExitRunFailed;
+  }
+}
+
+int ReportFailure(const absl::Status& status) {
+  std::cerr << "error: " << status.message() << std::endl;
+  return ExitCodeFor(status);
+}
+
+}  // namespace receipt_parity

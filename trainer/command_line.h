@@ -1,0 +1,33 @@
+// What the project's command-line programs share: where relative paths
+// point, and how a Status becomes an exit code.
+//
+// Exit codes of every binary: 0 done; 1 a run failed (a rank died, a peer
+// timed out, an I/O error); 2 bad input (flags, config, data, plugin
+// library), named with its file, line and field; 3 the program ran but the
+// property it checks (parity, recovery) does not hold.
+#ifndef RECEIPT_PARITY_TRAINER_COMMAND_LINE_H_
+#define RECEIPT_PARITY_TRAINER_COMMAND_LINE_H_
+
+#include "absl/status/status.h"
+
+namespace receipt_parity {
+
+inline constexpr int kExitRunFailed = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitCheckFailed = 3;
+
+// Under `bazel run` a binary starts in its runfiles folder; paths on the
+// command line are the caller's. Changes to $BUILD_WORKING_DIRECTORY when
+// it is set (a warning if that fails), else does nothing.
+void ChangeToCallersDirectory();
+
+// kExitBadInput for InvalidArgument and NotFound, kExitRunFailed otherwise.
+// REQUIRES: !status.ok().
+int ExitCodeFor(const absl::Status& status);
+
+// Prints "error: <message>" to stderr and returns ExitCodeFor(status).
+int ReportFailure(const absl::Status& status);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_COMMAND_LINE_H_
