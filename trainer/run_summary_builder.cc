@@ -4,8 +4,6 @@
 #include <map>
 
 namespace receipt_parity {
-namespace {
-
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -14,7 +12,16 @@ double Median(std::vector<double> values) {
                                 : (values[mid - 1] + values[mid]) / 2;
 }
 
-}  // namespace
+void FinishCheckpointCost(CheckpointCost* cost) {
+  cost->set_save_seconds_median(
+      Median({cost->save_seconds().begin(), cost->save_seconds().end()}));
+  cost->set_sequential_write_seconds_median(Median(
+      {cost->sequential_write_seconds().begin(), cost->sequential_write_seconds().end()}));
+  if (cost->sequential_write_seconds_median() > 0) {
+    cost->set_save_vs_sequential_ratio(cost->save_seconds_median() /
+                                       cost->sequential_write_seconds_median());
+  }
+}
 
 RunSummary BuildRunSummary(const RunTotals& totals,
                            const std::vector<RankReport>& reports) {

@@ -20,6 +20,14 @@ struct RunTotals {
   int window_updates = 5;
 };
 
+// The middle value (the mean of the two middle ones for an even count); 0
+// for none.
+double Median(std::vector<double> values);
+
+// Fills the medians and the save / sequential-write ratio from the
+// per-save figures already in `cost`.
+void FinishCheckpointCost(CheckpointCost* cost);
+
 // REQUIRES: reports holds one report per rank, in rank order, each with one
 // update_loss per update run.
 RunSummary BuildRunSummary(const RunTotals& totals,

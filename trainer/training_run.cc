@@ -4,11 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <set>
 #include <filesystem>
 
 #include <ATen/Parallel.h>
-#include <c10/util/hash.h>
 #include <torch/optim/optimizer.h>
 
 #include "absl/strings/str_cat.h"
@@ -19,7 +17,6 @@
 #include "metrics/metric_dedup.h"
 #include "model/classifier.h"
 #include "model/weighted_loss.h"
-#include "plugins/plugin_selection.h"
 #include "reducers/gradient_reducer.h"
 #include "samplers/audit.h"
 #include "samplers/sampler_policy.h"
@@ -29,7 +26,9 @@
 #include "trainer/optimizer_factory.h"
 #include "trainer/receipt_tensors.h"
 #include "trainer/run_checkpoints.h"
+#include "trainer/run_manifest.h"
 #include "trainer/run_parity.h"
+#include "trainer/run_plugins.h"
 #include "trainer/run_summary_builder.h"
 #include "trainer/validation_pass.h"
 #include "trainer/world_size_change.h"
@@ -50,84 +49,6 @@ double PeakRssMib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
-}
-
-struct Plugins {
-  std::unique_ptr<SamplerPolicy> sampler;
-  std::unique_ptr<LossWeighting> weighting;
-  std::unique_ptr<GradientReducer> reducer;
-  std::unique_ptr<MetricDedup> dedup;
-};
-
-absl::StatusOr<Plugins> CreatePlugins(const LoadedConfig& loaded) {
-  const TrainingConfig& c = loaded.config;
-  Plugins p;
-  auto sampler = CreateSelectedPlugin<SamplerPolicy>(c.sampler(), "sampler");
-  if (!sampler.ok()) return loaded.locator->Locate(sampler.status());
-  p.sampler = std::move(*sampler);
-  auto weighting =
-      CreateSelectedPlugin<LossWeighting>(c.loss_weighting(), "loss_weighting");
-  if (!weighting.ok()) return loaded.locator->Locate(weighting.status());
-  p.weighting = std::move(*weighting);
-  auto reducer = CreateSelectedPlugin<GradientReducer>(c.reducer(), "reducer");
-  if (!reducer.ok()) return loaded.locator->Locate(reducer.status());
-  p.reducer = std::move(*reducer);
-  auto dedup = CreateSelectedPlugin<MetricDedup>(c.metric_dedup(), "metric_dedup");
-  if (!dedup.ok()) return loaded.locator->Locate(dedup.status());
-  p.dedup = std::move(*dedup);
-  return p;
-}
-
-// Identity of the data every rank trains on: ids, labels and pixels.
-std::string DataHash(const ReceiptSplit& data) {
-  std::string bytes;
-  for (const auto* part : {&data.train, &data.validation}) {
-    for (const ReceiptExample& e : *part) {
-      absl::StrAppend(&bytes, e.receipt_id, "/", e.label, "/", e.view, ";");
-      bytes.append(reinterpret_cast<const char*>(e.pixels.data()),
-                   e.pixels.size() * sizeof(float));
-    }
-  }
-  return c10::sha1(bytes).str();
-}
-
-RunManifest MakeManifest(const LoadedConfig& loaded, const Classifier& model,
-                         const ReceiptSplit& data, int world_size) {
-  const TrainingConfig& c = loaded.config;
-  RunManifest m;
-  for (const std::string& name : LabelNames()) m.add_label_map(name);
-  const std::string hash = ParameterHash(model);
-  m.mutable_model_revision()->set_architecture(model.Describe());
-  m.mutable_model_revision()->set_initial_parameter_hash(hash);
-  m.mutable_model_revision()->set_revision(ModelRevision(model));
-  int64_t count = 0;
-  for (const auto& p : model.parameters()) count += p.numel();
-  m.mutable_model_revision()->set_parameter_count(static_cast<int32_t>(count));
-  *m.mutable_seeds() = c.seeds();
-  *m.mutable_optimizer() = c.optimizer();
-  m.set_precision(c.precision());
-  m.set_config_fingerprint(ConfigFingerprint(c));
-  m.set_world_size(world_size);
-  m.set_global_batch(c.global_batch());
-  for (int b : LocalBatchSizes(c)) m.add_local_batch_sizes(b);
-  m.mutable_plugins()->set_sampler(c.sampler().name());
-  m.mutable_plugins()->set_loss_weighting(c.loss_weighting().name());
-  m.mutable_plugins()->set_reducer(c.reducer().name());
-  m.mutable_plugins()->set_metric_dedup(c.metric_dedup().name());
-  DataRecord* d = m.mutable_data();
-  d->set_source(c.data().has_synthetic() ? "synthetic" : c.data().manifest_path());
-  d->set_image_size(data.image_size);
-  d->set_train_examples(static_cast<int32_t>(data.train.size()));
-  d->set_validation_identities(static_cast<int32_t>(data.validation.size()));
-  std::set<std::string> identities;
-  for (const ReceiptExample& e : data.train) identities.insert(e.receipt_id);
-  d->set_train_identities(static_cast<int32_t>(identities.size()));
-  for (int64_t n : data.train_class_counts) {
-    d->add_train_class_counts(static_cast<int32_t>(n));
-  }
-  m.set_config_path(loaded.locator->path());
-  m.set_epochs(c.epochs());
-  return m;
 }
 
 // Rank 0 collects every rank's report through the store.
@@ -162,19 +83,13 @@ void LogProgress(int64_t total, int64_t planned, int epoch, double loss_share,
             << std::max<double>(0, (planned - total) * elapsed / run_updates) << " s";
 }
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
 }  // namespace
 
 absl::Status CheckRunnable(const LoadedConfig& loaded) {
   const TrainingConfig& config = loaded.config;
   absl::StatusOr<ReceiptSplit> data = LoadReceipts(config.data());
   if (!data.ok()) return loaded.locator->Locate(data.status());
-  absl::StatusOr<Plugins> plugins = CreatePlugins(loaded);
+  absl::StatusOr<RunPlugins> plugins = CreateRunPlugins(loaded);
   if (!plugins.ok()) return plugins.status();
   absl::StatusOr<std::shared_ptr<Classifier>> model = BuildClassifier(
       config.model(), {1, data->image_size, data->image_size}, kNumLabels,
@@ -203,14 +118,14 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   }
   for (const ReceiptExample& e : data->validation) validation_ids.push_back(e.receipt_id);
 
-  absl::StatusOr<Plugins> plugins = CreatePlugins(loaded);
+  absl::StatusOr<RunPlugins> plugins = CreateRunPlugins(loaded);
   if (!plugins.ok()) return plugins.status();
   absl::StatusOr<std::shared_ptr<Classifier>> built = BuildClassifier(
       config.model(), {1, data->image_size, data->image_size}, kNumLabels,
       config.seeds().model_init());
   if (!built.ok()) return loaded.locator->Locate(built.status());
   Classifier& model = **built;
-  RunManifest manifest = MakeManifest(loaded, model, *data, world);
+  RunManifest manifest = MakeRunManifest(loaded, model, *data, world);
 
   if (options.process_group != nullptr) {
     absl::Status agreed = AgreeOnStart(
@@ -258,7 +173,6 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   }
   const bool fresh = cursor.total_updates == 0;
   if (resume.world_size_changed() && writer) {
-    const int old_world = resume.saved_world_size();
     WorldSizeChange change;
     change.policy = plugins->sampler.get();
     change.policy_name = config.sampler().name();
@@ -266,20 +180,18 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
     change.seed = config.seeds().sampler();
     change.epoch = cursor.epoch;
     change.updates_done = cursor.update_in_epoch;
-    // The saved run split the same global batch evenly (or it could not
-    // have been resumed with this one: CompareDataOrder checks).
-    change.old_local_batch.assign(old_world, config.global_batch() / old_world);
+    // The saved run split the same global batch evenly (CompareDataOrder
+    // refuses another global batch).
+    change.old_local_batch.assign(resume.saved_world_size(),
+                                  config.global_batch() / resume.saved_world_size());
     change.new_local_batch = local_batch;
-    absl::StatusOr<WorldSizeChangeReport> change_report = CompareDataOrder(change);
-    if (!change_report.ok()) return change_report.status();
-    LOG(WARNING) << "world size changed: " << change_report->summary();
-    std::filesystem::create_directories(options.artifact_dir);
-    if (absl::Status s = WriteJsonFile(options.artifact_dir + "/world_size_change.json",
-                                       *change_report);
+    if (absl::Status s = WriteWorldSizeChangeReport(
+            change, options.artifact_dir + "/world_size_change.json");
         !s.ok()) {
       return s;
     }
   }
+
   int64_t next_generation = resume.next_generation();
 
   RankReport report;
@@ -436,13 +348,7 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   summary.set_final_parameter_hash(report.final_parameter_hash());
   summary.set_resumed_from_generation(resume.generation());
   summary.set_first_update(static_cast<int32_t>(cursor.total_updates));
-  cost.set_save_seconds_median(Median({cost.save_seconds().begin(), cost.save_seconds().end()}));
-  cost.set_sequential_write_seconds_median(Median(
-      {cost.sequential_write_seconds().begin(), cost.sequential_write_seconds().end()}));
-  if (cost.sequential_write_seconds_median() > 0) {
-    cost.set_save_vs_sequential_ratio(cost.save_seconds_median() /
-                                      cost.sequential_write_seconds_median());
-  }
+  FinishCheckpointCost(&cost);
   *summary.mutable_checkpoint() = cost;
   if (!options.reference_dir.empty() && fresh) {
     bool ranks_agree = true;

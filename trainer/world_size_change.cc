@@ -1,9 +1,12 @@
 #include "trainer/world_size_change.h"
 
+#include <filesystem>
 #include <map>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "io/json_file.h"
 
 namespace receipt_parity {
 namespace {
@@ -110,6 +113,15 @@ absl::StatusOr<WorldSizeChangeReport> CompareDataOrder(const WorldSizeChange& c)
       report.skipped_ids_size(), " id(s) skipped, ", report.repeated_ids_size(),
       " id(s) trained twice"));
   return report;
+}
+
+absl::Status WriteWorldSizeChangeReport(const WorldSizeChange& change,
+                                        const std::string& path) {
+  absl::StatusOr<WorldSizeChangeReport> report = CompareDataOrder(change);
+  if (!report.ok()) return report.status();
+  LOG(WARNING) << "world size changed: " << report->summary();
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  return WriteJsonFile(path, *report);
 }
 
 }  // namespace receipt_parity

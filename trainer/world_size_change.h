@@ -34,6 +34,10 @@ struct WorldSizeChange {
 // cursor would not mean the same position).
 absl::StatusOr<WorldSizeChangeReport> CompareDataOrder(const WorldSizeChange& change);
 
+// CompareDataOrder, logged as a warning and written to `path` as JSON.
+absl::Status WriteWorldSizeChangeReport(const WorldSizeChange& change,
+                                        const std::string& path);
+
 }  // namespace receipt_parity
 
 #endif  // RECEIPT_PARITY_TRAINER_WORLD_SIZE_CHANGE_H_

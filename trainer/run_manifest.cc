@@ -1,0 +1,63 @@
+#include "trainer/run_manifest.h"
+
+#include <set>
+
+#include <c10/util/hash.h>
+
+#include "absl/strings/str_cat.h"
+#include "data/label_map.h"
+
+namespace receipt_parity {
+
+std::string DataHash(const ReceiptSplit& data) {
+  std::string bytes;
+  for (const auto* part : {&data.train, &data.validation}) {
+    for (const ReceiptExample& e : *part) {
+      absl::StrAppend(&bytes, e.receipt_id, "/", e.label, "/", e.view, ";");
+      bytes.append(reinterpret_cast<const char*>(e.pixels.data()),
+                   e.pixels.size() * sizeof(float));
+    }
+  }
+  return c10::sha1(bytes).str();
+}
+
+RunManifest MakeRunManifest(const LoadedConfig& loaded, const Classifier& model,
+                            const ReceiptSplit& data, int world_size) {
+  const TrainingConfig& c = loaded.config;
+  RunManifest m;
+  for (const std::string& name : LabelNames()) m.add_label_map(name);
+  const std::string hash = ParameterHash(model);
+  m.mutable_model_revision()->set_architecture(model.Describe());
+  m.mutable_model_revision()->set_initial_parameter_hash(hash);
+  m.mutable_model_revision()->set_revision(ModelRevision(model));
+  int64_t count = 0;
+  for (const auto& p : model.parameters()) count += p.numel();
+  m.mutable_model_revision()->set_parameter_count(static_cast<int32_t>(count));
+  *m.mutable_seeds() = c.seeds();
+  *m.mutable_optimizer() = c.optimizer();
+  m.set_precision(c.precision());
+  m.set_config_fingerprint(ConfigFingerprint(c));
+  m.set_world_size(world_size);
+  m.set_global_batch(c.global_batch());
+  for (int b : LocalBatchSizes(c)) m.add_local_batch_sizes(b);
+  m.mutable_plugins()->set_sampler(c.sampler().name());
+  m.mutable_plugins()->set_loss_weighting(c.loss_weighting().name());
+  m.mutable_plugins()->set_reducer(c.reducer().name());
+  m.mutable_plugins()->set_metric_dedup(c.metric_dedup().name());
+  DataRecord* d = m.mutable_data();
+  d->set_source(c.data().has_synthetic() ? "synthetic" : c.data().manifest_path());
+  d->set_image_size(data.image_size);
+  d->set_train_examples(static_cast<int32_t>(data.train.size()));
+  d->set_validation_identities(static_cast<int32_t>(data.validation.size()));
+  std::set<std::string> identities;
+  for (const ReceiptExample& e : data.train) identities.insert(e.receipt_id);
+  d->set_train_identities(static_cast<int32_t>(identities.size()));
+  for (int64_t n : data.train_class_counts) {
+    d->add_train_class_counts(static_cast<int32_t>(n));
+  }
+  m.set_config_path(loaded.locator->path());
+  m.set_epochs(c.epochs());
+  return m;
+}
+
+}  // namespace receipt_parity
