@@ -1,0 +1,175 @@
+#include "bench/scaling_plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace receipt_parity {
+namespace {
+
+// Keeps the first syntax error, located 1-based.
+class FirstError : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit FirstError(std::string name) : name_(std::move(name)) {}
+  void AddError(int line, int column, const std::string& message) override {
+    if (error_.empty()) {
+      error_ = absl::StrCat(name_, ":", line + 1, ":", column + 1, ": ", message);
+    }
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string name_;
+  std::string error_;
+};
+
+std::string FormatFloat(double value) { return absl::StrCat(value); }
+
+}  // namespace
+
+BenchmarkModel CommunicationBoundMlp() {
+  BenchmarkModel m;
+  m.name = "communication_bound";
+  m.model.set_architecture("mlp");
+  m.model.add_hidden_units(244);
+  m.image_size = 32;
+  m.batch_per_rank = 32;
+  return m;
+}
+
+absl::StatusOr<TrainingConfig> ParseBaseConfig(const std::string& text,
+                                               const std::string& name) {
+  TrainingConfig config;
+  FirstError errors(name);
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &config)) {
+    return absl::InvalidArgumentError(
+        errors.error().empty() ? absl::StrCat(name, ": not a TrainingConfig")
+                               : errors.error());
+  }
+  if (!config.data().has_synthetic()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": data: the benchmark needs the built-in synthetic receipts "
+              "(data { synthetic { ... } }) to size its epochs"));
+  }
+  if (config.data().synthetic().num_identities() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": data.synthetic.num_identities: must be >= 1"));
+  }
+  if (config.model().architecture().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": model: the compute-bound model is the base "
+                           "config's model; none is set"));
+  }
+  if (!config.optimizer().has_sgd()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": optimizer: the baselines use SGD; set optimizer { sgd { ... } }"));
+  }
+  const int world = std::max(1, config.world_size());
+  if (config.global_batch() < world || config.global_batch() % world != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": global_batch: ", config.global_batch(),
+        " does not split evenly over world_size ", world));
+  }
+  return config;
+}
+
+std::vector<BenchmarkModel> BenchmarkModels(const TrainingConfig& base) {
+  BenchmarkModel compute;
+  compute.name = "compute_bound";
+  compute.model = base.model();
+  compute.image_size = base.data().image_size() > 0 ? base.data().image_size() : 32;
+  compute.batch_per_rank = base.global_batch() / std::max(1, base.world_size());
+  return {compute, CommunicationBoundMlp()};
+}
+
+int EpochsFor(const DataConfig& data, int global_batch, int updates) {
+  const double identities = data.synthetic().num_identities();
+  const double train_share = 1.0 - data.validation_fraction();
+  const int views = std::max(1, data.views_per_identity());
+  // The identity split rounds; one identity less is a safe lower bound.
+  const int64_t train_views = std::max<int64_t>(
+      0, static_cast<int64_t>(std::floor(identities * train_share)) - 1) * views;
+  const int64_t per_epoch = std::max<int64_t>(1, train_views / global_batch);
+  return static_cast<int>((updates + per_epoch - 1) / per_epoch) + 1;
+}
+
+TrainingConfig TrainerConfig(const TrainingConfig& base,
+                             const BenchmarkModel& model, int world_size,
+                             int updates) {
+  TrainingConfig c = base;
+  *c.mutable_model() = model.model;
+  c.mutable_data()->set_image_size(model.image_size);
+  c.set_world_size(world_size);
+  c.set_global_batch(model.batch_per_rank * world_size);
+  c.clear_local_batch_sizes();
+  c.set_epochs(EpochsFor(c.data(), c.global_batch(), updates));
+  c.clear_checkpoint();
+  RunOptions* run = c.mutable_run();
+  run->clear_output_dir();
+  run->clear_fault();
+  run->set_intra_op_threads(1);
+  run->set_max_updates(updates);
+  run->set_log_every_updates(std::max(1, updates / 4));
+  if (run->collective_timeout_seconds() == 0) run->set_collective_timeout_seconds(120);
+  return c;
+}
+
+std::vector<std::string> DdpArguments(const std::string& script,
+                                      const BenchmarkModel& model,
+                                      const OptimizerConfig& optimizer,
+                                      const PoolFiles& pool, int world_size,
+                                      int updates, int no_sync_updates,
+                                      const std::string& out) {
+  return {script,
+          absl::StrCat("--architecture=", model.model.architecture()),
+          absl::StrCat("--conv-channels=", absl::StrJoin(model.model.conv_channels(), ",")),
+          absl::StrCat("--hidden-units=", absl::StrJoin(model.model.hidden_units(), ",")),
+          absl::StrCat("--image-size=", model.image_size),
+          absl::StrCat("--batch-per-rank=", model.batch_per_rank),
+          absl::StrCat("--world-size=", world_size),
+          absl::StrCat("--updates=", updates),
+          absl::StrCat("--no-sync-updates=", no_sync_updates),
+          absl::StrCat("--learning-rate=", FormatFloat(optimizer.sgd().learning_rate())),
+          absl::StrCat("--momentum=", FormatFloat(optimizer.sgd().momentum())),
+          absl::StrCat("--pool-images=", pool.images),
+          absl::StrCat("--pool-labels=", pool.labels),
+          absl::StrCat("--out=", out)};
+}
+
+std::vector<std::string> BareArguments(const BenchmarkModel& model,
+                                       const OptimizerConfig& optimizer,
+                                       const PoolFiles& pool,
+                                       int warmup_updates, int updates,
+                                       double max_seconds,
+                                       const std::string& out) {
+  std::string model_text;
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetSingleLineMode(true);
+  printer.PrintToString(model.model, &model_text);
+  return {absl::StrCat("--model=", model_text),
+          absl::StrCat("--image_size=", model.image_size),
+          absl::StrCat("--batch=", model.batch_per_rank),
+          absl::StrCat("--warmup_updates=", warmup_updates),
+          absl::StrCat("--updates=", updates),
+          absl::StrCat("--max_seconds=", FormatFloat(max_seconds)),
+          absl::StrCat("--learning_rate=", FormatFloat(optimizer.sgd().learning_rate())),
+          absl::StrCat("--momentum=", FormatFloat(optimizer.sgd().momentum())),
+          absl::StrCat("--pool_images=", pool.images),
+          absl::StrCat("--pool_labels=", pool.labels),
+          absl::StrCat("--out=", out)};
+}
+
+int UpdatesFor(double seconds, double update_seconds, int min_updates,
+               int max_updates) {
+  if (!(update_seconds > 0)) return max_updates;
+  const double wanted = std::ceil(seconds / update_seconds);
+  return static_cast<int>(std::clamp<double>(wanted, min_updates, max_updates));
+}
+
+}  // namespace receipt_parity

@@ -1,0 +1,93 @@
+// What //bench:scaling runs: its two models, the trainer config of each of
+// its runs, and the arguments of the baselines (bench/ddp_baseline.py and
+// bench/bare_libtorch_step), so that every system trains the same
+// architecture on the same batch per rank with the same optimizer.
+//
+// Pure functions over protos: nothing here runs or writes anything.
+#ifndef RECEIPT_PARITY_BENCH_SCALING_PLAN_H_
+#define RECEIPT_PARITY_BENCH_SCALING_PLAN_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "trainer/config.pb.h"
+
+namespace receipt_parity {
+
+// One model of the benchmark.
+struct BenchmarkModel {
+  // "compute_bound" or "communication_bound": stable, they key the report.
+  std::string name;
+  ModelConfig model;
+  int image_size = 32;
+  int batch_per_rank = 32;
+};
+
+// The communication-bound model of issue 7: an MLP of about 250 000
+// parameters on 32x32 inputs, batch 32 per rank (hidden_units [244]:
+// 1024*244 + 244 + 244*4 + 4 = 251 080 parameters, one gradient bucket).
+BenchmarkModel CommunicationBoundMlp();
+
+// Parses the base config (text proto: data, optimizer, seeds, plugins).
+// `name` stands for the file in messages. InvalidArgument "NAME:LINE:COL:
+// message" on a syntax error; InvalidArgument naming the field when the
+// config cannot be benchmarked: data not synthetic (the benchmark sizes
+// its epochs from the synthetic data's size), global_batch not divisible by
+// world_size, or a missing model.
+absl::StatusOr<TrainingConfig> ParseBaseConfig(const std::string& text,
+                                               const std::string& name);
+
+// The two models: "compute_bound" = the base config's model, image size
+// and per-rank batch (global_batch / world_size); then
+// CommunicationBoundMlp(). REQUIRES: ParseBaseConfig accepted `base`.
+std::vector<BenchmarkModel> BenchmarkModels(const TrainingConfig& base);
+
+// The trainer config of one run: the base config's data, optimizer, seeds
+// and plugins; `model` at `world_size` workers with global_batch =
+// batch_per_rank * world_size (even split); run.max_updates = `updates`
+// and enough epochs to hold them (see EpochsFor); one intra-op thread; no
+// checkpoints, no fault injection; progress logged about 4 times.
+// REQUIRES: updates >= 1, world_size >= 1.
+TrainingConfig TrainerConfig(const TrainingConfig& base,
+                             const BenchmarkModel& model, int world_size,
+                             int updates);
+
+// Epochs that hold at least `updates` updates of `global_batch` slots on
+// the synthetic data of `data` (a lower bound on the training views per
+// epoch, so never too few), plus one.
+int EpochsFor(const DataConfig& data, int global_batch, int updates);
+
+// The receipt pool files of a model (bench/receipt_pool.h).
+struct PoolFiles {
+  std::string images;
+  std::string labels;
+};
+
+// Arguments (after the interpreter) of bench/ddp_baseline.py for `model`
+// with the base config's SGD settings, training on `pool`; `updates`
+// synchronised updates, then `no_sync_updates` compute-only ones; result
+// to `out`.
+std::vector<std::string> DdpArguments(const std::string& script,
+                                      const BenchmarkModel& model,
+                                      const OptimizerConfig& optimizer,
+                                      const PoolFiles& pool, int world_size,
+                                      int updates, int no_sync_updates,
+                                      const std::string& out);
+
+// Arguments (after the program) of bench/bare_libtorch_step.
+std::vector<std::string> BareArguments(const BenchmarkModel& model,
+                                       const OptimizerConfig& optimizer,
+                                       const PoolFiles& pool,
+                                       int warmup_updates, int updates,
+                                       double max_seconds,
+                                       const std::string& out);
+
+// Updates that take about `seconds` at `update_seconds` each, clamped to
+// [min_updates, max_updates]. REQUIRES: min_updates <= max_updates.
+int UpdatesFor(double seconds, double update_seconds, int min_updates,
+               int max_updates);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_BENCH_SCALING_PLAN_H_

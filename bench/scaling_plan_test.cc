@@ -1,0 +1,184 @@
+#include "bench/scaling_plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+
+namespace receipt_parity {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+constexpr char kBase[] = R"pb(
+  data {
+    synthetic { num_identities: 400 rare_class_fraction: 0.04 seed: 11 }
+    views_per_identity: 2
+    validation_fraction: 0.2
+    image_size: 32
+  }
+  model { architecture: "cnn" conv_channels: [ 8, 16 ] hidden_units: [ 32 ] }
+  optimizer { sgd { learning_rate: 0.05 momentum: 0.9 } }
+  seeds { model_init: 37 sampler: 1234 }
+  global_batch: 32
+  world_size: 1
+  epochs: 2
+  sampler { name: "masked_tail" }
+  checkpoint { every_updates: 10 keep_last: 2 }
+  run { output_dir: "out/x" log_every_updates: 10 fault { kill_rank: 1 } }
+)pb";
+
+TrainingConfig Base() {
+  absl::StatusOr<TrainingConfig> base = ParseBaseConfig(kBase, "base.pbtxt");
+  EXPECT_TRUE(base.ok()) << base.status();
+  return *base;
+}
+
+TEST(ParseBaseConfigTest, SyntaxErrorNamesFileLineAndColumn) {
+  absl::StatusOr<TrainingConfig> base =
+      ParseBaseConfig("world_size: 1\nglobal_batch: [\n", "base.pbtxt");
+  ASSERT_FALSE(base.ok());
+  EXPECT_EQ(base.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(base.status().message(), HasSubstr("base.pbtxt:2:"));
+}
+
+TEST(ParseBaseConfigTest, RefusesWhatCannotBeBenchmarked) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"pb(data { manifest_path: "x.csv" } model { architecture: "mlp" }
+            optimizer { sgd {} } global_batch: 4)pb",
+       "data"},
+      {R"pb(data { synthetic { num_identities: 10 } }
+            optimizer { sgd {} } global_batch: 4)pb",
+       "model"},
+      {R"pb(data { synthetic { num_identities: 10 } } model { architecture: "mlp" }
+            optimizer { adamw {} } global_batch: 4)pb",
+       "optimizer"},
+      {R"pb(data { synthetic { num_identities: 10 } } model { architecture: "mlp" }
+            optimizer { sgd {} } global_batch: 5 world_size: 2)pb",
+       "global_batch"},
+  };
+  for (const auto& [text, field] : cases) {
+    absl::StatusOr<TrainingConfig> base = ParseBaseConfig(text, "b.pbtxt");
+    ASSERT_FALSE(base.ok()) << text;
+    EXPECT_EQ(base.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(base.status().message(), HasSubstr(absl::StrCat("b.pbtxt: ", field)));
+  }
+}
+
+TEST(BenchmarkModelsTest, ComputeBoundIsTheBaseModelAndMlpIsAboutQuarterMillion) {
+  TrainingConfig base = Base();
+  base.set_world_size(2);  // per-rank batch = global / world
+  const std::vector<BenchmarkModel> models = BenchmarkModels(base);
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[0].name, "compute_bound");
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(models[0].model,
+                                                                 base.model()));
+  EXPECT_EQ(models[0].batch_per_rank, base.global_batch() / 2);
+  EXPECT_EQ(models[0].image_size, base.data().image_size());
+
+  const BenchmarkModel& mlp = models[1];
+  EXPECT_EQ(mlp.name, "communication_bound");
+  EXPECT_EQ(mlp.model.architecture(), "mlp");
+  EXPECT_EQ(mlp.image_size, 32);
+  EXPECT_EQ(mlp.batch_per_rank, 32);
+  // Parameters of flatten -> hidden (ReLU) ... -> 4 classes.
+  int64_t features = mlp.image_size * mlp.image_size;
+  int64_t parameters = 0;
+  for (int h : mlp.model.hidden_units()) {
+    parameters += features * h + h;
+    features = h;
+  }
+  parameters += features * 4 + 4;
+  EXPECT_GE(parameters, 225000);
+  EXPECT_LE(parameters, 275000);
+}
+
+TEST(TrainerConfigTest, SetsTheRunAndKeepsDataOptimizerSeedsPlugins) {
+  const TrainingConfig base = Base();
+  const BenchmarkModel mlp = CommunicationBoundMlp();
+  const TrainingConfig c = TrainerConfig(base, mlp, 2, 300);
+  EXPECT_EQ(c.world_size(), 2);
+  EXPECT_EQ(c.global_batch(), 2 * mlp.batch_per_rank);
+  EXPECT_TRUE(c.local_batch_sizes().empty());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(c.model(), mlp.model));
+  EXPECT_EQ(c.run().max_updates(), 300);
+  EXPECT_EQ(c.run().intra_op_threads(), 1);
+  EXPECT_TRUE(c.run().output_dir().empty());
+  EXPECT_FALSE(c.run().has_fault());
+  EXPECT_EQ(c.checkpoint().every_updates(), 0);
+  EXPECT_GE(c.run().collective_timeout_seconds(), 1);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(c.optimizer(),
+                                                                 base.optimizer()));
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(c.seeds(), base.seeds()));
+  EXPECT_EQ(c.sampler().name(), base.sampler().name());
+  EXPECT_EQ(c.data().synthetic().num_identities(),
+            base.data().synthetic().num_identities());
+}
+
+TEST(EpochsForTest, HoldsTheUpdatesEvenWithTheSmallestSplit) {
+  for (int ids : {40, 400, 1000}) {
+    for (double val : {0.0, 0.2, 0.5}) {
+      for (int batch : {8, 32, 64}) {
+        for (int updates : {1, 12, 4000}) {
+          DataConfig data;
+          data.mutable_synthetic()->set_num_identities(ids);
+          data.set_views_per_identity(2);
+          data.set_validation_fraction(val);
+          // The fewest training views the split can leave, and the fewest
+          // updates an epoch then holds (drop_tail: floor).
+          const int64_t views = (static_cast<int64_t>(std::floor(ids * (1 - val))) - 1) * 2;
+          const int64_t per_epoch = std::max<int64_t>(1, views / batch);
+          const int epochs = EpochsFor(data, batch, updates);
+          EXPECT_GE((epochs - 1) * per_epoch, updates)
+              << ids << " ids, val " << val << ", batch " << batch;
+          EXPECT_LE((epochs - 2) * per_epoch, updates) << "not needlessly many";
+        }
+      }
+    }
+  }
+}
+
+TEST(ArgumentsTest, BaselinesGetTheSameModelBatchAndOptimizer) {
+  const TrainingConfig base = Base();
+  const BenchmarkModel cnn = BenchmarkModels(base)[0];
+  const std::vector<std::string> ddp =
+      DdpArguments("ddp.py", cnn, base.optimizer(), {"p.f32", "p.i64"}, 2, 100, 33,
+                   "r.json");
+  EXPECT_EQ(ddp[0], "ddp.py");
+  for (const char* arg :
+       {"--architecture=cnn", "--conv-channels=8,16", "--hidden-units=32",
+        "--image-size=32", "--batch-per-rank=32", "--world-size=2",
+        "--updates=100", "--no-sync-updates=33", "--learning-rate=0.05",
+        "--momentum=0.9", "--pool-images=p.f32", "--pool-labels=p.i64",
+        "--out=r.json"}) {
+    EXPECT_THAT(ddp, Contains(arg));
+  }
+  const std::vector<std::string> bare =
+      BareArguments(cnn, base.optimizer(), {"p.f32", "p.i64"}, 5, 100, 2.5, "b.json");
+  ModelConfig parsed;
+  ASSERT_TRUE(absl::StartsWith(bare[0], "--model="));
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(bare[0].substr(8), &parsed));
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(parsed, cnn.model));
+  for (const char* arg : {"--image_size=32", "--batch=32", "--warmup_updates=5",
+                          "--updates=100", "--max_seconds=2.5",
+                          "--learning_rate=0.05", "--momentum=0.9",
+                          "--pool_images=p.f32", "--pool_labels=p.i64", "--out=b.json"}) {
+    EXPECT_THAT(bare, Contains(arg));
+  }
+}
+
+TEST(UpdatesForTest, AimsAtTheSecondsWithinBounds) {
+  EXPECT_EQ(UpdatesFor(6, 0.00390625, 100, 4000), 1536);  // 6 s / 2^-8 s
+  EXPECT_EQ(UpdatesFor(6, 0.0001, 100, 4000), 4000);
+  EXPECT_EQ(UpdatesFor(6, 1.0, 100, 4000), 100);
+  EXPECT_EQ(UpdatesFor(6, 0, 100, 4000), 4000);
+}
+
+}  // namespace
+}  // namespace receipt_parity

@@ -1,0 +1,155 @@
+#include "bench/scaling_report_builder.h"
+
+#include <algorithm>
+
+#include "bench/median.h"
+
+namespace receipt_parity {
+namespace {
+
+double Ratio(double numerator, double denominator) {
+  return denominator > 0 ? numerator / denominator : 0;
+}
+
+double LargestRss(const SystemRun& run) {
+  double largest = 0;
+  for (double rss : run.peak_rss_mib()) largest = std::max(largest, rss);
+  return largest;
+}
+
+TargetCheck Check(std::string target, const std::string& model,
+                  double measured, const std::string& comparison,
+                  double threshold) {
+  TargetCheck check;
+  check.set_target(std::move(target));
+  check.set_model(model);
+  check.set_measured(measured);
+  check.set_comparison(comparison);
+  check.set_threshold(threshold);
+  check.set_met(comparison == ">=" ? measured >= threshold : measured <= threshold);
+  return check;
+}
+
+}  // namespace
+
+SystemRun FromRunSummary(const RunSummary& summary) {
+  SystemRun run;
+  run.set_system("this_project");
+  run.set_world_size(summary.world_size());
+  run.set_updates(summary.updates());
+  run.set_examples_per_second(summary.examples_per_second());
+  run.set_sync_seconds_per_update(summary.sync_seconds_per_update());
+  run.set_sync_share(summary.sync_share());
+  std::vector<double> slowest;
+  for (const RankTiming& timing : summary.timing()) {
+    for (int i = 0; i < timing.update_seconds_size(); ++i) {
+      if (static_cast<int>(slowest.size()) <= i) slowest.push_back(0);
+      slowest[i] = std::max(slowest[i], timing.update_seconds(i));
+    }
+    run.add_peak_rss_mib(timing.peak_rss_mib());
+  }
+  run.set_median_update_seconds(Median(slowest));
+  return run;
+}
+
+SystemRun FromDdp(const DdpBaselineResult& result) {
+  SystemRun run;
+  run.set_system("pytorch_ddp");
+  run.set_world_size(result.world_size());
+  run.set_updates(result.updates());
+  run.set_examples_per_second(result.examples_per_second());
+  run.set_median_update_seconds(result.median_update_seconds());
+  run.set_sync_seconds_per_update(result.sync_seconds_per_update());
+  run.set_sync_share(result.sync_share());
+  *run.mutable_peak_rss_mib() = result.peak_rss_mib();
+  return run;
+}
+
+SystemRun FromBare(const BareStepResult& result) {
+  SystemRun run;
+  run.set_system("bare_libtorch");
+  run.set_world_size(1);
+  run.set_updates(result.warmup_updates() + result.updates());
+  run.set_examples_per_second(result.examples_per_second());
+  run.set_median_update_seconds(result.median_update_seconds());
+  run.add_peak_rss_mib(result.peak_rss_mib());
+  return run;
+}
+
+SystemRun FromBarePair(const BareStepResult& first, const BareStepResult& second) {
+  SystemRun run;
+  run.set_system("bare_libtorch");
+  run.set_world_size(2);
+  run.set_updates(std::max(first.warmup_updates() + first.updates(),
+                           second.warmup_updates() + second.updates()));
+  const double slower =
+      std::max(first.median_update_seconds(), second.median_update_seconds());
+  run.set_median_update_seconds(slower);
+  run.set_examples_per_second(Ratio(first.batch() + second.batch(), slower));
+  run.add_peak_rss_mib(first.peak_rss_mib());
+  run.add_peak_rss_mib(second.peak_rss_mib());
+  return run;
+}
+
+void KeepBestRound(const SystemRun& round, SystemRun* best) {
+  const bool first = best->round_examples_per_second().empty();
+  auto rounds = best->round_examples_per_second();
+  if (first || round.examples_per_second() > best->examples_per_second()) {
+    *best = round;
+    *best->mutable_round_examples_per_second() = std::move(rounds);
+  }
+  best->add_round_examples_per_second(round.examples_per_second());
+}
+
+void KeepFastestAllreduce(const DdpBaselineResult& round, ModelScaling* m) {
+  auto fastest = [](double kept, double seen) {
+    return kept > 0 && (seen <= 0 || kept < seen) ? kept : seen;
+  };
+  m->set_allreduce_seconds_gradient(
+      fastest(m->allreduce_seconds_gradient(), round.allreduce_seconds_gradient()));
+  m->set_allreduce_seconds_1kib(
+      fastest(m->allreduce_seconds_1kib(), round.allreduce_seconds_1kib()));
+}
+
+void FillRatios(ModelScaling* m) {
+  m->set_ours_scaling(Ratio(m->ours_two_workers().examples_per_second(),
+                            m->ours_one_worker().examples_per_second()));
+  m->set_ddp_scaling(Ratio(m->ddp_two_workers().examples_per_second(),
+                           m->ddp_one_worker().examples_per_second()));
+  m->set_ours_over_ddp_two_workers(
+      Ratio(m->ours_two_workers().examples_per_second(),
+            m->ddp_two_workers().examples_per_second()));
+  m->set_harness_over_bare_update_time(
+      Ratio(m->ours_one_worker().median_update_seconds(),
+            m->bare_libtorch().median_update_seconds()));
+  m->set_rss_ratio_to_ddp(Ratio(LargestRss(m->ours_two_workers()),
+                                LargestRss(m->ddp_two_workers())));
+  m->set_two_process_ceiling(Ratio(m->bare_two_processes().examples_per_second(),
+                                   m->bare_libtorch().examples_per_second()));
+}
+
+std::vector<TargetCheck> CheckTargets(const std::vector<ModelScaling>& models) {
+  std::vector<TargetCheck> checks;
+  for (const ModelScaling& m : models) {
+    if (m.name() == "compute_bound") {
+      checks.push_back(Check("two workers / one worker examples/s", m.name(),
+                             m.ours_scaling(), ">=", kComputeBoundScalingTarget));
+      checks.push_back(Check("share of a two-worker update in gradient sync",
+                             m.name(), m.ours_two_workers().sync_share(), "<=",
+                             kComputeBoundSyncShareTarget));
+    }
+    if (m.name() == "communication_bound") {
+      checks.push_back(Check("our two workers / PyTorch DDP two workers examples/s",
+                             m.name(), m.ours_over_ddp_two_workers(), ">=",
+                             kOursOverDdpTarget));
+    }
+    checks.push_back(Check("harness per-update time / bare LibTorch step",
+                           m.name(), m.harness_over_bare_update_time(), "<=",
+                           kHarnessOverBareTarget));
+    checks.push_back(Check("peak RSS per rank / PyTorch DDP's (two workers)",
+                           m.name(), m.rss_ratio_to_ddp(), "<=", kRssRatioTarget));
+  }
+  return checks;
+}
+
+}  // namespace receipt_parity

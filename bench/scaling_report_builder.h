@@ -1,0 +1,59 @@
+// The side-by-side report of //bench:scaling from what each run wrote:
+// the trainer's run_summary.json, the DDP baseline's and the bare loop's
+// results; the ratios between them; issue 7's targets, met or missed.
+//
+// Pure functions: nothing here runs or reads files.
+#ifndef RECEIPT_PARITY_BENCH_SCALING_REPORT_BUILDER_H_
+#define RECEIPT_PARITY_BENCH_SCALING_REPORT_BUILDER_H_
+
+#include <string>
+#include <vector>
+
+#include "bench/scaling_report.pb.h"
+#include "trainer/artifacts.pb.h"
+
+namespace receipt_parity {
+
+// Issue 7's thresholds.
+inline constexpr double kComputeBoundScalingTarget = 1.95;  // 2w/1w >=
+inline constexpr double kComputeBoundSyncShareTarget = 0.05;  // <=
+inline constexpr double kOursOverDdpTarget = 2.0;  // comm-bound, 2w >=
+inline constexpr double kHarnessOverBareTarget = 1.10;  // <=
+inline constexpr double kRssRatioTarget = 0.6;  // <=
+
+// This project's run: examples/s, sync per update and share as the
+// trainer reported them; the median over updates of the slowest rank's
+// update time; peak RSS of every rank in rank order; updates = warm-up +
+// timed updates.
+SystemRun FromRunSummary(const RunSummary& summary);
+
+SystemRun FromDdp(const DdpBaselineResult& result);
+
+// One worker, no synchronisation.
+SystemRun FromBare(const BareStepResult& result);
+
+// Two bare loops that ran at the same time (world_size 2): examples/s =
+// both batches over the slower median update time; RSS of each.
+SystemRun FromBarePair(const BareStepResult& first, const BareStepResult& second);
+
+// Keeps in `best` the round with the most examples/s of one system and
+// appends `round`'s examples/s to best->round_examples_per_second.
+void KeepBestRound(const SystemRun& round, SystemRun* best);
+
+// Keeps the fastest (non-zero) all-reduce times of DDP two-worker rounds.
+void KeepFastestAllreduce(const DdpBaselineResult& round, ModelScaling* model);
+
+// Fills ModelScaling's ratios from its runs. A ratio whose
+// denominator is 0 (a run without timed updates) is 0.
+void FillRatios(ModelScaling* model);
+
+// The targets of issue 7 on the models present (by ModelScaling.name):
+// compute_bound: ours 2w/1w >= 1.95 and sync share (2w) <= 5 %;
+// communication_bound: ours 2w >= 2x DDP 2w; on each model: harness
+// per-update time <= 1.10x bare, peak RSS per rank <= 0.6x DDP's (2w).
+// REQUIRES: FillRatios ran on every model.
+std::vector<TargetCheck> CheckTargets(const std::vector<ModelScaling>& models);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_BENCH_SCALING_REPORT_BUILDER_H_

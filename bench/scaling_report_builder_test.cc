@@ -1,0 +1,223 @@
+#include "bench/scaling_report_builder.h"
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace receipt_parity {
+namespace {
+
+RankTiming Timing(int rank, std::vector<double> update_seconds, double rss) {
+  RankTiming t;
+  t.set_rank(rank);
+  for (double s : update_seconds) t.add_update_seconds(s);
+  t.set_peak_rss_mib(rss);
+  return t;
+}
+
+TEST(FromRunSummaryTest, MedianOfTheSlowestRankPerUpdateAndRssPerRank) {
+  RunSummary summary;
+  summary.set_world_size(2);
+  summary.set_updates(7);
+  summary.set_examples_per_second(1234.5);
+  summary.set_sync_seconds_per_update(0.002);
+  summary.set_sync_share(0.25);
+  // Slowest per update: 0.010, 0.030, 0.020, 0.050, 0.040 -> median 0.030.
+  *summary.add_timing() = Timing(0, {0.010, 0.005, 0.020, 0.050, 0.001}, 150);
+  *summary.add_timing() = Timing(1, {0.001, 0.030, 0.002, 0.003, 0.040}, 160);
+  const SystemRun run = FromRunSummary(summary);
+  EXPECT_EQ(run.system(), "this_project");
+  EXPECT_EQ(run.world_size(), 2);
+  EXPECT_EQ(run.updates(), 7);
+  EXPECT_DOUBLE_EQ(run.examples_per_second(), 1234.5);
+  EXPECT_DOUBLE_EQ(run.median_update_seconds(), 0.030);
+  EXPECT_DOUBLE_EQ(run.sync_seconds_per_update(), 0.002);
+  EXPECT_DOUBLE_EQ(run.sync_share(), 0.25);
+  EXPECT_THAT(run.peak_rss_mib(), ::testing::ElementsAre(150, 160));
+}
+
+TEST(FromBaselinesTest, CarryTheirFigures) {
+  DdpBaselineResult ddp;
+  ddp.set_world_size(2);
+  ddp.set_updates(40);
+  ddp.set_examples_per_second(900);
+  ddp.set_median_update_seconds(0.07);
+  ddp.set_sync_seconds_per_update(0.01);
+  ddp.set_sync_share(0.14);
+  ddp.add_peak_rss_mib(250);
+  ddp.add_peak_rss_mib(251);
+  const SystemRun d = FromDdp(ddp);
+  EXPECT_EQ(d.system(), "pytorch_ddp");
+  EXPECT_EQ(d.world_size(), 2);
+  EXPECT_DOUBLE_EQ(d.examples_per_second(), 900);
+  EXPECT_DOUBLE_EQ(d.median_update_seconds(), 0.07);
+  EXPECT_DOUBLE_EQ(d.sync_share(), 0.14);
+  EXPECT_THAT(d.peak_rss_mib(), ::testing::ElementsAre(250, 251));
+
+  BareStepResult bare;
+  bare.set_warmup_updates(5);
+  bare.set_updates(95);
+  bare.set_median_update_seconds(0.002);
+  bare.set_examples_per_second(16000);
+  bare.set_peak_rss_mib(120);
+  const SystemRun b = FromBare(bare);
+  EXPECT_EQ(b.system(), "bare_libtorch");
+  EXPECT_EQ(b.world_size(), 1);
+  EXPECT_EQ(b.updates(), 100);
+  EXPECT_DOUBLE_EQ(b.median_update_seconds(), 0.002);
+  EXPECT_THAT(b.peak_rss_mib(), ::testing::ElementsAre(120));
+}
+
+TEST(FromBarePairTest, BothBatchesOverTheSlowerUpdate) {
+  BareStepResult fast, slow;
+  fast.set_batch(32);
+  fast.set_warmup_updates(5);
+  fast.set_updates(100);
+  fast.set_median_update_seconds(0.002);
+  fast.set_peak_rss_mib(120);
+  slow = fast;
+  slow.set_median_update_seconds(0.004);
+  slow.set_peak_rss_mib(121);
+  const SystemRun pair = FromBarePair(fast, slow);
+  EXPECT_EQ(pair.system(), "bare_libtorch");
+  EXPECT_EQ(pair.world_size(), 2);
+  EXPECT_EQ(pair.updates(), 105);
+  EXPECT_DOUBLE_EQ(pair.median_update_seconds(), 0.004);
+  EXPECT_DOUBLE_EQ(pair.examples_per_second(), 64 / 0.004);
+  EXPECT_THAT(pair.peak_rss_mib(), ::testing::ElementsAre(120, 121));
+}
+
+TEST(KeepBestRoundTest, KeepsTheFastestRoundAndEveryRoundsRate) {
+  SystemRun best;
+  for (double rate : {900.0, 1200.0, 1000.0}) {
+    SystemRun round;
+    round.set_examples_per_second(rate);
+    round.set_log_path(absl::StrCat("round-", rate));
+    KeepBestRound(round, &best);
+  }
+  EXPECT_DOUBLE_EQ(best.examples_per_second(), 1200);
+  EXPECT_EQ(best.log_path(), "round-1200");
+  EXPECT_THAT(best.round_examples_per_second(), ::testing::ElementsAre(900, 1200, 1000));
+}
+
+TEST(KeepFastestAllreduceTest, SmallestNonZeroTimes) {
+  ModelScaling m;
+  DdpBaselineResult round;
+  for (const auto& [gradient, small] :
+       std::vector<std::pair<double, double>>{{0.004, 0}, {0.002, 0.0003}, {0.003, 0.0002}}) {
+    round.set_allreduce_seconds_gradient(gradient);
+    round.set_allreduce_seconds_1kib(small);
+    KeepFastestAllreduce(round, &m);
+  }
+  EXPECT_DOUBLE_EQ(m.allreduce_seconds_gradient(), 0.002);
+  EXPECT_DOUBLE_EQ(m.allreduce_seconds_1kib(), 0.0002);
+}
+
+SystemRun Run(double examples_per_second, double update_seconds,
+              std::vector<double> rss, double sync_share = 0) {
+  SystemRun r;
+  r.set_examples_per_second(examples_per_second);
+  r.set_median_update_seconds(update_seconds);
+  r.set_sync_share(sync_share);
+  for (double v : rss) r.add_peak_rss_mib(v);
+  return r;
+}
+
+ModelScaling Model(const std::string& name, double ours1, double ours2,
+                   double ddp1, double ddp2, double ours_update,
+                   double bare_update, double ours_rss, double ddp_rss,
+                   double sync_share) {
+  ModelScaling m;
+  m.set_name(name);
+  *m.mutable_ours_one_worker() = Run(ours1, ours_update, {ours_rss});
+  *m.mutable_ours_two_workers() =
+      Run(ours2, 0, {ours_rss - 1, ours_rss}, sync_share);
+  *m.mutable_ddp_one_worker() = Run(ddp1, 0, {ddp_rss});
+  *m.mutable_ddp_two_workers() = Run(ddp2, 0, {ddp_rss, ddp_rss - 2});
+  *m.mutable_bare_libtorch() = Run(1000, bare_update, {100});
+  *m.mutable_bare_two_processes() = Run(1700, bare_update, {100, 100});
+  FillRatios(&m);
+  return m;
+}
+
+TEST(FillRatiosTest, RatiosOfTheRuns) {
+  const ModelScaling m =
+      Model("compute_bound", 1000, 1900, 800, 1500, 0.0022, 0.002, 180, 300, 0.1);
+  EXPECT_DOUBLE_EQ(m.ours_scaling(), 1900.0 / 1000);
+  EXPECT_DOUBLE_EQ(m.ddp_scaling(), 1500.0 / 800);
+  EXPECT_DOUBLE_EQ(m.ours_over_ddp_two_workers(), 1900.0 / 1500);
+  EXPECT_DOUBLE_EQ(m.harness_over_bare_update_time(), 0.0022 / 0.002);
+  // Largest rank of each: 180 over 300.
+  EXPECT_DOUBLE_EQ(m.rss_ratio_to_ddp(), 180.0 / 300);
+  EXPECT_DOUBLE_EQ(m.two_process_ceiling(), 1700.0 / 1000);
+}
+
+TEST(FillRatiosTest, ZeroDenominatorGivesZero) {
+  const ModelScaling m = Model("compute_bound", 0, 1900, 0, 0, 0.002, 0, 180, 0, 0);
+  EXPECT_EQ(m.ours_scaling(), 0);
+  EXPECT_EQ(m.ddp_scaling(), 0);
+  EXPECT_EQ(m.ours_over_ddp_two_workers(), 0);
+  EXPECT_EQ(m.harness_over_bare_update_time(), 0);
+  EXPECT_EQ(m.rss_ratio_to_ddp(), 0);
+}
+
+const TargetCheck* Find(const std::vector<TargetCheck>& checks,
+                        const std::string& model, const std::string& prefix) {
+  for (const TargetCheck& c : checks) {
+    if (c.model() == model && c.target().rfind(prefix, 0) == 0) return &c;
+  }
+  return nullptr;
+}
+
+TEST(CheckTargetsTest, EveryTargetOnItsModelMetOrMissedByItsThreshold) {
+  // compute_bound meets everything; communication_bound misses everything.
+  const ModelScaling compute =
+      Model("compute_bound", 1000, 1960, 900, 1700, 0.00205, 0.002, 150, 300, 0.04);
+  const ModelScaling comm =
+      Model("communication_bound", 1000, 700, 1000, 400, 0.003, 0.002, 200, 300, 0.6);
+  const std::vector<TargetCheck> checks = CheckTargets({compute, comm});
+  ASSERT_EQ(checks.size(), 7u);
+
+  const TargetCheck* scaling = Find(checks, "compute_bound", "two workers / one");
+  ASSERT_NE(scaling, nullptr);
+  EXPECT_DOUBLE_EQ(scaling->measured(), compute.ours_scaling());
+  EXPECT_EQ(scaling->comparison(), ">=");
+  EXPECT_DOUBLE_EQ(scaling->threshold(), kComputeBoundScalingTarget);
+  EXPECT_TRUE(scaling->met());
+
+  const TargetCheck* sync = Find(checks, "compute_bound", "share of");
+  ASSERT_NE(sync, nullptr);
+  EXPECT_DOUBLE_EQ(sync->measured(), 0.04);
+  EXPECT_TRUE(sync->met());
+
+  const TargetCheck* vs_ddp = Find(checks, "communication_bound", "our two workers");
+  ASSERT_NE(vs_ddp, nullptr);
+  EXPECT_DOUBLE_EQ(vs_ddp->measured(), 700.0 / 400);
+  EXPECT_DOUBLE_EQ(vs_ddp->threshold(), kOursOverDdpTarget);
+  EXPECT_FALSE(vs_ddp->met());
+
+  for (const std::string model : {"compute_bound", "communication_bound"}) {
+    const bool good = model == "compute_bound";
+    const TargetCheck* harness = Find(checks, model, "harness");
+    ASSERT_NE(harness, nullptr) << model;
+    EXPECT_EQ(harness->comparison(), "<=");
+    EXPECT_EQ(harness->met(), good) << model;
+    const TargetCheck* rss = Find(checks, model, "peak RSS");
+    ASSERT_NE(rss, nullptr) << model;
+    EXPECT_DOUBLE_EQ(rss->threshold(), kRssRatioTarget);
+    EXPECT_EQ(rss->met(), good) << model;
+  }
+  EXPECT_EQ(Find(checks, "communication_bound", "two workers / one"), nullptr);
+}
+
+TEST(CheckTargetsTest, ThresholdItselfCountsAsMet) {
+  ModelScaling m = Model("compute_bound", 1000, 1950, 1, 1, 0.0011, 0.001, 60, 100,
+                         kComputeBoundSyncShareTarget);
+  m.set_ours_scaling(kComputeBoundScalingTarget);
+  m.set_harness_over_bare_update_time(kHarnessOverBareTarget);
+  m.set_rss_ratio_to_ddp(kRssRatioTarget);
+  for (const TargetCheck& c : CheckTargets({m})) EXPECT_TRUE(c.met()) << c.target();
+}
+
+}  // namespace
+}  // namespace receipt_parity

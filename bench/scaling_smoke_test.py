@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+"""//bench:scaling end to end at tiny sizes (--smoke): every piece runs for
+real (the trainer, the bare LibTorch loop, the DDP script under
+/usr/bin/python3), scaling.json has every model, run, ratio and target, and
+bad input is refused with a message. No timing is asserted.
+
+Arguments: the scaling binary, the bare step binary, the DDP script.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCALING, BARE, DDP = (os.path.abspath(p) for p in sys.argv[1:4])
+del sys.argv[1:4]
+
+RUNS = ("ours_one_worker", "ours_two_workers", "ddp_one_worker",
+        "ddp_two_workers", "bare_libtorch", "bare_two_processes")
+WORLD = {"ours_one_worker": 1, "ours_two_workers": 2, "ddp_one_worker": 1,
+         "ddp_two_workers": 2, "bare_libtorch": 1, "bare_two_processes": 2}
+
+
+def temp_dir():
+  return tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+
+
+def run(args, timeout=240):
+  return subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+
+
+def ratio(a, b):
+  return a / b if b > 0 else 0.0
+
+
+class SmokeTest(unittest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    cls.out = temp_dir()
+    cls.result = run([SCALING, "--smoke", f"--out={cls.out}"])
+
+  def test_exits_zero_and_prints_the_table(self):
+    self.assertEqual(self.result.returncode, 0, self.result.stderr + self.result.stdout)
+    self.assertIn("SMOKE RUN", self.result.stdout)
+    self.assertIn("targets (issue 7):", self.result.stdout)
+    self.assertIn(os.path.join(self.out, "scaling.json"), self.result.stdout)
+
+  def test_report_has_every_model_run_ratio_and_target(self):
+    with open(os.path.join(self.out, "scaling.json")) as f:
+      report = json.load(f)
+    self.assertTrue(report["smoke"])
+    self.assertEqual(report["rounds"], 1)
+    self.assertTrue(report["load_average_before"])
+    self.assertTrue(report["load_average_after"])
+    self.assertEqual([m["name"] for m in report["models"]],
+                     ["compute_bound", "communication_bound"])
+    for m in report["models"]:
+      self.assertGreater(m["parameter_count"], 0)
+      for name in RUNS:
+        r = m[name]
+        self.assertEqual(r["world_size"], WORLD[name], name)
+        self.assertGreater(r["examples_per_second"], 0, name)
+        self.assertGreater(r["median_update_seconds"], 0, name)
+        self.assertEqual(len(r["peak_rss_mib"]), WORLD[name], name)
+        self.assertTrue(all(v > 0 for v in r["peak_rss_mib"]), name)
+        self.assertTrue(os.path.exists(r["log_path"]), name)
+        self.assertTrue(os.path.exists(r["result_path"]), name)
+        self.assertEqual(r["round_examples_per_second"], [r["examples_per_second"]], name)
+      ours1, ours2 = m["ours_one_worker"], m["ours_two_workers"]
+      ddp1, ddp2 = m["ddp_one_worker"], m["ddp_two_workers"]
+      self.assertAlmostEqual(m["ours_scaling"], ratio(
+          ours2["examples_per_second"], ours1["examples_per_second"]))
+      self.assertAlmostEqual(m["ddp_scaling"], ratio(
+          ddp2["examples_per_second"], ddp1["examples_per_second"]))
+      self.assertAlmostEqual(m["ours_over_ddp_two_workers"], ratio(
+          ours2["examples_per_second"], ddp2["examples_per_second"]))
+      self.assertAlmostEqual(m["harness_over_bare_update_time"], ratio(
+          ours1["median_update_seconds"], m["bare_libtorch"]["median_update_seconds"]))
+      self.assertAlmostEqual(m["two_process_ceiling"], ratio(
+          m["bare_two_processes"]["examples_per_second"],
+          m["bare_libtorch"]["examples_per_second"]))
+      self.assertAlmostEqual(m["rss_ratio_to_ddp"], ratio(
+          max(ours2["peak_rss_mib"]), max(ddp2["peak_rss_mib"])))
+      # The reducer's all-reduces ran, so the two-worker run spent time in them.
+      self.assertGreater(ours2["sync_seconds_per_update"], 0)
+      self.assertGreater(m["allreduce_seconds_1kib"], 0)
+    self.assertEqual(len(report["targets"]), 7)
+    for t in report["targets"]:
+      expected = (t["measured"] >= t["threshold"] if t["comparison"] == ">="
+                  else t["measured"] <= t["threshold"])
+      self.assertEqual(t["met"], expected, t)
+
+  def test_generated_configs_run_the_trainer_as_planned(self):
+    configs = sorted(os.listdir(os.path.join(self.out, "configs")))
+    self.assertEqual(configs, sorted(
+        f"{m}_ours_{w}w_r0.pbtxt" for m in ("compute_bound", "communication_bound")
+        for w in (1, 2)))
+    with open(os.path.join(self.out, "configs",
+                           "communication_bound_ours_2w_r0.pbtxt")) as f:
+      text = f.read()
+    for line in ('architecture: "mlp"', "hidden_units: 244", "world_size: 2",
+                 "global_batch: 64", "max_updates: 12", "intra_op_threads: 1"):
+      self.assertIn(line, text)
+
+
+class BadInputTest(unittest.TestCase):
+
+  def test_unknown_model_is_refused(self):
+    r = run([SCALING, "--smoke", f"--out={temp_dir()}", "--models=huge"])
+    self.assertEqual(r.returncode, 2, r.stderr)
+    self.assertIn("--models: unknown model 'huge'", r.stderr)
+    self.assertIn("compute_bound", r.stderr)
+
+  def test_broken_base_config_names_file_and_line(self):
+    path = os.path.join(temp_dir(), "broken.pbtxt")
+    with open(path, "w") as f:
+      f.write("world_size: 1\nglobal_batch: [\n")
+    r = run([SCALING, "--smoke", f"--out={temp_dir()}", f"--base_config={path}"])
+    self.assertEqual(r.returncode, 2, r.stderr)
+    self.assertIn(f"{path}:2:", r.stderr)
+
+  def test_bad_numbers_are_refused(self):
+    r = run([SCALING, f"--out={temp_dir()}", "--seconds_per_run=0"])
+    self.assertEqual(r.returncode, 2, r.stderr)
+    self.assertIn("--seconds_per_run", r.stderr)
+    r = run([SCALING, f"--out={temp_dir()}", "--rounds=0"])
+    self.assertEqual(r.returncode, 2, r.stderr)
+    self.assertIn("--rounds", r.stderr)
+    r = run([SCALING, f"--out={temp_dir()}", "--max_updates=5"])
+    self.assertEqual(r.returncode, 2, r.stderr)
+    self.assertIn("--max_updates", r.stderr)
+
+  def test_a_failing_run_stops_the_benchmark_naming_it(self):
+    out = temp_dir()
+    r = run([SCALING, "--smoke", f"--out={out}", "--models=communication_bound",
+             "--python=/bin/false"])
+    self.assertEqual(r.returncode, 1, r.stderr)
+    self.assertIn("FAILED (communication_bound)", r.stderr)
+    self.assertIn("/bin/false", r.stderr)
+    self.assertFalse(os.path.exists(os.path.join(out, "scaling.json")))
+
+  def test_bare_step_refuses_a_bad_model_and_sizes(self):
+    r = run([BARE, '--model=architecture: "rnn"'])
+    self.assertEqual(r.returncode, 2, r.stderr)
+    self.assertIn("model.architecture", r.stderr)
+    r = run([BARE, "--model=architecture: [", "--updates=1"])
+    self.assertEqual(r.returncode, 2, r.stderr)
+    self.assertIn("--model", r.stderr)
+    r = run([BARE, '--model=architecture: "mlp"', "--batch=0"])
+    self.assertEqual(r.returncode, 2, r.stderr)
+    self.assertIn("--batch", r.stderr)
+
+  def test_ddp_script_refuses_a_cnn_without_convs(self):
+    r = run(["/usr/bin/python3", DDP, "--architecture=cnn", "--updates=3"])
+    self.assertEqual(r.returncode, 2, r.stderr)
+    self.assertIn("--conv-channels", r.stderr)
+    r = run(["/usr/bin/python3", DDP, "--architecture=mlp", "--hidden-units=8,x",
+             "--updates=3"])
+    self.assertEqual(r.returncode, 2, r.stderr)
+    self.assertIn("--hidden-units", r.stderr)
+
+
+if __name__ == "__main__":
+  unittest.main()

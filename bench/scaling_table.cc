@@ -1,0 +1,82 @@
+#include "bench/scaling_table.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace receipt_parity {
+namespace {
+
+std::string RssList(const SystemRun& run) {
+  std::vector<std::string> parts;
+  for (double rss : run.peak_rss_mib()) parts.push_back(absl::StrFormat("%.0f", rss));
+  return absl::StrJoin(parts, " / ");
+}
+
+std::string Row(const std::string& label, const SystemRun& run) {
+  const bool synced = run.system() != "bare_libtorch" && run.world_size() > 1;
+  return absl::StrFormat(
+      "  %-26s %3d %12.0f %10.3f %10s %8s   %s\n", label, run.world_size(),
+      run.examples_per_second(), run.median_update_seconds() * 1e3,
+      synced ? absl::StrFormat("%.3f", run.sync_seconds_per_update() * 1e3) : "-",
+      synced ? absl::StrFormat("%.1f%%", run.sync_share() * 100) : "-",
+      RssList(run));
+}
+
+}  // namespace
+
+std::string FormatScalingTable(const ScalingReport& report) {
+  std::string out;
+  if (report.smoke()) {
+    absl::StrAppend(&out, "SMOKE RUN: tiny sizes, the figures mean nothing.\n");
+  }
+  absl::StrAppend(&out, "threads: ", report.thread_settings(), "; ",
+                  report.cpu_cores(), " CPU cores; load average before ",
+                  report.load_average_before(), ", after ",
+                  report.load_average_after(), "\neach figure: the best of ",
+                  report.rounds(), " interleaved round(s) by examples/s\n");
+  for (const ModelScaling& m : report.models()) {
+    absl::StrAppend(
+        &out, "\n", m.name(), ": ", m.description(), ", ", m.parameter_count(),
+        " parameters, ", m.image_size(), "x", m.image_size(), " inputs, batch ",
+        m.batch_per_rank(), " per rank\n");
+    absl::StrAppend(&out,
+                    absl::StrFormat("  %-26s %3s %12s %10s %10s %8s   %s\n", "system",
+                                    "W", "examples/s", "update ms", "sync ms",
+                                    "sync %", "peak RSS MiB per rank"));
+    absl::StrAppend(&out, Row("this project", m.ours_one_worker()),
+                    Row("this project", m.ours_two_workers()),
+                    Row("PyTorch DDP", m.ddp_one_worker()),
+                    Row("PyTorch DDP", m.ddp_two_workers()),
+                    Row("bare LibTorch step", m.bare_libtorch()),
+                    Row("bare step x2, no comm", m.bare_two_processes()));
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("  2w/1w: this project %.2fx, DDP %.2fx, two bare processes "
+                        "%.2fx (the ceiling here)\n  our 2w / DDP 2w %.2fx; harness / "
+                        "bare update %.2fx; RSS ours / DDP %.2fx\n",
+                        m.ours_scaling(), m.ddp_scaling(), m.two_process_ceiling(),
+                        m.ours_over_ddp_two_workers(),
+                        m.harness_over_bare_update_time(), m.rss_ratio_to_ddp()));
+    if (m.allreduce_seconds_1kib() > 0) {
+      absl::StrAppend(
+          &out, absl::StrFormat("  Gloo all-reduce here: %.3f ms for 1 KiB, %.3f "
+                                "ms for the gradient (%d floats)\n",
+                                m.allreduce_seconds_1kib() * 1e3,
+                                m.allreduce_seconds_gradient() * 1e3,
+                                m.parameter_count()));
+    }
+  }
+  absl::StrAppend(&out, "\ntargets (issue 7):\n");
+  for (const TargetCheck& t : report.targets()) {
+    absl::StrAppend(&out, absl::StrFormat("  %-6s %-20s %s: %.3f %s %.2f\n",
+                                          t.met() ? "MET" : "MISSED", t.model(),
+                                          t.target(), t.measured(), t.comparison(),
+                                          t.threshold()));
+  }
+  return out;
+}
+
+}  // namespace receipt_parity
