@@ -1,10 +1,10 @@
 #include "trainer/training_run.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include <ATen/Parallel.h>
 #include <torch/optim/optimizer.h>
@@ -45,10 +45,18 @@ double Seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// This process's peak resident set (VmHWM). Not getrusage's ru_maxrss:
+// Linux carries that over from the launcher across fork and exec, so every
+// worker would report at least the launcher's peak.
 double PeakRssMib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      return std::strtod(line.c_str() + 6, nullptr) / 1024.0;  // in kB
+    }
+  }
+  return 0;
 }
 
 // Rank 0 collects every rank's report through the store.
