@@ -1,0 +1,310 @@
+#include "bench/scaling_runs.h"
+
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "bench/receipt_pool.h"
+#include "bench/scaling_plan.h"
+#include "bench/scaling_report.pb.h"
+#include "bench/scaling_report_builder.h"
+#include "data/receipt_dataset.h"
+#include "google/protobuf/text_format.h"
+#include "io/atomic_file.h"
+#include "io/json_file.h"
+#include "study/subprocess.h"
+#include "trainer/artifacts.pb.h"
+
+namespace receipt_parity {
+
+void PrepareEnvironment() {
+  for (const char* name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"}) {
+    setenv(name, "1", /*overwrite=*/1);
+  }
+  for (const char* name :
+       {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}) {
+    unsetenv(name);
+  }
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Runs one child to success; returns its wall time. The run's folder or
+// file from an earlier benchmark is removed first, so nothing stale is read.
+absl::StatusOr<double> RunChild(std::vector<std::string> argv,
+                                const std::string& log_path,
+                                const std::string& result_path) {
+  std::error_code ignored;
+  fs::remove_all(result_path, ignored);
+  fs::remove(log_path, ignored);
+  fs::create_directories(fs::path(result_path).parent_path(), ignored);
+  const Clock::time_point start = Clock::now();
+  if (absl::Status s = RunProcessToSuccess({std::move(argv), log_path}); !s.ok()) {
+    return s;
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A baseline's own result and the report's view of the same run.
+template <typename Result>
+struct Measured {
+  Result result;
+  SystemRun run;
+};
+
+}  // namespace
+
+class ScalingRunner::Impl {
+ public:
+  Impl(Programs programs, Settings settings, TrainingConfig base)
+      : programs_(std::move(programs)),
+        settings_(std::move(settings)),
+        base_(std::move(base)) {}
+
+  absl::StatusOr<ModelScaling> Run(const BenchmarkModel& model) {
+    ModelScaling m;
+    m.set_name(model.name);
+    *m.mutable_model() = model.model;
+    m.set_image_size(model.image_size);
+    m.set_batch_per_rank(model.batch_per_rank);
+
+    absl::StatusOr<PoolFiles> pool = WritePool(model);
+    if (!pool.ok()) return pool.status();
+    int updates = 0;
+    for (int round = 0; round < settings_.rounds; ++round) {
+      const std::string suffix = absl::StrCat("_r", round);
+      absl::StatusOr<Measured<BareStepResult>> bare = RunBare(model, *pool, suffix);
+      if (!bare.ok()) return bare.status();
+      KeepBestRound(bare->run, m.mutable_bare_libtorch());
+      if (round == 0) {
+        m.set_description(bare->result.model());
+        m.set_parameter_count(bare->result.parameter_count());
+        updates = settings_.smoke
+                      ? kSmokeUpdates
+                      : UpdatesFor(settings_.seconds_per_run,
+                                   bare->result.median_update_seconds(),
+                                   kWarmupUpdates + 20 * kTimingWindow,
+                                   settings_.max_updates);
+      }
+      absl::StatusOr<SystemRun> pair =
+          RunBarePair(model, *pool, bare->result.updates(), suffix);
+      if (!pair.ok()) return pair.status();
+      KeepBestRound(*pair, m.mutable_bare_two_processes());
+      for (int world : {1, 2}) {
+        absl::StatusOr<SystemRun> ours = RunOurs(model, world, updates, suffix);
+        if (!ours.ok()) return ours.status();
+        KeepBestRound(*ours, world == 1 ? m.mutable_ours_one_worker()
+                                        : m.mutable_ours_two_workers());
+        absl::StatusOr<Measured<DdpBaselineResult>> ddp =
+            RunDdp(model, *pool, world, updates, suffix);
+        if (!ddp.ok()) return ddp.status();
+        KeepBestRound(ddp->run, world == 1 ? m.mutable_ddp_one_worker()
+                                           : m.mutable_ddp_two_workers());
+        if (world == 2) KeepFastestAllreduce(ddp->result, &m);
+      }
+    }
+    FillRatios(&m);
+    return m;
+  }
+
+ private:
+  std::string Path(const std::string& folder, const std::string& name) const {
+    return (fs::path(settings_.out_dir) / folder / name).string();
+  }
+
+  void Announce(const std::string& what) {
+    ++step_;
+    std::cout << "[" << step_ << "] " << what << " ..." << std::flush;
+  }
+
+  static void Done(const SystemRun& run) {
+    std::cout << absl::StrFormat(" %.1f s: %.0f examples/s, %.3f ms per update\n",
+                                 run.wall_seconds(), run.examples_per_second(),
+                                 run.median_update_seconds() * 1e3)
+              << std::flush;
+  }
+
+  // The receipts the trainer trains on for `model`, for the baselines.
+  absl::StatusOr<PoolFiles> WritePool(const BenchmarkModel& model) {
+    const DataConfig data = TrainerConfig(base_, model, 1, 1).data();
+    absl::StatusOr<ReceiptSplit> split = LoadReceipts(data);
+    if (!split.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          programs_.base_config, ": ", split.status().message()));
+    }
+    PoolFiles files{Path("data", model.name + ".images.f32"),
+                    Path("data", model.name + ".labels.i64")};
+    std::error_code ignored;
+    fs::create_directories(fs::path(files.images).parent_path(), ignored);
+    if (absl::Status s = WriteReceiptPool(PoolOf(*split), files.images, files.labels);
+        !s.ok()) {
+      return s;
+    }
+    return files;
+  }
+
+  // One bare loop: `updates` timed updates, or as many as fit in
+  // `max_seconds` when that is > 0. Returns its result and wall time.
+  absl::StatusOr<std::pair<BareStepResult, double>> RunOneBare(
+      const BenchmarkModel& model, const PoolFiles& pool, const std::string& name,
+      int updates, double max_seconds) {
+    const std::string result_path = Path("runs", name + ".json");
+    const std::string log_path = Path("logs", name + ".log");
+    std::vector<std::string> argv = {programs_.bare};
+    for (std::string& arg :
+         BareArguments(model, base_.optimizer(), pool, settings_.smoke ? 1 : 5,
+                       updates, max_seconds, result_path)) {
+      argv.push_back(std::move(arg));
+    }
+    absl::StatusOr<double> wall = RunChild(argv, log_path, result_path);
+    if (!wall.ok()) return wall.status();
+    BareStepResult result;
+    if (absl::Status s = ReadJsonFile(result_path, &result); !s.ok()) return s;
+    return std::make_pair(result, *wall);
+  }
+
+  absl::StatusOr<Measured<BareStepResult>> RunBare(const BenchmarkModel& model,
+                                                   const PoolFiles& pool,
+                                                   const std::string& suffix) {
+    const std::string name = model.name + "_bare_libtorch" + suffix;
+    Announce(absl::StrCat(model.name, ": bare LibTorch step, 1 worker"));
+    absl::StatusOr<std::pair<BareStepResult, double>> bare = RunOneBare(
+        model, pool, name, settings_.smoke ? 3 : 100000,
+        settings_.smoke ? 0 : std::min(3.0, settings_.seconds_per_run / 2));
+    if (!bare.ok()) return bare.status();
+    SystemRun run = FromBare(bare->first);
+    run.set_wall_seconds(bare->second);
+    run.set_log_path(Path("logs", name + ".log"));
+    run.set_result_path(Path("runs", name + ".json"));
+    Done(run);
+    return Measured<BareStepResult>{bare->first, run};
+  }
+
+  // Two bare loops at once, `updates` timed updates each: the machine's
+  // two-worker ceiling with free synchronisation.
+  absl::StatusOr<SystemRun> RunBarePair(const BenchmarkModel& model,
+                                        const PoolFiles& pool, int updates,
+                                        const std::string& suffix) {
+    Announce(absl::StrCat(model.name,
+                          ": two bare LibTorch steps at once (no communication), ",
+                          updates, " updates each"));
+    const std::string names[2] = {model.name + "_bare_pair_a" + suffix,
+                                  model.name + "_bare_pair_b" + suffix};
+    absl::StatusOr<std::pair<BareStepResult, double>> second;
+    std::thread other([&] { second = RunOneBare(model, pool, names[1], updates, 0); });
+    absl::StatusOr<std::pair<BareStepResult, double>> first =
+        RunOneBare(model, pool, names[0], updates, 0);
+    other.join();
+    if (!first.ok()) return first.status();
+    if (!second.ok()) return second.status();
+    SystemRun run = FromBarePair(first->first, second->first);
+    run.set_wall_seconds(std::max(first->second, second->second));
+    run.set_log_path(Path("logs", names[0] + ".log"));
+    run.set_result_path(Path("runs", names[0] + ".json"));
+    Done(run);
+    return run;
+  }
+
+  absl::StatusOr<SystemRun> RunOurs(const BenchmarkModel& model, int world,
+                                    int updates, const std::string& suffix) {
+    const std::string name = absl::StrCat(model.name, "_ours_", world, "w", suffix);
+    const std::string config_path = Path("configs", name + ".pbtxt");
+    const std::string run_dir = Path("runs", name);
+    const std::string log_path = Path("logs", name + ".log");
+    Announce(absl::StrCat(model.name, ": this project, ", world, " worker(s), ",
+                          updates, " updates"));
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(
+        TrainerConfig(base_, model, world, updates), &text);
+    std::error_code ignored;
+    fs::create_directories(fs::path(config_path).parent_path(), ignored);
+    if (absl::Status s = WriteFileAtomically(
+            config_path,
+            absl::StrCat("# Generated by //bench:scaling from ",
+                         programs_.base_config, "\n", text));
+        !s.ok()) {
+      return s;
+    }
+    absl::StatusOr<double> wall = RunChild(
+        {programs_.train, "--config=" + config_path, "--out=" + run_dir},
+        log_path, run_dir);
+    if (!wall.ok()) return wall.status();
+    // One worker: the trainer writes the one-worker reference.
+    const std::string summary_path =
+        (fs::path(run_dir) / (world == 1 ? "reference/run_summary.json"
+                                         : "run_summary.json"))
+            .string();
+    RunSummary summary;
+    if (absl::Status s = ReadJsonFile(summary_path, &summary); !s.ok()) return s;
+    if (summary.updates() != updates || summary.world_size() != world) {
+      return absl::InternalError(absl::StrCat(
+          summary_path, ": ", summary.updates(), " updates on ",
+          summary.world_size(), " workers, but the benchmark asked for ",
+          updates, " on ", world, " (see ", config_path, ")"));
+    }
+    SystemRun run = FromRunSummary(summary);
+    run.set_wall_seconds(*wall);
+    run.set_log_path(log_path);
+    run.set_result_path(summary_path);
+    Done(run);
+    return run;
+  }
+
+  absl::StatusOr<Measured<DdpBaselineResult>> RunDdp(const BenchmarkModel& model,
+                                                     const PoolFiles& pool, int world,
+                                                     int updates,
+                                                     const std::string& suffix) {
+    const std::string name = absl::StrCat(model.name, "_ddp_", world, "w", suffix);
+    const std::string result_path = Path("runs", name + ".json");
+    const std::string log_path = Path("logs", name + ".log");
+    const int no_sync = settings_.smoke
+                            ? kWarmupUpdates + kTimingWindow
+                            : std::max(kWarmupUpdates + kTimingWindow, updates / 3);
+    Announce(absl::StrCat(model.name, ": PyTorch DDP, ", world, " worker(s), ",
+                          updates, " + ", no_sync, " no_sync updates"));
+    std::vector<std::string> argv = {programs_.python};
+    for (std::string& arg : DdpArguments(programs_.ddp_script, model,
+                                         base_.optimizer(), pool, world, updates,
+                                         no_sync, result_path)) {
+      argv.push_back(std::move(arg));
+    }
+    absl::StatusOr<double> wall = RunChild(argv, log_path, result_path);
+    if (!wall.ok()) return wall.status();
+    DdpBaselineResult result;
+    if (absl::Status s = ReadJsonFile(result_path, &result); !s.ok()) return s;
+    SystemRun run = FromDdp(result);
+    run.set_wall_seconds(*wall);
+    run.set_log_path(log_path);
+    run.set_result_path(result_path);
+    Done(run);
+    return Measured<DdpBaselineResult>{result, run};
+  }
+
+  Programs programs_;
+  Settings settings_;
+  TrainingConfig base_;
+  int step_ = 0;
+};
+
+ScalingRunner::ScalingRunner(Programs programs, Settings settings, TrainingConfig base)
+    : impl_(std::make_unique<Impl>(std::move(programs), std::move(settings),
+                                   std::move(base))) {}
+
+ScalingRunner::~ScalingRunner() = default;
+
+absl::StatusOr<ModelScaling> ScalingRunner::Run(const BenchmarkModel& model) {
+  return impl_->Run(model);
+}
+
+}  // namespace receipt_parity
