@@ -91,19 +91,34 @@ void LogProgress(int64_t total, int64_t planned, int epoch, double loss_share,
             << std::max<double>(0, (planned - total) * elapsed / run_updates) << " s";
 }
 
+// What a run needs before its first update.
+struct RunInputs {
+  ReceiptSplit data;
+  RunPlugins plugins;
+  std::shared_ptr<Classifier> model;
+};
+
+absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded) {
+  const TrainingConfig& config = loaded.config;
+  RunInputs inputs;
+  absl::StatusOr<ReceiptSplit> data = LoadReceipts(config.data());
+  if (!data.ok()) return loaded.locator->Locate(data.status());
+  inputs.data = std::move(*data);
+  absl::StatusOr<RunPlugins> plugins = CreateRunPlugins(loaded);
+  if (!plugins.ok()) return plugins.status();
+  inputs.plugins = std::move(*plugins);
+  const int side = inputs.data.image_size;
+  absl::StatusOr<std::shared_ptr<Classifier>> model = BuildClassifier(
+      config.model(), {1, side, side}, kNumLabels, config.seeds().model_init());
+  if (!model.ok()) return loaded.locator->Locate(model.status());
+  inputs.model = std::move(*model);
+  return inputs;
+}
+
 }  // namespace
 
 absl::Status CheckRunnable(const LoadedConfig& loaded) {
-  const TrainingConfig& config = loaded.config;
-  absl::StatusOr<ReceiptSplit> data = LoadReceipts(config.data());
-  if (!data.ok()) return loaded.locator->Locate(data.status());
-  absl::StatusOr<RunPlugins> plugins = CreateRunPlugins(loaded);
-  if (!plugins.ok()) return plugins.status();
-  absl::StatusOr<std::shared_ptr<Classifier>> model = BuildClassifier(
-      config.model(), {1, data->image_size, data->image_size}, kNumLabels,
-      config.seeds().model_init());
-  if (!model.ok()) return loaded.locator->Locate(model.status());
-  return absl::OkStatus();
+  return PrepareRun(loaded).status();
 }
 
 absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
@@ -114,8 +129,11 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   const bool writer = rank == 0;
   at::set_num_threads(config.run().intra_op_threads());
 
-  absl::StatusOr<ReceiptSplit> data = LoadReceipts(config.data());
-  if (!data.ok()) return loaded.locator->Locate(data.status());
+  absl::StatusOr<RunInputs> inputs = PrepareRun(loaded);
+  if (!inputs.ok()) return inputs.status();
+  const ReceiptSplit* data = &inputs->data;
+  RunPlugins* plugins = &inputs->plugins;
+  Classifier& model = *inputs->model;
   const ExampleTensors train = ToTensors(data->train, data->image_size);
   const ExampleTensors validation = ToTensors(data->validation, data->image_size);
   std::vector<std::string> train_ids, validation_ids;
@@ -126,13 +144,6 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   }
   for (const ReceiptExample& e : data->validation) validation_ids.push_back(e.receipt_id);
 
-  absl::StatusOr<RunPlugins> plugins = CreateRunPlugins(loaded);
-  if (!plugins.ok()) return plugins.status();
-  absl::StatusOr<std::shared_ptr<Classifier>> built = BuildClassifier(
-      config.model(), {1, data->image_size, data->image_size}, kNumLabels,
-      config.seeds().model_init());
-  if (!built.ok()) return loaded.locator->Locate(built.status());
-  Classifier& model = **built;
   RunManifest manifest = MakeRunManifest(loaded, model, *data, world);
 
   if (options.process_group != nullptr) {
