@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "study/subprocess.h"
+#include "trainer/subprocess.h"
 
 namespace receipt_parity {
 namespace {

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "io/atomic_file.h"
 #include "study/study_layout.h"
-#include "study/subprocess.h"
+#include "trainer/subprocess.h"
 #include "study/trade_report_stage.h"
 
 namespace receipt_parity {

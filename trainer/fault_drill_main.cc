@@ -16,8 +16,6 @@
 // Exit codes: 0 recovery verified (nothing lost, the first resumed update
 // and the final parameters bitwise equal to the uninterrupted run); 3 it
 // was not; 2 bad input; 1 a run failed unexpectedly.
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -41,7 +39,7 @@
 #include "trainer/command_line.h"
 #include "trainer/config_loader.h"
 #include "trainer/first_step_record.h"
-#include "trainer/launcher.h"
+#include "trainer/subprocess.h"
 
 ABSL_FLAG(std::string, config, "", "Training config with checkpoint.every_updates > 0.");
 ABSL_FLAG(std::string, out, "", "Output folder.");
@@ -69,29 +67,15 @@ class Trace {
   std::string text_;
 };
 
-// Runs the train binary with `args`, output to `log`; returns the wait status.
-absl::StatusOr<int> RunTrain(const std::string& train,
-                             const std::vector<std::string>& args,
-                             const std::string& log) {
-  pid_t pid = fork();
-  if (pid < 0) return absl::InternalError("fork failed");
-  if (pid == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-    }
-    std::vector<std::string> storage = {train};
-    storage.insert(storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(train.c_str(), argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return status;
+// Runs the train binary with `args`, its output in `log` (started afresh).
+absl::StatusOr<ProcessExit> RunTrain(const std::string& train,
+                                     const std::vector<std::string>& args,
+                                     const std::string& log) {
+  std::error_code ignored;
+  fs::remove(log, ignored);
+  std::vector<std::string> argv = {train};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProcess({std::move(argv), log});
 }
 
 std::string LastLineWith(const std::string& log, const std::string& needle) {
@@ -191,20 +175,20 @@ int Main(const std::string& self) {
   trace.Line(absl::StrCat("[1/3] interrupted run in ", interrupted, ": rank ", kill_rank,
                           " will SIGKILL itself at ", kill_point, " of generation ",
                           kill_generation));
-  absl::StatusOr<int> killed = RunTrain(
+  absl::StatusOr<ProcessExit> killed = RunTrain(
       train, {config_flag, "--out=" + interrupted, absl::StrCat("--kill_rank=", kill_rank),
               "--kill_point=" + kill_point,
               absl::StrCat("--kill_generation=", kill_generation)},
       out + "/interrupted_run.log");
   if (!killed.ok()) return Fail(killed.status());
-  if (WIFEXITED(*killed) && WEXITSTATUS(*killed) == 0) {
+  if (killed->ok()) {
     return Fail(absl::FailedPreconditionError(absl::StrCat(
         "the run finished without reaching generation ", kill_generation,
         "'s save: lower --kill_generation or raise the run's updates")));
   }
   const std::string fault_line = LastLineWith(out + "/interrupted_run.log", "fault injection:");
   std::string how = LastLineWith(out + "/interrupted_run.log", "was killed by signal");
-  if (how.empty()) how = "the train process " + DescribeWaitStatus(*killed);
+  if (how.empty()) how = "the train process " + killed->Describe();
   if (size_t at = how.find("rank "); at != std::string::npos) how = how.substr(at);
   report.set_killed_how(how);
   trace.Line("  " + fault_line.substr(fault_line.find("] ") + 2));
@@ -222,12 +206,12 @@ int Main(const std::string& self) {
 
   // 2. The restart.
   trace.Line(absl::StrCat("[2/3] restart in ", interrupted));
-  absl::StatusOr<int> restarted =
+  absl::StatusOr<ProcessExit> restarted =
       RunTrain(train, {config_flag, "--out=" + interrupted}, out + "/restart_run.log");
   if (!restarted.ok()) return Fail(restarted.status());
-  if (!WIFEXITED(*restarted) || WEXITSTATUS(*restarted) != 0) {
+  if (!restarted->ok()) {
     return Fail(absl::InternalError(absl::StrCat(
-        "the restart ", DescribeWaitStatus(*restarted), "; see ", out, "/restart_run.log")));
+        "the restart ", restarted->Describe(), "; see ", out, "/restart_run.log")));
   }
   ResumeRecord resume;
   if (absl::Status s = ReadJsonFile(interrupted + artifacts_of + "/resume.json", &resume);
@@ -253,13 +237,14 @@ int Main(const std::string& self) {
   report.set_compared_update(compared);
   trace.Line(absl::StrCat("[3/3] uninterrupted run in ", uninterrupted,
                           ", recording update ", compared));
-  absl::StatusOr<int> clean = RunTrain(
+  absl::StatusOr<ProcessExit> clean = RunTrain(
       train, {config_flag, "--out=" + uninterrupted, absl::StrCat("--record_update=", compared)},
       out + "/uninterrupted_run.log");
   if (!clean.ok()) return Fail(clean.status());
-  if (!WIFEXITED(*clean) || WEXITSTATUS(*clean) != 0) {
+  if (!clean->ok()) {
     return Fail(absl::InternalError(absl::StrCat(
-        "the uninterrupted run ", DescribeWaitStatus(*clean))));
+        "the uninterrupted run ", clean->Describe(), "; see ", out,
+        "/uninterrupted_run.log")));
   }
   const std::string record = absl::StrCat("/update-", compared, ".json");
   FirstStep resumed_update, reference_update;

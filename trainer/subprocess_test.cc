@@ -1,4 +1,4 @@
-#include "study/subprocess.h"
+#include "trainer/subprocess.h"
 
 #include <filesystem>
 #include <string>

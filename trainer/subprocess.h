@@ -1,11 +1,12 @@
 // Running one of the project's binaries as a child process and waiting for
-// it: the study's stages are real programs, not library calls.
+// it: the study's stages, the benchmark's runs and the fault drill's runs
+// are real programs, not library calls.
 //
 // The child's stdout and stderr are appended to a log file (so the study's
 // own output stays one line per stage); when the child fails, the error
 // carries the command, how it ended and the last lines of that log.
-#ifndef RECEIPT_PARITY_STUDY_SUBPROCESS_H_
-#define RECEIPT_PARITY_STUDY_SUBPROCESS_H_
+#ifndef RECEIPT_PARITY_TRAINER_SUBPROCESS_H_
+#define RECEIPT_PARITY_TRAINER_SUBPROCESS_H_
 
 #include <string>
 #include <vector>
@@ -53,4 +54,4 @@ std::string LastLines(const std::string& path, int max_lines);
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_STUDY_SUBPROCESS_H_
+#endif  // RECEIPT_PARITY_TRAINER_SUBPROCESS_H_

@@ -1,4 +1,4 @@
-#include "study/subprocess.h"
+#include "trainer/subprocess.h"
 
 #include <fcntl.h>
 #include <spawn.h>
