@@ -33,7 +33,7 @@
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "bench/median.h"
+#include "trainer/run_summary_builder.h"
 #include "bench/receipt_pool.h"
 #include "data/label_map.h"
 #include "bench/scaling_report.pb.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "bench/median.h"
+#include "trainer/run_summary_builder.h"
 
 namespace receipt_parity {
 namespace {
