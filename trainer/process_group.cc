@@ -108,6 +108,25 @@ absl::Status AgreeOnStart(
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<std::string>> GatherBytesOnRankZero(
+    c10d::Store& store, const std::string& prefix, int rank, int world_size,
+    const std::string& mine) {
+  if (absl::Status s = StoreSet(store, absl::StrCat(prefix, "/", rank), mine); !s.ok()) {
+    return s;
+  }
+  std::vector<std::string> all;
+  if (rank != 0) return all;
+  for (int r = 0; r < world_size; ++r) {
+    absl::StatusOr<std::string> bytes = StoreGet(store, absl::StrCat(prefix, "/", r));
+    if (!bytes.ok()) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "rank ", r, " never published ", prefix, ": ", bytes.status().message()));
+    }
+    all.push_back(std::move(*bytes));
+  }
+  return all;
+}
+
 absl::StatusOr<int> PickFreePort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return absl::InternalError("cannot open a socket");

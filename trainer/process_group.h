@@ -22,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "trainer/distributed_env.h"
 
 namespace receipt_parity {
@@ -50,6 +51,32 @@ absl::Status StoreSet(c10d::Store& store, const std::string& key,
                       const std::string& value);
 // Waits (up to the store's timeout) for `key`.
 absl::StatusOr<std::string> StoreGet(c10d::Store& store, const std::string& key);
+
+// Every rank publishes `mine` under "<prefix>/<rank>"; rank 0 waits (up to
+// the store's timeout) for every rank's and gets them in rank order; the
+// other ranks get an empty vector. DeadlineExceeded names a rank that never
+// published, DataLoss one whose bytes do not parse.
+absl::StatusOr<std::vector<std::string>> GatherBytesOnRankZero(
+    c10d::Store& store, const std::string& prefix, int rank, int world_size,
+    const std::string& mine);
+
+// GatherBytesOnRankZero for a protobuf message.
+template <typename Message>
+absl::StatusOr<std::vector<Message>> GatherOnRankZero(
+    c10d::Store& store, const std::string& prefix, int rank, int world_size,
+    const Message& mine) {
+  absl::StatusOr<std::vector<std::string>> bytes = GatherBytesOnRankZero(
+      store, prefix, rank, world_size, mine.SerializeAsString());
+  if (!bytes.ok()) return bytes.status();
+  std::vector<Message> all(bytes->size());
+  for (size_t r = 0; r < bytes->size(); ++r) {
+    if (!all[r].ParseFromString((*bytes)[r])) {
+      return absl::DataLossError(absl::StrCat(prefix, "/", r, " from rank ", r,
+                                              " does not parse"));
+    }
+  }
+  return all;
+}
 
 // A free TCP port on 127.0.0.1, for a local launcher's MASTER_PORT.
 absl::StatusOr<int> PickFreePort();

@@ -29,8 +29,7 @@ using Clock = std::chrono::steady_clock;
 constexpr char kModelPrefix[] = "model/";
 
 // Shard confirmations through the c10d store: rank r publishes its
-// ShardInfo under ckpt/gen-N/rank-r; rank 0 waits (up to the store's
-// timeout) for every rank's.
+// ShardInfo under ckpt/gen-N/<r>; rank 0 waits for every rank's.
 class StoreConfirmations : public ShardConfirmations {
  public:
   StoreConfirmations(c10d::Store& store, int64_t generation, int rank, int world)
@@ -38,32 +37,11 @@ class StoreConfirmations : public ShardConfirmations {
 
   absl::StatusOr<std::vector<ShardInfo>> GatherOnRankZero(
       const ShardInfo& mine) override {
-    if (absl::Status s = StoreSet(store_, Key(rank_), mine.SerializeAsString());
-        !s.ok()) {
-      return s;
-    }
-    if (rank_ != 0) return std::vector<ShardInfo>{};
-    std::vector<ShardInfo> all;
-    for (int r = 0; r < world_; ++r) {
-      absl::StatusOr<std::string> bytes = StoreGet(store_, Key(r));
-      if (!bytes.ok()) {
-        return absl::DeadlineExceededError(absl::StrCat(
-            "checkpoint generation ", generation_, ": rank ", r,
-            " never confirmed its shard: ", bytes.status().message()));
-      }
-      ShardInfo info;
-      if (!info.ParseFromString(*bytes)) {
-        return absl::DataLossError(absl::StrCat("rank ", r, "'s confirmation is corrupt"));
-      }
-      all.push_back(info);
-    }
-    return all;
+    return receipt_parity::GatherOnRankZero(
+        store_, absl::StrCat("ckpt/gen-", generation_), rank_, world_, mine);
   }
 
  private:
-  std::string Key(int rank) const {
-    return absl::StrCat("ckpt/gen-", generation_, "/rank-", rank);
-  }
   c10d::Store& store_;
   int64_t generation_;
   int rank_;

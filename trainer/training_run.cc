@@ -63,24 +63,8 @@ double PeakRssMib() {
 absl::StatusOr<std::vector<RankReport>> CollectReports(
     const TrainingRunOptions& options, const RankReport& mine) {
   if (options.process_group == nullptr) return std::vector<RankReport>{mine};
-  c10d::Store& store = *options.process_group->store;
-  if (absl::Status s = StoreSet(store, absl::StrCat("report/", options.rank),
-                                mine.SerializeAsString());
-      !s.ok()) {
-    return s;
-  }
-  std::vector<RankReport> reports;
-  if (options.rank != 0) return reports;
-  for (int r = 0; r < options.world_size; ++r) {
-    absl::StatusOr<std::string> bytes = StoreGet(store, absl::StrCat("report/", r));
-    if (!bytes.ok()) return bytes.status();
-    RankReport report;
-    if (!report.ParseFromString(*bytes)) {
-      return absl::DataLossError(absl::StrCat("rank ", r, "'s report is corrupt"));
-    }
-    reports.push_back(std::move(report));
-  }
-  return reports;
+  return GatherOnRankZero(*options.process_group->store, "report", options.rank,
+                          options.world_size, mine);
 }
 
 void LogProgress(int64_t total, int64_t planned, int epoch, double loss_share,
