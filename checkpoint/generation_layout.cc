@@ -1,13 +1,10 @@
 #include "checkpoint/generation_layout.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -20,7 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr absl::string_view kGenerationPrefix = "gen-";
-constexpr absl::string_view kTempInfix = ".tmp-";
 
 }  // namespace
 
@@ -51,14 +47,6 @@ std::string ShardFileName(int rank) {
 
 std::string GenerationPath(const std::string& root, int64_t generation) {
   return (fs::path(root) / GenerationFolderName(generation)).string();
-}
-
-std::string TempPathFor(const std::string& final_path) {
-  return absl::StrCat(final_path, kTempInfix, getpid());
-}
-
-bool IsTempFileName(absl::string_view name) {
-  return absl::StrContains(name, kTempInfix);
 }
 
 absl::StatusOr<std::vector<GenerationFolder>> ListGenerationFolders(

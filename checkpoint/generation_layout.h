@@ -37,12 +37,6 @@ std::string ShardFileName(int rank);
 // "ROOT/gen-NNNNNN".
 std::string GenerationPath(const std::string& root, int64_t generation);
 
-// FINAL.tmp-PID for the calling process.
-std::string TempPathFor(const std::string& final_path);
-
-// True for names made by TempPathFor.
-bool IsTempFileName(absl::string_view name);
-
 struct GenerationFolder {
   int64_t generation = 0;
   std::string path;

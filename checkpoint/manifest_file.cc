@@ -7,6 +7,7 @@
 #include "checkpoint/generation_layout.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "io/atomic_file.h"
 #include "io/json_file.h"
 
 namespace receipt_parity {
@@ -69,7 +70,7 @@ absl::Status WriteManifest(const std::string& gen_dir,
                            CheckpointManifest manifest,
                            const WriteHooks& hooks) {
   manifest.set_manifest_checksum(ManifestChecksum(manifest));
-  return WriteFileDurably(ManifestPath(gen_dir), ToJson(manifest), hooks);
+  return WriteFileAtomically(ManifestPath(gen_dir), ToJson(manifest), hooks);
 }
 
 absl::StatusOr<CheckpointManifest> ReadManifest(const std::string& gen_dir,

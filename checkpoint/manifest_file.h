@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "checkpoint/durable_write.h"
+#include "io/atomic_file.h"
 #include "checkpoint/manifest.pb.h"
 
 namespace receipt_parity {
@@ -28,7 +28,7 @@ absl::Status CheckShardSet(const std::vector<ShardInfo>& shards,
                            int world_size);
 
 // Sets manifest_checksum and writes `manifest` as JSON to
-// GEN_DIR/MANIFEST through WriteFileDurably (hooks as there).
+// GEN_DIR/MANIFEST through WriteFileAtomically (hooks as there).
 absl::Status WriteManifest(const std::string& gen_dir,
                            CheckpointManifest manifest,
                            const WriteHooks& hooks = {});

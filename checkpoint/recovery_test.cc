@@ -11,6 +11,7 @@
 #include "checkpoint/save_generation.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "io/atomic_file.h"
 #include "gtest/gtest.h"
 #include "io/atomic_file.h"
 

@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checksum.h"
-#include "checkpoint/durable_write.h"
 #include "checkpoint/generation_layout.h"
 #include "io/atomic_file.h"
 
@@ -29,7 +28,7 @@ absl::StatusOr<ShardInfo> WriteShard(const std::string& gen_dir,
   hooks.before_rename = [&] {
     KillIfPlanned(fault, KillPoint::kAfterShardBeforeRename, rank, generation);
   };
-  absl::Status written = WriteFileDurably(
+  absl::Status written = WriteFileAtomically(
       (fs::path(gen_dir) / info.file()).string(), bytes, hooks);
   if (!written.ok()) return written;
   return info;

@@ -15,7 +15,7 @@
 namespace receipt_parity {
 
 // Writes `bytes` to GEN_DIR/ShardFileName(rank): temp name, fsync, rename,
-// folder fsync (checkpoint/durable_write.h). `fault` may kill the process
+// folder fsync (io/atomic_file.h). `fault` may kill the process
 // at before_shard (nothing written), mid_shard (half the bytes in the temp
 // file) or after_shard_before_rename, for this `rank` and `generation`.
 // Returns the file's name, size and checksum: once it returns, the shard is

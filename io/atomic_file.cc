@@ -9,17 +9,56 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace receipt_parity {
 namespace {
 
-absl::Status ErrnoError(const std::string& what, const std::string& path) {
+constexpr absl::string_view kTempInfix = ".tmp-";
+
+absl::Status ErrnoError(absl::string_view what, const std::string& path) {
   return absl::InternalError(
       absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
 }
 
+// Writes all of `bytes` to `fd` and fsyncs it.
+absl::Status WriteAndSync(int fd, absl::string_view bytes,
+                          const std::string& path) {
+  while (!bytes.empty()) {
+    ssize_t n = write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("cannot write", path);
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  if (fsync(fd) != 0) return ErrnoError("cannot fsync", path);
+  return absl::OkStatus();
+}
+
+// Opens, fills and closes the temp file; the caller removes it on error.
+absl::Status WriteTemp(const std::string& tmp, absl::string_view bytes,
+                       const WriteHooks& hooks) {
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("cannot create", tmp);
+  const size_t half = bytes.size() / 2;
+  absl::Status status = WriteAndSync(fd, bytes.substr(0, half), tmp);
+  if (status.ok() && hooks.after_half) hooks.after_half();
+  if (status.ok()) status = WriteAndSync(fd, bytes.substr(half), tmp);
+  if (close(fd) != 0 && status.ok()) status = ErrnoError("cannot close", tmp);
+  return status;
+}
+
 }  // namespace
+
+std::string TempPathFor(const std::string& final_path) {
+  return absl::StrCat(final_path, kTempInfix, getpid());
+}
+
+bool IsTempFileName(absl::string_view name) {
+  return absl::StrContains(name, kTempInfix);
+}
 
 absl::Status SyncDirectory(const std::string& dir) {
   int fd = open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
@@ -31,35 +70,17 @@ absl::Status SyncDirectory(const std::string& dir) {
 }
 
 absl::Status WriteFileAtomically(const std::string& path,
-                                 const std::string& contents) {
-  const std::string tmp = absl::StrCat(path, ".tmp-", getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("cannot create", tmp);
-  const char* data = contents.data();
-  size_t left = contents.size();
-  while (left > 0) {
-    ssize_t n = write(fd, data, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      absl::Status error = ErrnoError("cannot write", tmp);
-      close(fd);
-      unlink(tmp.c_str());
-      return error;
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
+                                 absl::string_view contents,
+                                 const WriteHooks& hooks) {
+  const std::string tmp = TempPathFor(path);
+  absl::Status status = WriteTemp(tmp, contents, hooks);
+  if (status.ok() && hooks.before_rename) hooks.before_rename();
+  if (status.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
+    status = ErrnoError("cannot rename onto", path);
   }
-  if (fsync(fd) != 0) {
-    absl::Status error = ErrnoError("cannot fsync", tmp);
-    close(fd);
+  if (!status.ok()) {
     unlink(tmp.c_str());
-    return error;
-  }
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    absl::Status error = ErrnoError("cannot rename onto", path);
-    unlink(tmp.c_str());
-    return error;
+    return status;
   }
   return SyncDirectory(std::filesystem::path(path).parent_path().string());
 }

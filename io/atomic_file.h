@@ -1,22 +1,46 @@
 // Files that are either wholly there or not there at all.
 //
-// WriteFileAtomically writes `path.tmp-<pid>`, fsyncs it, renames it over
-// `path` and fsyncs the folder, so a reader (or a restart after a crash)
-// sees the old contents or the new ones, never a torn file.
+// WriteFileAtomically is the project's one durable-write routine: it writes
+// TempPathFor(path), fsyncs it, renames it over `path` and fsyncs the
+// folder, so a reader (or a restart after a crash) sees the old contents or
+// the new ones, never a torn file. Checkpoint shards and MANIFESTs use it
+// with hooks at the two moments a save can be interrupted, so fault
+// injection can kill the process there (checkpoint/fault_injection.h).
 #ifndef RECEIPT_PARITY_IO_ATOMIC_FILE_H_
 #define RECEIPT_PARITY_IO_ATOMIC_FILE_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace receipt_parity {
 
-// Errors name the path and carry strerror's text. On error the temporary
-// file is removed and `path` is untouched.
+struct WriteHooks {
+  // Called once the first half of the bytes (size / 2) is written to the
+  // temp file and fsynced.
+  std::function<void()> after_half;
+  // Called once all bytes are in the temp file and fsynced, before the
+  // rename.
+  std::function<void()> before_rename;
+};
+
+// FINAL.tmp-PID for the calling process: where WriteFileAtomically stages
+// `final_path`.
+std::string TempPathFor(const std::string& final_path);
+
+// True for names made by TempPathFor.
+bool IsTempFileName(absl::string_view name);
+
+// Writes `contents` to TempPathFor(path), fsyncs it, renames it to `path`
+// and fsyncs the folder of `path`. An existing file at `path` is replaced.
+// Errors (Internal) name the path and carry strerror's text; on error the
+// temporary file is removed and `path` is left as it was.
 absl::Status WriteFileAtomically(const std::string& path,
-                                 const std::string& contents);
+                                 absl::string_view contents,
+                                 const WriteHooks& hooks = {});
 
 // fsync of a folder, so a rename or unlink inside it is durable.
 absl::Status SyncDirectory(const std::string& dir);

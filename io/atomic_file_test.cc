@@ -38,6 +38,32 @@ TEST(AtomicFileTest, FailureLeavesTheOldFileAndNamesThePath) {
   EXPECT_THAT(status.message(), ::testing::HasSubstr("missing-folder"));
 }
 
+TEST(AtomicFileTest, StagesUnderATempNameThatIsRecognised) {
+  const std::string path = TestDir() + "/staged.txt";
+  std::string staged_at;
+  bool staged_existed = false;
+  WriteHooks hooks;
+  hooks.before_rename = [&] {
+    staged_at = TempPathFor(path);
+    staged_existed = fs::exists(staged_at) && !fs::exists(path);
+  };
+  ASSERT_TRUE(WriteFileAtomically(path, "staged", hooks).ok());
+  EXPECT_TRUE(staged_existed);
+  EXPECT_FALSE(fs::exists(staged_at));
+  EXPECT_TRUE(IsTempFileName(fs::path(staged_at).filename().string()));
+  EXPECT_FALSE(IsTempFileName("shard-rank-00000.pt"));
+  EXPECT_EQ(*ReadFileToString(path), "staged");
+}
+
+TEST(AtomicFileTest, HalfwayHookSeesHalfTheBytesInTheTempFile) {
+  const std::string path = TestDir() + "/half.txt";
+  std::string seen;
+  WriteHooks hooks;
+  hooks.after_half = [&] { seen = *ReadFileToString(TempPathFor(path)); };
+  ASSERT_TRUE(WriteFileAtomically(path, "0123456789", hooks).ok());
+  EXPECT_EQ(seen, "01234");
+}
+
 TEST(AtomicFileTest, ReadingAMissingFileIsNotFound) {
   auto contents = ReadFileToString(TestDir() + "/nope");
   EXPECT_EQ(contents.status().code(), absl::StatusCode::kNotFound);
