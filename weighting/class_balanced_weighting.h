@@ -36,7 +36,6 @@ class ClassBalancedWeighting : public LossWeighting {
   // has no valid slot.
   std::vector<double> Weights(const UpdateComposition& update,
                               int rank) const override;
-  bool NormalisedGlobally() const override { return true; }
 
   // c_k for every class of `class_counts`.
   std::vector<double> ClassWeights(

@@ -20,7 +20,6 @@ class GlobalCountWeighting : public LossWeighting {
   // w_i = valid_i / |A|; all zeros when |A| = 0.
   std::vector<double> Weights(const UpdateComposition& update,
                               int rank) const override;
-  bool NormalisedGlobally() const override { return true; }
 };
 
 }  // namespace receipt_parity

@@ -22,7 +22,6 @@ TEST(GlobalCountWeightingTest, UnequalSplitWeighsEveryExampleByTheGlobalCount) {
   EXPECT_THAT(weighting.Weights(update, 0),
               ElementsAre(DoubleEq(0.25), DoubleEq(0.25), DoubleEq(0.25)));
   EXPECT_THAT(weighting.Weights(update, 1), ElementsAre(DoubleEq(0.25)));
-  EXPECT_TRUE(weighting.NormalisedGlobally());
 }
 
 TEST(GlobalCountWeightingTest, MaskedSlotsWeighZeroAndDoNotCount) {

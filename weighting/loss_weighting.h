@@ -43,10 +43,6 @@ class LossWeighting {
   // REQUIRES: 0 <= rank < update.by_rank.size().
   virtual std::vector<double> Weights(const UpdateComposition& update,
                                       int rank) const = 0;
-
-  // Whether the weights of all ranks' slots sum to 1 over the update (the
-  // effective-batch rule holds with a SUM reducer).
-  virtual bool NormalisedGlobally() const = 0;
 };
 
 }  // namespace receipt_parity

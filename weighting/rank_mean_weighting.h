@@ -22,7 +22,6 @@ class RankMeanWeighting : public LossWeighting {
   // w_i = valid_i / |A_rank|; all zeros when |A_rank| = 0.
   std::vector<double> Weights(const UpdateComposition& update,
                               int rank) const override;
-  bool NormalisedGlobally() const override { return false; }
 };
 
 }  // namespace receipt_parity

@@ -22,7 +22,6 @@ TEST(RankMeanWeightingTest, EachRankWeighsByItsOwnCount) {
   // The lone example of rank 1 weighs as much as rank 0's three together:
   // the error plain DDP averaging makes with unequal local batches.
   EXPECT_THAT(weighting.Weights(update, 1), ElementsAre(DoubleEq(1.0)));
-  EXPECT_FALSE(weighting.NormalisedGlobally());
 }
 
 TEST(RankMeanWeightingTest, MaskedSlotsWeighZeroAndDoNotCount) {
