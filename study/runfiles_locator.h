@@ -17,9 +17,15 @@ namespace receipt_parity {
 
 class RunfilesLocator {
  public:
-  // `argv0` is main's argv[0]. Errors: NotFound when the binary has neither
-  // a runfiles folder nor a runfiles manifest (e.g. it was copied away from
-  // bazel-bin/).
+  // `argv0` is main's argv[0], relative to the directory the program
+  // started in. Exports RUNFILES_DIR / RUNFILES_MANIFEST_FILE (absolute) to
+  // this process's environment, so that the programs it starts, which are
+  // in these runfiles, find the same runfiles (a binary run from another's
+  // runfiles has no <argv0>.runfiles of its own). Errors: NotFound when the
+  // binary has neither a runfiles folder nor a runfiles manifest (e.g. it
+  // was copied away from bazel-bin/).
+  // REQUIRES: called before the working directory changes, and while no
+  // other thread reads the environment.
   static absl::StatusOr<RunfilesLocator> Create(const char* argv0);
 
   // The absolute path of `path`, given relative to the workspace root (e.g.

@@ -1,8 +1,8 @@
 // bazel run //trainer:fault_drill -- --config=CONFIG --out=DIR
 //     [--kill_point=mid_shard] [--kill_rank=1] [--kill_generation=2]
 //
-// Three real runs of //trainer:train (sibling binary), each its own
-// processes:
+// Three real runs of //trainer:train (found in this binary's runfiles),
+// each its own processes:
 //   1. DIR/interrupted: a rank SIGKILLs itself at --kill_point of
 //      generation --kill_generation's save; the launcher reports the death;
 //   2. the restart in the same folder: it must resume from the newest
@@ -16,8 +16,6 @@
 // Exit codes: 0 recovery verified (nothing lost, the first resumed update
 // and the final parameters bitwise equal to the uninterrupted run); 3 it
 // was not; 2 bad input; 1 a run failed unexpectedly.
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +33,7 @@
 #include "io/atomic_file.h"
 #include "io/json_file.h"
 #include "parity/tensor_comparison.h"
+#include "study/runfiles_locator.h"
 #include "trainer/artifacts.pb.h"
 #include "trainer/command_line.h"
 #include "trainer/config_loader.h"
@@ -122,7 +121,11 @@ absl::StatusOr<TensorListComparison> Compare(const FirstStep& a, const FirstStep
   return CompareTensors(*x, *y, 0, 0);
 }
 
-int Main(const std::string& self) {
+int Main(const char* argv0) {
+  // The train binary is a sibling in this binary's runfiles (its `data`).
+  absl::StatusOr<RunfilesLocator> runfiles = RunfilesLocator::Create(argv0);
+  if (!runfiles.ok()) return Fail(runfiles.status());
+  const std::string train = runfiles->Locate("trainer/train");
   ChangeToCallersDirectory();
   const std::string config_path = absl::GetFlag(FLAGS_config);
   const std::string out = absl::GetFlag(FLAGS_out);
@@ -148,7 +151,6 @@ int Main(const std::string& self) {
     return Fail(absl::InvalidArgumentError(absl::StrCat(
         "--kill_rank=", kill_rank, ": the config has ", config.world_size(), " rank(s)")));
   }
-  const std::string train = (fs::path(self).parent_path() / "train").string();
   if (!fs::exists(train)) {
     return Fail(absl::NotFoundError(absl::StrCat("the train binary is not at ", train)));
   }
@@ -308,8 +310,5 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  self[n > 0 ? n : 0] = '\0';
-  return receipt_parity::Main(self);
+  return receipt_parity::Main(argv[0]);
 }
