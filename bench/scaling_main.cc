@@ -45,9 +45,9 @@
 #include "bench/scaling_report_builder.h"
 #include "bench/scaling_runs.h"
 #include "bench/scaling_table.h"
+#include "cli/runfiles_locator.h"
 #include "io/atomic_file.h"
 #include "io/json_file.h"
-#include "study/runfiles_locator.h"
 
 ABSL_FLAG(std::string, out, "out/scaling",
           "Output folder, relative to the directory `bazel run` was started "

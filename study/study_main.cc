@@ -20,9 +20,9 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
+#include "cli/runfiles_locator.h"
 #include "glog/logging.h"
 #include "io/json_file.h"
-#include "study/runfiles_locator.h"
 #include "study/stage_runner.h"
 #include "study/study_layout.h"
 #include "study/study_stages.h"
@@ -49,8 +49,8 @@ absl::StatusOr<StudyPrograms> FindPrograms(const char* argv0) {
   StudyPrograms programs;
   programs.train = runfiles->Locate("trainer/train");
   programs.parity = runfiles->Locate("trainer/parity");
-  programs.fault_drill = runfiles->Locate("trainer/fault_drill");
-  programs.sampler_audit = runfiles->Locate("samplers/audit");
+  programs.fault_drill = runfiles->Locate("drill/fault_drill");
+  programs.sampler_audit = runfiles->Locate("audit/audit");
   programs.configs_dir =
       fs::path(runfiles->Locate("configs/one_worker.pbtxt")).parent_path().string();
   return programs;

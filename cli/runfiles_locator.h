@@ -1,8 +1,8 @@
 // Paths a binary started by `bazel run` (or straight from bazel-bin/) needs:
 // the programs and data in its runfiles (the `data` of its target), and
 // the user's own paths on its command line.
-#ifndef RECEIPT_PARITY_STUDY_RUNFILES_LOCATOR_H_
-#define RECEIPT_PARITY_STUDY_RUNFILES_LOCATOR_H_
+#ifndef RECEIPT_PARITY_CLI_RUNFILES_LOCATOR_H_
+#define RECEIPT_PARITY_CLI_RUNFILES_LOCATOR_H_
 
 #include <memory>
 #include <string>
@@ -48,4 +48,4 @@ std::string UserPath(const std::string& path);
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_STUDY_RUNFILES_LOCATOR_H_
+#endif  // RECEIPT_PARITY_CLI_RUNFILES_LOCATOR_H_

@@ -1,4 +1,4 @@
-#include "study/runfiles_locator.h"
+#include "cli/runfiles_locator.h"
 
 #include <stdlib.h>
 

@@ -6,7 +6,9 @@ import subprocess
 import sys
 import unittest
 
-import integration_support as support
+# //trainer:integration_support, from this test's runfiles.
+sys.path.insert(0, os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"], "trainer"))
+import integration_support as support  # pylint: disable=wrong-import-position
 
 DRILL = os.path.abspath(sys.argv.pop(1))
 POINTS = ("before_shard", "mid_shard", "after_shard_before_rename",

@@ -1,4 +1,4 @@
-#include "trainer/launcher.h"
+#include "runtime/launcher.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
-#include "trainer/distributed_env.h"
+#include "runtime/distributed_env.h"
 
 namespace receipt_parity {
 namespace {

@@ -29,16 +29,16 @@
 #include "checkpoint/fault_injection.h"
 #include "checkpoint/generation_layout.h"
 #include "checkpoint/recovery.h"
+#include "cli/command_line.h"
+#include "cli/runfiles_locator.h"
 #include "glog/logging.h"
 #include "io/atomic_file.h"
 #include "io/json_file.h"
 #include "parity/tensor_comparison.h"
-#include "study/runfiles_locator.h"
+#include "runtime/subprocess.h"
 #include "trainer/artifacts.pb.h"
-#include "trainer/command_line.h"
 #include "trainer/config_loader.h"
 #include "trainer/first_step_record.h"
-#include "trainer/subprocess.h"
 
 ABSL_FLAG(std::string, config, "", "Training config with checkpoint.every_updates > 0.");
 ABSL_FLAG(std::string, out, "", "Output folder.");

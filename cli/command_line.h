@@ -5,8 +5,8 @@
 // timed out, an I/O error); 2 bad input (flags, config, data, plugin
 // library), named with its file, line and field; 3 the program ran but the
 // property it checks (parity, recovery) does not hold.
-#ifndef RECEIPT_PARITY_TRAINER_COMMAND_LINE_H_
-#define RECEIPT_PARITY_TRAINER_COMMAND_LINE_H_
+#ifndef RECEIPT_PARITY_CLI_COMMAND_LINE_H_
+#define RECEIPT_PARITY_CLI_COMMAND_LINE_H_
 
 #include "absl/status/status.h"
 
@@ -30,4 +30,4 @@ int ReportFailure(const absl::Status& status);
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_COMMAND_LINE_H_
+#endif  // RECEIPT_PARITY_CLI_COMMAND_LINE_H_
