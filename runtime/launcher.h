@@ -39,9 +39,6 @@ struct LaunchResult {
 absl::Status LaunchLocalWorkers(const LaunchOptions& options,
                                 LaunchResult* result);
 
-// "exited with status 2" / "was killed by signal 9 (Killed)".
-std::string DescribeWaitStatus(int wait_status);
-
 }  // namespace receipt_parity
 
 #endif  // RECEIPT_PARITY_RUNTIME_LAUNCHER_H_

@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "runtime/launcher.h"
+#include "runtime/wait_status.h"
 
 extern char** environ;
 
