@@ -16,9 +16,13 @@ inline constexpr int kExitRunFailed = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitCheckFailed = 3;
 
-// Under `bazel run` a binary starts in its runfiles folder; paths on the
-// command line are the caller's. Changes to $BUILD_WORKING_DIRECTORY when
-// it is set (a warning if that fails), else does nothing.
+// The one way the binaries resolve the user's paths. Under `bazel run` a
+// binary starts in its runfiles folder; paths on the command line are the
+// caller's. Changes to $BUILD_WORKING_DIRECTORY when it is set (a warning
+// if that fails), else does nothing; afterwards a relative path on the
+// command line means what the user meant. A binary that also finds
+// programs in its runfiles creates its RunfilesLocator
+// (cli/runfiles_locator.h) first.
 void ChangeToCallersDirectory();
 
 // kExitBadInput for InvalidArgument and NotFound, kExitRunFailed otherwise.

@@ -40,13 +40,4 @@ std::string RunfilesLocator::Locate(const std::string& path) const {
       .string();
 }
 
-std::string UserPath(const std::string& path) {
-  fs::path p = path;
-  if (p.is_relative()) {
-    const char* user_dir = std::getenv("BUILD_WORKING_DIRECTORY");
-    p = (user_dir != nullptr ? fs::path(user_dir) : fs::current_path()) / p;
-  }
-  return p.lexically_normal().string();
-}
-
 }  // namespace receipt_parity

@@ -1,6 +1,8 @@
-// Paths a binary started by `bazel run` (or straight from bazel-bin/) needs:
-// the programs and data in its runfiles (the `data` of its target), and
-// the user's own paths on its command line.
+// The one way a binary finds its sibling programs and data: through its
+// runfiles (the `data` of its target), whether it was started by `bazel
+// run`, from bazel-bin/, by a test, or by another binary from that one's
+// runfiles. The user's own paths on the command line are another matter:
+// ChangeToCallersDirectory (cli/command_line.h) makes them work as given.
 #ifndef RECEIPT_PARITY_CLI_RUNFILES_LOCATOR_H_
 #define RECEIPT_PARITY_CLI_RUNFILES_LOCATOR_H_
 
@@ -40,11 +42,6 @@ class RunfilesLocator {
 
   std::shared_ptr<const bazel::tools::cpp::runfiles::Runfiles> runfiles_;
 };
-
-// `path` made absolute against the folder the user started `bazel run`
-// from (BUILD_WORKING_DIRECTORY), or the current folder outside `bazel
-// run`; normalised. An absolute path is only normalised.
-std::string UserPath(const std::string& path);
 
 }  // namespace receipt_parity
 

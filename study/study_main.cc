@@ -20,6 +20,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
+#include "cli/command_line.h"
 #include "cli/runfiles_locator.h"
 #include "glog/logging.h"
 #include "io/json_file.h"
@@ -40,30 +41,28 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kExitStageFailed = 1;
-constexpr int kExitBadInput = 2;
-
-absl::StatusOr<StudyPrograms> FindPrograms(const char* argv0) {
-  absl::StatusOr<RunfilesLocator> runfiles = RunfilesLocator::Create(argv0);
-  if (!runfiles.ok()) return runfiles.status();
+StudyPrograms FindPrograms(const RunfilesLocator& runfiles) {
   StudyPrograms programs;
-  programs.train = runfiles->Locate("trainer/train");
-  programs.parity = runfiles->Locate("trainer/parity");
-  programs.fault_drill = runfiles->Locate("drill/fault_drill");
-  programs.sampler_audit = runfiles->Locate("audit/audit");
+  programs.train = runfiles.Locate("trainer/train");
+  programs.parity = runfiles.Locate("trainer/parity");
+  programs.fault_drill = runfiles.Locate("drill/fault_drill");
+  programs.sampler_audit = runfiles.Locate("audit/audit");
   programs.configs_dir =
-      fs::path(runfiles->Locate("configs/one_worker.pbtxt")).parent_path().string();
+      fs::path(runfiles.Locate("configs/one_worker.pbtxt")).parent_path().string();
   return programs;
 }
 
 int Main(const char* argv0) {
-  absl::StatusOr<StudyPrograms> programs = FindPrograms(argv0);
-  if (!programs.ok()) {
-    std::cerr << "study: " << programs.status().message() << std::endl;
+  absl::StatusOr<RunfilesLocator> runfiles = RunfilesLocator::Create(argv0);
+  if (!runfiles.ok()) {
+    std::cerr << "study: " << runfiles.status().message() << std::endl;
     return kExitBadInput;
   }
+  const StudyPrograms programs = FindPrograms(*runfiles);
+  ChangeToCallersDirectory();
   StudyOptions options;
-  options.out_dir = UserPath(absl::GetFlag(FLAGS_out));
+  options.out_dir =
+      fs::absolute(absl::GetFlag(FLAGS_out)).lexically_normal().string();
   if (options.out_dir.size() > 1 && options.out_dir.back() == '/') {
     options.out_dir.pop_back();
   }
@@ -76,10 +75,10 @@ int Main(const char* argv0) {
             << "/ (each program's output in "
             << (fs::path(options.out_dir) / study_layout::kLogsDir).string()
             << "/)" << std::endl;
-  if (absl::Status s = RunStages(StudyStages(*programs, options), &std::cout);
+  if (absl::Status s = RunStages(StudyStages(programs, options), &std::cout);
       !s.ok()) {
     std::cerr << "study FAILED: " << s.message() << std::endl;
-    return kExitStageFailed;
+    return kExitRunFailed;
   }
   const fs::path out(options.out_dir);
   TradeReport report;
@@ -87,7 +86,7 @@ int Main(const char* argv0) {
           ReadJsonFile((out / study_layout::kTradeReportJson).string(), &report);
       !s.ok()) {
     std::cerr << "study: " << s.message() << std::endl;
-    return kExitStageFailed;
+    return kExitRunFailed;
   }
   std::cout << "\ntrade report: "
             << (out / study_layout::kTradeReportMarkdown).string()
