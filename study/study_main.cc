@@ -1,4 +1,4 @@
-// The study (issue 7), as //trainer:study:
+// The study (issue 7), as //study:study (also //trainer:study):
 //
 //   bazel run //trainer:study -- --out=out/study
 //
@@ -23,12 +23,8 @@
 #include "cli/command_line.h"
 #include "cli/runfiles_locator.h"
 #include "glog/logging.h"
-#include "io/json_file.h"
-#include "study/stage_runner.h"
-#include "study/study_layout.h"
+#include "study/study_driver.h"
 #include "study/study_stages.h"
-#include "study/trade_report.pb.h"
-#include "study/trade_report_markdown.h"
 
 ABSL_FLAG(std::string, out, "out/study",
           "The study folder, relative to the directory `bazel run` was "
@@ -41,24 +37,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-StudyPrograms FindPrograms(const RunfilesLocator& runfiles) {
-  StudyPrograms programs;
-  programs.train = runfiles.Locate("trainer/train");
-  programs.parity = runfiles.Locate("trainer/parity");
-  programs.fault_drill = runfiles.Locate("drill/fault_drill");
-  programs.sampler_audit = runfiles.Locate("audit/audit");
-  programs.configs_dir =
-      fs::path(runfiles.Locate("configs/one_worker.pbtxt")).parent_path().string();
-  return programs;
-}
-
 int Main(const char* argv0) {
   absl::StatusOr<RunfilesLocator> runfiles = RunfilesLocator::Create(argv0);
   if (!runfiles.ok()) {
     std::cerr << "study: " << runfiles.status().message() << std::endl;
     return kExitBadInput;
   }
-  const StudyPrograms programs = FindPrograms(*runfiles);
+  const StudyPrograms programs = StudyProgramsIn(*runfiles);
   ChangeToCallersDirectory();
   StudyOptions options;
   options.out_dir =
@@ -67,35 +52,7 @@ int Main(const char* argv0) {
     options.out_dir.pop_back();
   }
   options.audit_seed = absl::GetFlag(FLAGS_audit_seed);
-  if (absl::Status s = PrepareStudyFolder(options.out_dir); !s.ok()) {
-    std::cerr << "study: " << s.message() << std::endl;
-    return kExitBadInput;
-  }
-  std::cout << "study: writing into " << options.out_dir
-            << "/ (each program's output in "
-            << (fs::path(options.out_dir) / study_layout::kLogsDir).string()
-            << "/)" << std::endl;
-  if (absl::Status s = RunStages(StudyStages(programs, options), &std::cout);
-      !s.ok()) {
-    std::cerr << "study FAILED: " << s.message() << std::endl;
-    return kExitRunFailed;
-  }
-  const fs::path out(options.out_dir);
-  TradeReport report;
-  if (absl::Status s =
-          ReadJsonFile((out / study_layout::kTradeReportJson).string(), &report);
-      !s.ok()) {
-    std::cerr << "study: " << s.message() << std::endl;
-    return kExitRunFailed;
-  }
-  std::cout << "\ntrade report: "
-            << (out / study_layout::kTradeReportMarkdown).string()
-            << "\n  picture:    "
-            << (out / study_layout::kTradeReportPicture).string()
-            << "\n  figures:    "
-            << (out / study_layout::kTradeReportJson).string() << "\n\n"
-            << TradeReportHeadline(report) << std::flush;
-  return 0;
+  return RunStudy(programs, options, std::cout, std::cerr);
 }
 
 }  // namespace
