@@ -45,9 +45,10 @@
 #include "bench/scaling_report_builder.h"
 #include "bench/scaling_runs.h"
 #include "bench/scaling_table.h"
+#include "cli/command_line.h"
+#include "cli/runfiles_locator.h"
 #include "io/atomic_file.h"
 #include "io/json_file.h"
-#include "study/runfiles_locator.h"
 
 ABSL_FLAG(std::string, out, "out/scaling",
           "Output folder, relative to the directory `bazel run` was started "
@@ -78,23 +79,22 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kExitRunFailed = 1;
-constexpr int kExitBadInput = 2;
 constexpr char kThreadSettings[] =
     "one intra-op thread per worker (at::set_num_threads(1), "
     "torch.set_num_threads(1)); OMP_NUM_THREADS=OPENBLAS_NUM_THREADS="
     "MKL_NUM_THREADS=1 in every process";
 
-absl::StatusOr<Programs> FindPrograms(const char* argv0) {
-  absl::StatusOr<RunfilesLocator> runfiles = RunfilesLocator::Create(argv0);
-  if (!runfiles.ok()) return runfiles.status();
+// REQUIRES: ChangeToCallersDirectory ran (--base_config is the user's path).
+Programs FindPrograms(const RunfilesLocator& runfiles) {
   Programs p;
-  p.train = runfiles->Locate("trainer/train");
-  p.bare = runfiles->Locate("bench/bare_libtorch_step");
-  p.ddp_script = runfiles->Locate("bench/ddp_baseline.py");
+  p.train = runfiles.Locate("trainer/train");
+  p.bare = runfiles.Locate("bench/bare_libtorch_step");
+  p.ddp_script = runfiles.Locate("bench/ddp_baseline.py");
   p.base_config = absl::GetFlag(FLAGS_base_config).empty()
-                      ? runfiles->Locate("configs/one_worker.pbtxt")
-                      : UserPath(absl::GetFlag(FLAGS_base_config));
+                      ? runfiles.Locate("configs/one_worker.pbtxt")
+                      : fs::absolute(absl::GetFlag(FLAGS_base_config))
+                            .lexically_normal()
+                            .string();
   p.python = absl::GetFlag(FLAGS_python);
   return p;
 }
@@ -160,18 +160,20 @@ int Main(int argc, char** argv) {
     std::cerr << "error: " << s.message() << std::endl;
     return kExitBadInput;
   }
-  absl::StatusOr<Programs> programs = FindPrograms(argv[0]);
-  if (!programs.ok()) {
-    std::cerr << "error: " << programs.status().message() << std::endl;
+  absl::StatusOr<RunfilesLocator> runfiles = RunfilesLocator::Create(argv[0]);
+  if (!runfiles.ok()) {
+    std::cerr << "error: " << runfiles.status().message() << std::endl;
     return kExitBadInput;
   }
-  absl::StatusOr<std::string> base_text = ReadFileToString(programs->base_config);
+  ChangeToCallersDirectory();
+  const Programs programs = FindPrograms(*runfiles);
+  absl::StatusOr<std::string> base_text = ReadFileToString(programs.base_config);
   if (!base_text.ok()) {
     std::cerr << "error: " << base_text.status().message() << std::endl;
     return kExitBadInput;
   }
   absl::StatusOr<TrainingConfig> base =
-      ParseBaseConfig(*base_text, programs->base_config);
+      ParseBaseConfig(*base_text, programs.base_config);
   if (!base.ok()) {
     std::cerr << "error: " << base.status().message() << std::endl;
     return kExitBadInput;
@@ -182,7 +184,7 @@ int Main(int argc, char** argv) {
     return kExitBadInput;
   }
   Settings settings;
-  settings.out_dir = UserPath(absl::GetFlag(FLAGS_out));
+  settings.out_dir = fs::absolute(absl::GetFlag(FLAGS_out)).lexically_normal().string();
   settings.smoke = absl::GetFlag(FLAGS_smoke);
   settings.rounds = settings.smoke ? 1 : absl::GetFlag(FLAGS_rounds);
   settings.seconds_per_run = absl::GetFlag(FLAGS_seconds_per_run);
@@ -199,7 +201,7 @@ int Main(int argc, char** argv) {
   std::cout << "scaling benchmark: writing into " << settings.out_dir
             << "/ (logs in " << settings.out_dir << "/logs/)" << std::endl;
   const Clock::time_point start = Clock::now();
-  ScalingRunner benchmark(*programs, settings, *base);
+  ScalingRunner benchmark(programs, settings, *base);
   for (const BenchmarkModel& model : *models) {
     absl::StatusOr<ModelScaling> scaling = benchmark.Run(model);
     if (!scaling.ok()) {

@@ -20,7 +20,7 @@
 #include "google/protobuf/text_format.h"
 #include "io/atomic_file.h"
 #include "io/json_file.h"
-#include "trainer/subprocess.h"
+#include "runtime/subprocess.h"
 #include "trainer/artifacts.pb.h"
 
 namespace receipt_parity {

@@ -5,7 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/atomic_file.h"
-#include "plugins/test_options.pb.h"
+#include "io/json_file_test.pb.h"
 
 namespace receipt_parity {
 namespace {
@@ -13,13 +13,13 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(JsonFileTest, PrintsDefaultsWithProtoFieldNames) {
-  testing::OtherOptions message;
+  io_testing::Counter message;
   EXPECT_THAT(ToJson(message), HasSubstr("\"value\": 0"));
 }
 
 TEST(JsonFileTest, MapsPrintSortedByKeySoOutputIsByteStable) {
-  testing::MapHolder a;
-  testing::MapHolder b;
+  io_testing::MapHolder a;
+  io_testing::MapHolder b;
   for (int i = 0; i < 50; ++i) (*a.mutable_entries())[std::to_string(i)] = i;
   for (int i = 49; i >= 0; --i) (*b.mutable_entries())[std::to_string(i)] = i;
   const std::string json = ToJson(a);
@@ -29,10 +29,10 @@ TEST(JsonFileTest, MapsPrintSortedByKeySoOutputIsByteStable) {
 
 TEST(JsonFileTest, RoundTripsThroughAFile) {
   const std::string path = ::testing::TempDir() + "/round_trip.json";
-  testing::GreeterOptions written;
+  io_testing::Greeting written;
   written.set_greeting("hi");
   ASSERT_TRUE(WriteJsonFile(path, written).ok());
-  testing::GreeterOptions read;
+  io_testing::Greeting read;
   ASSERT_TRUE(ReadJsonFile(path, &read).ok());
   EXPECT_EQ(read.greeting(), "hi");
 }
@@ -40,7 +40,7 @@ TEST(JsonFileTest, RoundTripsThroughAFile) {
 TEST(JsonFileTest, BadJsonNamesTheFile) {
   const std::string path = ::testing::TempDir() + "/bad.json";
   ASSERT_TRUE(WriteFileAtomically(path, "{\"greeting\": 3, ").ok());
-  testing::GreeterOptions read;
+  io_testing::Greeting read;
   absl::Status status = ReadJsonFile(path, &read);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr(path));
@@ -49,7 +49,7 @@ TEST(JsonFileTest, BadJsonNamesTheFile) {
 TEST(JsonFileTest, UnknownKeysAreErrors) {
   const std::string path = ::testing::TempDir() + "/unknown.json";
   ASSERT_TRUE(WriteFileAtomically(path, "{\"greting\": \"hi\"}").ok());
-  testing::GreeterOptions read;
+  io_testing::Greeting read;
   EXPECT_FALSE(ReadJsonFile(path, &read).ok());
 }
 

@@ -16,6 +16,17 @@ namespace receipt_parity {
 
 absl::Status RunOnLocalGroup(int world_size, const LocalRankBody& body,
                              absl::Duration timeout) {
+  return RunOnLocalGroupWithStore(
+      world_size,
+      [&body](int rank, c10d::Store&, c10d::ProcessGroup& group) {
+        return body(rank, group);
+      },
+      timeout);
+}
+
+absl::Status RunOnLocalGroupWithStore(int world_size,
+                                      const LocalRankBodyWithStore& body,
+                                      absl::Duration timeout) {
   if (world_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("local process group: world size must be >= 1, got ",
@@ -56,7 +67,7 @@ absl::Status RunOnLocalGroup(int world_size, const LocalRankBody& body,
         return;
       }
       try {
-        statuses[rank] = body(rank, *groups[rank]);
+        statuses[rank] = body(rank, *store, *groups[rank]);
       } catch (const std::exception& e) {
         statuses[rank] = CollectiveErrorToStatus(e, "rank body");
       }

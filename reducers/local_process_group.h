@@ -20,12 +20,17 @@
 
 namespace c10d {
 class ProcessGroup;
+class Store;
 }  // namespace c10d
 
 namespace receipt_parity {
 
 using LocalRankBody =
     std::function<absl::Status(int rank, c10d::ProcessGroup& group)>;
+// A rank's body that also uses the store the groups rendezvoused through,
+// as a real rank uses its TCPStore (start agreement, gathers on rank 0).
+using LocalRankBodyWithStore = std::function<absl::Status(
+    int rank, c10d::Store& store, c10d::ProcessGroup& group)>;
 
 // Builds world_size ProcessGroupGloo ranks (concurrently: construction
 // rendezvouses), runs body(rank, group) on each rank's thread, waits for
@@ -40,6 +45,12 @@ using LocalRankBody =
 // InvalidArgument if world_size < 1 or timeout is not positive.
 absl::Status RunOnLocalGroup(int world_size, const LocalRankBody& body,
                              absl::Duration timeout = absl::Seconds(30));
+
+// RunOnLocalGroup, each rank's body also given the one in-memory store that
+// every rank shares (thread-safe; reads wait up to `timeout` for a key).
+absl::Status RunOnLocalGroupWithStore(int world_size,
+                                      const LocalRankBodyWithStore& body,
+                                      absl::Duration timeout = absl::Seconds(30));
 
 }  // namespace receipt_parity
 

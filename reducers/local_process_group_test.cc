@@ -2,10 +2,12 @@
 
 #include <atomic>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -45,6 +47,26 @@ TEST(LocalProcessGroupTest, RanksSeeTheirRankAndSizeAndCanAllreduce) {
           << "world " << world << " rank " << r;
     }
   }
+}
+
+TEST(LocalProcessGroupTest, EveryRankSeesTheOneSharedStore) {
+  constexpr int kWorld = 3;
+  std::vector<std::string> seen_by_last(kWorld);
+  absl::Status status = RunOnLocalGroupWithStore(
+      kWorld, [&](int rank, c10d::Store& store, c10d::ProcessGroup& group) {
+        const std::string mine = absl::StrCat("from ", rank);
+        store.set(absl::StrCat("test/", rank),
+                  std::vector<uint8_t>(mine.begin(), mine.end()));
+        if (rank != kWorld - 1) return absl::OkStatus();
+        for (int r = 0; r < kWorld; ++r) {
+          const std::vector<uint8_t> value = store.get(absl::StrCat("test/", r));
+          seen_by_last[r] = std::string(value.begin(), value.end());
+        }
+        return group.getSize() == kWorld ? absl::OkStatus()
+                                         : absl::InternalError("wrong size");
+      });
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_THAT(seen_by_last, ::testing::ElementsAre("from 0", "from 1", "from 2"));
 }
 
 TEST(LocalProcessGroupTest, ReturnsTheLowestFailingRanksStatus) {

@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "trainer/subprocess.h"
+#include "runtime/subprocess.h"
 
 namespace receipt_parity {
 namespace {

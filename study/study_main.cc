@@ -1,4 +1,4 @@
-// The study (issue 7), as //trainer:study:
+// The study (issue 7), as //study:study (also //trainer:study):
 //
 //   bazel run //trainer:study -- --out=out/study
 //
@@ -20,14 +20,11 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
+#include "cli/command_line.h"
+#include "cli/runfiles_locator.h"
 #include "glog/logging.h"
-#include "io/json_file.h"
-#include "study/runfiles_locator.h"
-#include "study/stage_runner.h"
-#include "study/study_layout.h"
+#include "study/study_driver.h"
 #include "study/study_stages.h"
-#include "study/trade_report.pb.h"
-#include "study/trade_report_markdown.h"
 
 ABSL_FLAG(std::string, out, "out/study",
           "The study folder, relative to the directory `bazel run` was "
@@ -40,63 +37,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kExitStageFailed = 1;
-constexpr int kExitBadInput = 2;
-
-absl::StatusOr<StudyPrograms> FindPrograms(const char* argv0) {
-  absl::StatusOr<RunfilesLocator> runfiles = RunfilesLocator::Create(argv0);
-  if (!runfiles.ok()) return runfiles.status();
-  StudyPrograms programs;
-  programs.train = runfiles->Locate("trainer/train");
-  programs.parity = runfiles->Locate("trainer/parity");
-  programs.fault_drill = runfiles->Locate("trainer/fault_drill");
-  programs.sampler_audit = runfiles->Locate("samplers/audit");
-  programs.configs_dir =
-      fs::path(runfiles->Locate("configs/one_worker.pbtxt")).parent_path().string();
-  return programs;
-}
-
 int Main(const char* argv0) {
-  absl::StatusOr<StudyPrograms> programs = FindPrograms(argv0);
-  if (!programs.ok()) {
-    std::cerr << "study: " << programs.status().message() << std::endl;
+  absl::StatusOr<RunfilesLocator> runfiles = RunfilesLocator::Create(argv0);
+  if (!runfiles.ok()) {
+    std::cerr << "study: " << runfiles.status().message() << std::endl;
     return kExitBadInput;
   }
+  const StudyPrograms programs = StudyProgramsIn(*runfiles);
+  ChangeToCallersDirectory();
   StudyOptions options;
-  options.out_dir = UserPath(absl::GetFlag(FLAGS_out));
+  options.out_dir =
+      fs::absolute(absl::GetFlag(FLAGS_out)).lexically_normal().string();
   if (options.out_dir.size() > 1 && options.out_dir.back() == '/') {
     options.out_dir.pop_back();
   }
   options.audit_seed = absl::GetFlag(FLAGS_audit_seed);
-  if (absl::Status s = PrepareStudyFolder(options.out_dir); !s.ok()) {
-    std::cerr << "study: " << s.message() << std::endl;
-    return kExitBadInput;
-  }
-  std::cout << "study: writing into " << options.out_dir
-            << "/ (each program's output in "
-            << (fs::path(options.out_dir) / study_layout::kLogsDir).string()
-            << "/)" << std::endl;
-  if (absl::Status s = RunStages(StudyStages(*programs, options), &std::cout);
-      !s.ok()) {
-    std::cerr << "study FAILED: " << s.message() << std::endl;
-    return kExitStageFailed;
-  }
-  const fs::path out(options.out_dir);
-  TradeReport report;
-  if (absl::Status s =
-          ReadJsonFile((out / study_layout::kTradeReportJson).string(), &report);
-      !s.ok()) {
-    std::cerr << "study: " << s.message() << std::endl;
-    return kExitStageFailed;
-  }
-  std::cout << "\ntrade report: "
-            << (out / study_layout::kTradeReportMarkdown).string()
-            << "\n  picture:    "
-            << (out / study_layout::kTradeReportPicture).string()
-            << "\n  figures:    "
-            << (out / study_layout::kTradeReportJson).string() << "\n\n"
-            << TradeReportHeadline(report) << std::flush;
-  return 0;
+  return RunStudy(programs, options, std::cout, std::cerr);
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "io/atomic_file.h"
+#include "runtime/subprocess.h"
 #include "study/study_layout.h"
-#include "trainer/subprocess.h"
 #include "study/trade_report_stage.h"
 
 namespace receipt_parity {

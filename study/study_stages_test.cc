@@ -1,6 +1,7 @@
 #include "study/study_stages.h"
 
 #include <filesystem>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -52,13 +53,22 @@ TEST(PrepareStudyFolderTest, CreatesAMissingFolder) {
 TEST(PrepareStudyFolderTest, EmptiesAFolderAPreviousStudyMade) {
   const std::string out = FreshDir("previous");
   ASSERT_TRUE(PrepareStudyFolder(out).ok());
+  // What a previous study left: top-level artifacts, a stage folder with a
+  // run inside, a log.
   fs::create_directories(out + "/two_worker/reference");
+  fs::create_directories(out + "/logs");
   ASSERT_TRUE(WriteFileAtomically(out + "/parity.json", "{}").ok());
+  ASSERT_TRUE(WriteFileAtomically(out + "/validation.json", "{}").ok());
+  ASSERT_TRUE(WriteFileAtomically(out + "/two_worker/reference/first_step.json", "{}").ok());
+  ASSERT_TRUE(WriteFileAtomically(out + "/logs/two_worker.log", "old").ok());
   ASSERT_TRUE(PrepareStudyFolder(out).ok());
   EXPECT_FALSE(fs::exists(out + "/parity.json"));
   EXPECT_FALSE(fs::exists(out + "/validation.json"));
   EXPECT_FALSE(fs::exists(out + "/two_worker"));
+  EXPECT_FALSE(fs::exists(out + "/logs"));
   EXPECT_TRUE(fs::exists(out + "/" + study_layout::kMarker));
+  // Emptied, not removed: the marker is all that is left.
+  EXPECT_EQ(std::distance(fs::directory_iterator(out), fs::directory_iterator()), 1);
 }
 
 TEST(PrepareStudyFolderTest, RefusesAFolderItDidNotMake) {

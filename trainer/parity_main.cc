@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cli/command_line.h"
 #include "data/label_map.h"
 #include "data/receipt_dataset.h"
 #include "glog/logging.h"
@@ -33,7 +34,6 @@
 #include "plugins/plugin_registry.h"
 #include "plugins/plugin_selection.h"
 #include "samplers/sampler_policy.h"
-#include "trainer/command_line.h"
 #include "trainer/config_loader.h"
 #include "trainer/receipt_tensors.h"
 

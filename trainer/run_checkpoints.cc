@@ -18,9 +18,9 @@
 #include "checkpoint/save_generation.h"
 #include "checkpoint/shard_state.h"
 #include "glog/logging.h"
+#include "runtime/process_group.h"
 #include "trainer/config_loader.h"
 #include "trainer/optimizer_state.h"
-#include "trainer/process_group.h"
 
 namespace receipt_parity {
 namespace {

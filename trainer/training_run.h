@@ -24,8 +24,8 @@
 
 #include "absl/status/statusor.h"
 #include "checkpoint/fault_injection.h"
+#include "runtime/process_group.h"
 #include "trainer/config_loader.h"
-#include "trainer/process_group.h"
 
 namespace receipt_parity {
 

@@ -5,8 +5,8 @@
 // timed out, an I/O error); 2 bad input (flags, config, data, plugin
 // library), named with its file, line and field; 3 the program ran but the
 // property it checks (parity, recovery) does not hold.
-#ifndef RECEIPT_PARITY_TRAINER_COMMAND_LINE_H_
-#define RECEIPT_PARITY_TRAINER_COMMAND_LINE_H_
+#ifndef RECEIPT_PARITY_CLI_COMMAND_LINE_H_
+#define RECEIPT_PARITY_CLI_COMMAND_LINE_H_
 
 #include "absl/status/status.h"
 
@@ -16,9 +16,13 @@ inline constexpr int kExitRunFailed = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitCheckFailed = 3;
 
-// Under `bazel run` a binary starts in its runfiles folder; paths on the
-// command line are the caller's. Changes to $BUILD_WORKING_DIRECTORY when
-// it is set (a warning if that fails), else does nothing.
+// The one way the binaries resolve the user's paths. Under `bazel run` a
+// binary starts in its runfiles folder; paths on the command line are the
+// caller's. Changes to $BUILD_WORKING_DIRECTORY when it is set (a warning
+// if that fails), else does nothing; afterwards a relative path on the
+// command line means what the user meant. A binary that also finds
+// programs in its runfiles creates its RunfilesLocator
+// (cli/runfiles_locator.h) first.
 void ChangeToCallersDirectory();
 
 // kExitBadInput for InvalidArgument and NotFound, kExitRunFailed otherwise.
@@ -30,4 +34,4 @@ int ReportFailure(const absl::Status& status);
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_COMMAND_LINE_H_
+#endif  // RECEIPT_PARITY_CLI_COMMAND_LINE_H_

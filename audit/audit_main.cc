@@ -21,6 +21,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
+#include "cli/command_line.h"
 #include "data/receipt_dataset.h"
 #include "glog/logging.h"
 #include "google/protobuf/descriptor.h"
@@ -30,7 +31,6 @@
 #include "plugins/plugin_selection.h"
 #include "samplers/audit.h"
 #include "samplers/sampler_policy.h"
-#include "trainer/command_line.h"
 #include "trainer/config_loader.h"
 
 ABSL_FLAG(int32_t, num_ids, -1, "Examples in the dataset (ids 0..n-1).");

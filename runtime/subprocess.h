@@ -5,8 +5,8 @@
 // The child's stdout and stderr are appended to a log file (so the study's
 // own output stays one line per stage); when the child fails, the error
 // carries the command, how it ended and the last lines of that log.
-#ifndef RECEIPT_PARITY_TRAINER_SUBPROCESS_H_
-#define RECEIPT_PARITY_TRAINER_SUBPROCESS_H_
+#ifndef RECEIPT_PARITY_RUNTIME_SUBPROCESS_H_
+#define RECEIPT_PARITY_RUNTIME_SUBPROCESS_H_
 
 #include <string>
 #include <vector>
@@ -54,4 +54,4 @@ std::string LastLines(const std::string& path, int max_lines);
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_SUBPROCESS_H_
+#endif  // RECEIPT_PARITY_RUNTIME_SUBPROCESS_H_

@@ -9,8 +9,8 @@
 // The Gloo transport device: GLOO_SOCKET_IFNAME names the interface (as in
 // PyTorch); otherwise loopback for a loopback MASTER_ADDR, else the address
 // this host uses to reach MASTER_ADDR.
-#ifndef RECEIPT_PARITY_TRAINER_PROCESS_GROUP_H_
-#define RECEIPT_PARITY_TRAINER_PROCESS_GROUP_H_
+#ifndef RECEIPT_PARITY_RUNTIME_PROCESS_GROUP_H_
+#define RECEIPT_PARITY_RUNTIME_PROCESS_GROUP_H_
 
 #include <chrono>
 #include <string>
@@ -23,7 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "trainer/distributed_env.h"
+#include "runtime/distributed_env.h"
 
 namespace receipt_parity {
 
@@ -83,4 +83,4 @@ absl::StatusOr<int> PickFreePort();
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_PROCESS_GROUP_H_
+#endif  // RECEIPT_PARITY_RUNTIME_PROCESS_GROUP_H_

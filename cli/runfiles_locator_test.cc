@@ -1,4 +1,4 @@
-#include "study/runfiles_locator.h"
+#include "cli/runfiles_locator.h"
 
 #include <stdlib.h>
 
@@ -51,13 +51,40 @@ TEST(RunfilesLocatorTest, ABinaryWithoutRunfilesIsNotFound) {
   EXPECT_THAT(locator.status().message(), HasSubstr("/nonexistent/bin/study"));
 }
 
-TEST(UserPathTest, RelativePathsAreTheUsers) {
-  setenv("BUILD_WORKING_DIRECTORY", "/home/someone/project", 1);
-  EXPECT_EQ(UserPath("out/study"), "/home/someone/project/out/study");
-  EXPECT_EQ(UserPath("./out/../out/study/"), "/home/someone/project/out/study/");
-  EXPECT_EQ(UserPath("/abs/./out"), "/abs/out");
-  unsetenv("BUILD_WORKING_DIRECTORY");
-  EXPECT_EQ(UserPath("out"), (fs::current_path() / "out").string());
+TEST(RunfilesLocatorTest, AnswersStayValidAfterTheDirectoryChanges) {
+  // A binary locates first, then changes to the caller's directory.
+  const fs::path saved = fs::current_path();
+  absl::StatusOr<RunfilesLocator> locator = RunfilesLocator::Create(g_argv0);
+  ASSERT_TRUE(locator.ok()) << locator.status();
+  fs::current_path("/");
+  const std::string config = locator->Locate("configs/one_worker.pbtxt");
+  fs::current_path(saved);
+  EXPECT_TRUE(fs::path(config).is_absolute()) << config;
+  EXPECT_TRUE(fs::is_regular_file(config)) << config;
+}
+
+TEST(RunfilesLocatorTest, ExportsTheRunfilesForTheProgramsItStarts) {
+  // The test's own runfiles folder, <program>.runfiles, found from the
+  // program's path alone (the environment cleared, as under `bazel run`).
+  const std::string runfiles_dir = getenv("TEST_SRCDIR");
+  ASSERT_THAT(runfiles_dir, EndsWith(".runfiles"));
+  const std::string program =
+      runfiles_dir.substr(0, runfiles_dir.size() - std::string(".runfiles").size());
+  unsetenv("RUNFILES_DIR");
+  unsetenv("RUNFILES_MANIFEST_FILE");
+  absl::StatusOr<RunfilesLocator> locator =
+      RunfilesLocator::Create(program.c_str());
+  ASSERT_TRUE(locator.ok()) << locator.status();
+  ASSERT_NE(getenv("RUNFILES_DIR"), nullptr);
+  EXPECT_EQ(fs::path(getenv("RUNFILES_DIR")), fs::path(runfiles_dir));
+  // A sibling started from these runfiles has no <argv0>.runfiles of its
+  // own: it finds them through the inherited environment.
+  absl::StatusOr<RunfilesLocator> sibling =
+      RunfilesLocator::Create("/nonexistent/bin/sibling");
+  ASSERT_TRUE(sibling.ok()) << sibling.status();
+  EXPECT_EQ(sibling->Locate("configs/one_worker.pbtxt"),
+            locator->Locate("configs/one_worker.pbtxt"));
+  EXPECT_TRUE(fs::is_regular_file(sibling->Locate("configs/one_worker.pbtxt")));
 }
 
 }  // namespace

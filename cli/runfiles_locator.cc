@@ -1,6 +1,7 @@
-#include "study/runfiles_locator.h"
+#include "cli/runfiles_locator.h"
 
-#include <cstdlib>
+#include <stdlib.h>
+
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -18,11 +19,17 @@ constexpr char kWorkspace[] = "receipt_parity";
 }  // namespace
 
 absl::StatusOr<RunfilesLocator> RunfilesLocator::Create(const char* argv0) {
+  // Absolute, so that neither Locate's answers nor the exported variables
+  // depend on the working directory a caller changes to later.
+  const std::string program = fs::absolute(argv0).lexically_normal().string();
   std::string error;
-  std::shared_ptr<const Runfiles> runfiles(Runfiles::Create(argv0, &error));
+  std::shared_ptr<const Runfiles> runfiles(Runfiles::Create(program, &error));
   if (runfiles == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("cannot find the runfiles of ", argv0, ": ", error));
+  }
+  for (const auto& [name, value] : runfiles->EnvVars()) {
+    setenv(name.c_str(), value.c_str(), /*overwrite=*/1);
   }
   return RunfilesLocator(std::move(runfiles));
 }
@@ -31,15 +38,6 @@ std::string RunfilesLocator::Locate(const std::string& path) const {
   return fs::absolute(runfiles_->Rlocation(absl::StrCat(kWorkspace, "/", path)))
       .lexically_normal()
       .string();
-}
-
-std::string UserPath(const std::string& path) {
-  fs::path p = path;
-  if (p.is_relative()) {
-    const char* user_dir = std::getenv("BUILD_WORKING_DIRECTORY");
-    p = (user_dir != nullptr ? fs::path(user_dir) : fs::current_path()) / p;
-  }
-  return p.lexically_normal().string();
 }
 
 }  // namespace receipt_parity

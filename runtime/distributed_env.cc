@@ -1,4 +1,4 @@
-#include "trainer/distributed_env.h"
+#include "runtime/distributed_env.h"
 
 #include <cstdlib>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "trainer/subprocess.h"
+#include "runtime/subprocess.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "trainer/launcher.h"
+#include "runtime/wait_status.h"
 
 extern char** environ;
 

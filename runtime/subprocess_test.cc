@@ -1,4 +1,4 @@
-#include "trainer/subprocess.h"
+#include "runtime/subprocess.h"
 
 #include <filesystem>
 #include <string>

@@ -2,11 +2,12 @@
 // MASTER_PORT. When RANK is set, the binary runs as that one rank (under
 // this project's launcher, `torchrun --no-python`, a scheduler, or by hand
 // on several hosts).
-#ifndef RECEIPT_PARITY_TRAINER_DISTRIBUTED_ENV_H_
-#define RECEIPT_PARITY_TRAINER_DISTRIBUTED_ENV_H_
+#ifndef RECEIPT_PARITY_RUNTIME_DISTRIBUTED_ENV_H_
+#define RECEIPT_PARITY_RUNTIME_DISTRIBUTED_ENV_H_
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -29,4 +30,4 @@ std::vector<std::string> ToEnvironmentEntries(const DistributedEnv& env);
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_DISTRIBUTED_ENV_H_
+#endif  // RECEIPT_PARITY_RUNTIME_DISTRIBUTED_ENV_H_

@@ -1,4 +1,4 @@
-#include "trainer/launcher.h"
+#include "runtime/launcher.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -11,7 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
-#include "trainer/distributed_env.h"
+#include "runtime/distributed_env.h"
+#include "runtime/wait_status.h"
 
 namespace receipt_parity {
 namespace {
@@ -42,17 +43,6 @@ pid_t StartWorker(const LaunchOptions& options, int rank) {
 }
 
 }  // namespace
-
-std::string DescribeWaitStatus(int wait_status) {
-  if (WIFEXITED(wait_status)) {
-    return absl::StrCat("exited with status ", WEXITSTATUS(wait_status));
-  }
-  if (WIFSIGNALED(wait_status)) {
-    return absl::StrCat("was killed by signal ", WTERMSIG(wait_status), " (",
-                        strsignal(WTERMSIG(wait_status)), ")");
-  }
-  return absl::StrCat("ended with wait status ", wait_status);
-}
 
 absl::Status LaunchLocalWorkers(const LaunchOptions& options,
                                 LaunchResult* result) {

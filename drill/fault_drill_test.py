@@ -6,7 +6,9 @@ import subprocess
 import sys
 import unittest
 
-import integration_support as support
+# //trainer:integration_support, from this test's runfiles.
+sys.path.insert(0, os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"], "trainer"))
+import integration_support as support  # pylint: disable=wrong-import-position
 
 DRILL = os.path.abspath(sys.argv.pop(1))
 POINTS = ("before_shard", "mid_shard", "after_shard_before_rename",
@@ -54,9 +56,42 @@ class FaultDrillTest(unittest.TestCase):
           trace = open(os.path.join(out, "failure_trace.log")).read()
           self.assertIn("gen-000002 [no MANIFEST]", trace)
           self.assertIn("passed over gen-000002", trace)
-          self.assertFalse(os.path.exists(
-              os.path.join(out, "interrupted", "checkpoints", "gen-000002", "MANIFEST")
-          ) and "before" in point)
+          self.check_left_by_the_kill(report, rank, point)
+          # The restart resumed from the generation before the one being saved.
+          resume = support.load(os.path.join(out, "interrupted", "resume.json"))
+          self.assertEqual(resume["generation"], report["kill_generation"] - 1)
+          self.assertIn("gen-000002: no MANIFEST (partial save)", report["skipped"])
+
+  def check_left_by_the_kill(self, report, rank, point):
+    """The checkpoint folder as the drill listed it right after the killed
+    run, before the restart: generation 1 advertised, generation 2 holding
+    exactly what a death at `point` leaves, and no MANIFEST for it."""
+    folders = {}
+    for line in report["on_disk_after_kill"]:
+      name, files = line.split(": ", 1)
+      folders[name] = [f.split(" (")[0] for f in files.split(", ") if f]
+    self.assertEqual(sorted(folders), ["gen-000001 [advertised]", "gen-000002 [no MANIFEST]"])
+    self.assertIn("MANIFEST", folders["gen-000001 [advertised]"])
+    saving = folders["gen-000002 [no MANIFEST]"]
+    self.assertNotIn("MANIFEST", saving)
+    shard = "shard-rank-%05d.pt" % rank
+    shard_temps = [f for f in saving if f.startswith(shard + ".tmp-")]
+    manifest_temps = [f for f in saving if f.startswith("MANIFEST.tmp-")]
+    if point == "before_shard":
+      self.assertNotIn(shard, saving)
+      self.assertEqual(shard_temps, [])
+    elif point in ("mid_shard", "after_shard_before_rename"):
+      self.assertNotIn(shard, saving)
+      self.assertEqual(len(shard_temps), 1, saving)
+    else:  # before_manifest, mid_manifest: the dying rank's shard is durable
+      self.assertIn(shard, saving)
+      self.assertEqual(shard_temps, [])
+      if rank == 0:  # every shard was confirmed to rank 0
+        self.assertIn("shard-rank-00001.pt", saving)
+    if point == "mid_manifest" and rank == 0:
+      self.assertEqual(len(manifest_temps), 1, saving)
+    else:
+      self.assertEqual(manifest_temps, [])
 
   def test_a_corrupt_newest_generation_falls_back_or_stops(self):
     # Two generations saved, then generation 2's shard of rank 1 corrupted by
@@ -92,6 +127,18 @@ class FaultDrillTest(unittest.TestCase):
     self.assertNotEqual(result.returncode, 0)
     self.assertIn("without reaching generation 999", result.stderr)
     self.assertIsNone(report)
+
+  def test_a_config_the_trainer_refuses_is_bad_input(self):
+    config = support.write(
+        os.path.join(self.tmp, "unknown_sampler.pbtxt"),
+        support.small_config(ids=40, world=2, sampler="round_robin",
+                             extra="checkpoint { every_updates: 2 keep_last: 2 }"))
+    result = subprocess.run([DRILL, "--config=" + config,
+                             "--out=" + os.path.join(self.tmp, "unknown_sampler")],
+                            capture_output=True, text=True, timeout=240)
+    self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+    self.assertIn("no sampler_policy plugin named 'round_robin'", result.stderr)
+    self.assertNotIn("terminate called", result.stderr)
 
   def test_bad_flags(self):
     result, _, _ = self.drill("bad", "--kill_point=halfway")

@@ -1,4 +1,4 @@
-#include "trainer/process_group.h"
+#include "runtime/process_group.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -5,8 +5,8 @@
 // others (SIGTERM, then SIGKILL after `grace`) and reports which rank died
 // and how. Workers also die with the launcher (PR_SET_PDEATHSIG), so none
 // is ever left running.
-#ifndef RECEIPT_PARITY_TRAINER_LAUNCHER_H_
-#define RECEIPT_PARITY_TRAINER_LAUNCHER_H_
+#ifndef RECEIPT_PARITY_RUNTIME_LAUNCHER_H_
+#define RECEIPT_PARITY_RUNTIME_LAUNCHER_H_
 
 #include <chrono>
 #include <string>
@@ -39,9 +39,6 @@ struct LaunchResult {
 absl::Status LaunchLocalWorkers(const LaunchOptions& options,
                                 LaunchResult* result);
 
-// "exited with status 2" / "was killed by signal 9 (Killed)".
-std::string DescribeWaitStatus(int wait_status);
-
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_LAUNCHER_H_
+#endif  // RECEIPT_PARITY_RUNTIME_LAUNCHER_H_

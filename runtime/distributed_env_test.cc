@@ -1,0 +1,122 @@
+#include "runtime/distributed_env.h"
+
+#include <stdlib.h>
+
+#include <map>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace receipt_parity {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr const char* kVariables[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK",
+                                      "MASTER_ADDR", "MASTER_PORT"};
+
+// Each test starts from an environment without the torchrun variables.
+class DistributedEnvTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Clear(); }
+  void TearDown() override { Clear(); }
+
+  static void Clear() {
+    for (const char* name : kVariables) unsetenv(name);
+  }
+  static void Set(const std::map<std::string, std::string>& values) {
+    for (const auto& [name, value] : values) setenv(name.c_str(), value.c_str(), 1);
+  }
+  // The torchrun variables of rank 1 of 2 on host 10.0.0.1:29500.
+  static void SetTorchrunRankOne() {
+    Set({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"},
+         {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}});
+  }
+  static std::string ErrorWith(const std::map<std::string, std::string>& values) {
+    SetTorchrunRankOne();
+    Set(values);
+    absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+    EXPECT_EQ(env.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(env.status().message());
+  }
+};
+
+TEST_F(DistributedEnvTest, WithoutRankTheBinaryIsNotOneRank) {
+  Set({{"WORLD_SIZE", "2"}, {"MASTER_PORT", "29500"}});
+  absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_FALSE(env->has_value());
+}
+
+TEST_F(DistributedEnvTest, ReadsTheTorchrunVariables) {
+  SetTorchrunRankOne();
+  absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+  ASSERT_TRUE(env.ok()) << env.status();
+  ASSERT_TRUE(env->has_value());
+  const DistributedEnv& e = **env;
+  EXPECT_EQ(e.rank, 1);
+  EXPECT_EQ(e.world_size, 2);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.master_addr, "10.0.0.1");
+  EXPECT_EQ(e.master_port, 29500);
+}
+
+TEST_F(DistributedEnvTest, LocalRankDefaultsToTheRank) {
+  SetTorchrunRankOne();
+  unsetenv("LOCAL_RANK");
+  absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ((*env)->local_rank, 1);
+}
+
+TEST_F(DistributedEnvTest, BadValuesNameTheVariable) {
+  EXPECT_EQ(ErrorWith({{"RANK", "2"}}), "RANK=2 is not an integer in [0, 1]");
+  EXPECT_EQ(ErrorWith({{"RANK", "one"}}), "RANK=one is not an integer in [0, 1]");
+  EXPECT_EQ(ErrorWith({{"WORLD_SIZE", "0"}}),
+            "WORLD_SIZE=0 is not an integer in [1, 1048576]");
+  EXPECT_EQ(ErrorWith({{"LOCAL_RANK", "-1"}}),
+            "LOCAL_RANK=-1 is not an integer in [0, 1]");
+  EXPECT_EQ(ErrorWith({{"MASTER_PORT", "70000"}}),
+            "MASTER_PORT=70000 is not an integer in [1, 65535]");
+  EXPECT_EQ(ErrorWith({{"MASTER_PORT", "29500x"}}),
+            "MASTER_PORT=29500x is not an integer in [1, 65535]");
+}
+
+TEST_F(DistributedEnvTest, MissingCompanionsOfRankAreNamed) {
+  for (const char* missing : {"WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
+    SetTorchrunRankOne();
+    unsetenv(missing);
+    absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+    EXPECT_EQ(env.status().code(), absl::StatusCode::kInvalidArgument) << missing;
+    EXPECT_THAT(env.status().message(), HasSubstr(std::string(missing) + " is not set"));
+  }
+  EXPECT_THAT(ErrorWith({{"MASTER_ADDR", ""}}), HasSubstr("MASTER_ADDR is not set"));
+}
+
+TEST_F(DistributedEnvTest, EnvironmentEntriesReadBackAsTheSameEnv) {
+  DistributedEnv written;
+  written.rank = 2;
+  written.world_size = 3;
+  written.local_rank = 0;
+  written.master_addr = "127.0.0.1";
+  written.master_port = 40123;
+  const std::vector<std::string> entries = ToEnvironmentEntries(written);
+  EXPECT_THAT(entries, ElementsAre("RANK=2", "WORLD_SIZE=3", "LOCAL_RANK=0",
+                                   "MASTER_ADDR=127.0.0.1", "MASTER_PORT=40123"));
+  for (const std::string& entry : entries) {
+    const size_t eq = entry.find('=');
+    setenv(entry.substr(0, eq).c_str(), entry.substr(eq + 1).c_str(), 1);
+  }
+  absl::StatusOr<std::optional<DistributedEnv>> read = DistributedEnvFromEnvironment();
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)->rank, written.rank);
+  EXPECT_EQ((*read)->world_size, written.world_size);
+  EXPECT_EQ((*read)->local_rank, written.local_rank);
+  EXPECT_EQ((*read)->master_addr, written.master_addr);
+  EXPECT_EQ((*read)->master_port, written.master_port);
+}
+
+}  // namespace
+}  // namespace receipt_parity
