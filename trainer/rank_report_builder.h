@@ -24,11 +24,11 @@
 
 namespace receipt_parity {
 
-// Updates of an attempt left out of the timings (allocation, first-touch).
-inline constexpr int kWarmupUpdates = 2;
-
 class RankReportBuilder {
  public:
+  // Updates of an attempt left out of the timings (allocation, first-touch).
+  static constexpr int kWarmupUpdates = 2;
+
   RankReportBuilder(int rank, int world_size, int64_t training_views);
 
   // After every completed update of `epoch`; `update_seconds` is its wall

@@ -24,7 +24,7 @@ TEST(RankReportBuilderTest, TimesOnlyTheUpdatesAfterTheWarmup) {
   const RankReport report = builder.Finish({}, 0, "");
   ASSERT_EQ(report.update_loss_size(), 3);
   EXPECT_DOUBLE_EQ(report.update_loss(2), 0.3);
-  ASSERT_EQ(kWarmupUpdates, 2);
+  ASSERT_EQ(RankReportBuilder::kWarmupUpdates, 2);
   ASSERT_EQ(report.timing().update_seconds_size(), 1);
   EXPECT_DOUBLE_EQ(report.timing().update_seconds(0), 0.3);
   EXPECT_DOUBLE_EQ(report.timing().sync_seconds(0), 0.03);
@@ -33,7 +33,7 @@ TEST(RankReportBuilderTest, TimesOnlyTheUpdatesAfterTheWarmup) {
   const RunTotals& totals = builder.totals();
   EXPECT_EQ(totals.world_size, 2);
   EXPECT_EQ(totals.training_views, 47);
-  EXPECT_EQ(totals.warmup_updates, kWarmupUpdates);
+  EXPECT_EQ(totals.warmup_updates, RankReportBuilder::kWarmupUpdates);
   EXPECT_EQ(totals.accepted_per_update, (std::vector<int64_t>{6, 6, 5}));
   EXPECT_EQ(totals.epoch_of_update, (std::vector<int64_t>{0, 0, 1}));
 }

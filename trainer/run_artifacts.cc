@@ -15,7 +15,7 @@ bool ResumeWorthRecording(const ResumeRecord& resume) {
 }
 
 absl::Status WriteRunArtifacts(const std::string& dir,
-                               const RunArtifacts& artifacts) {
+                               const RunArtifactMessages& artifacts) {
   CHECK(artifacts.manifest != nullptr && artifacts.summary != nullptr &&
         artifacts.validation != nullptr && artifacts.audit != nullptr)
       << "WriteRunArtifacts: manifest, summary, validation and audit are required";

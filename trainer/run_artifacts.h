@@ -24,7 +24,7 @@ namespace receipt_parity {
 
 // Not owned. The four every run has are required; nullptr leaves an
 // optional artifact out.
-struct RunArtifacts {
+struct RunArtifactMessages {
   const RunManifest* manifest = nullptr;
   const RunSummary* summary = nullptr;
   const ValidationReport* validation = nullptr;
@@ -42,7 +42,7 @@ bool ResumeWorthRecording(const ResumeRecord& resume);
 // (Internal naming the file); what was written before stays.
 // REQUIRES: manifest, summary, validation and audit are set.
 absl::Status WriteRunArtifacts(const std::string& dir,
-                               const RunArtifacts& artifacts);
+                               const RunArtifactMessages& artifacts);
 
 }  // namespace receipt_parity
 

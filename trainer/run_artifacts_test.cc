@@ -30,8 +30,8 @@ struct Messages {
     resume.set_generation(2);
     first_step.set_world_size(2);
   }
-  RunArtifacts Required() const {
-    RunArtifacts artifacts;
+  RunArtifactMessages Required() const {
+    RunArtifactMessages artifacts;
     artifacts.manifest = &manifest;
     artifacts.summary = &summary;
     artifacts.validation = &validation;
@@ -71,7 +71,7 @@ TEST(RunArtifactsTest, EveryRunWritesItsFourArtifactsIntoANewFolder) {
 TEST(RunArtifactsTest, OptionalArtifactsAreWrittenWhenSet) {
   const Messages m;
   const std::string dir = FreshDir("artifacts_all");
-  RunArtifacts artifacts = m.Required();
+  RunArtifactMessages artifacts = m.Required();
   artifacts.parity = &m.parity;
   artifacts.resume = &m.resume;
   artifacts.first_step = &m.first_step;

@@ -317,7 +317,7 @@ absl::StatusOr<TrainingOutcome> WriteArtifacts(
   summary.set_resumed_from_generation(run.resume.generation());
   summary.set_first_update(static_cast<int32_t>(run.cursor.total_updates));
   *summary.mutable_checkpoint() = cost;
-  RunArtifacts artifacts;
+  RunArtifactMessages artifacts;
   ParityReport parity;
   if (!run.options->reference_dir.empty() && run.fresh()) {
     absl::StatusOr<ParityReport> checked = CheckParity(run, reports, first_step);
