@@ -1,6 +1,7 @@
 #include "parity/simulated_parity.h"
 
 #include <cmath>
+#include <exception>
 #include <numeric>
 #include <utility>
 
@@ -10,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "model/weighted_loss.h"
 #include "parity/tensor_comparison.h"
+#include "reducers/collective_error.h"
 #include "reducers/local_process_group.h"
 
 namespace receipt_parity {
@@ -169,46 +171,42 @@ double Sum(const std::vector<double>& v) {
   return std::accumulate(v.begin(), v.end(), 0.0);
 }
 
-absl::StatusOr<ParityReport> Run(const SimulatedParityRequest& request) {
-  const int world = static_cast<int>(request.split.size());
-  const at::Tensor label_tensor = request.labels.to(at::kCPU).contiguous();
-  const std::vector<int64_t> labels(
-      label_tensor.data_ptr<int64_t>(),
-      label_tensor.data_ptr<int64_t>() + label_tensor.numel());
-  const std::vector<Shard> shards = Shards(request.split);
-  const int total = std::accumulate(request.split.begin(),
-                                    request.split.end(), 0);
-
+// What every report says: the split, the plugins, the tolerances.
+ParityReport ReportHeader(const SimulatedParityRequest& request, int total) {
   ParityReport report;
   report.set_simulated(true);
   report.set_note(kSimulatedParityNote);
   for (int n : request.split) report.add_split(n);
-  report.set_world_size(world);
+  report.set_world_size(static_cast<int>(request.split.size()));
   report.set_weighting(request.weighting_name);
   report.set_reducer(request.reducer_name);
   report.set_rtol(request.rtol);
   report.set_atol(request.atol);
   report.set_partition_matched(request.partition_matched);
   report.set_accepted_examples(total);
+  return report;
+}
 
-  // The reference: one worker holding all N examples.
-  const std::vector<double> one_worker_weights = request.weighting->Weights(
-      Composition(labels, {total}, request.class_counts), 0);
-  absl::StatusOr<NamedTensors> reference =
-      ReferenceGradients(request, one_worker_weights, shards);
-  if (!reference.ok()) return reference.status();
-
-  // The ranks: their own model, shard and weights; backward here.
-  const UpdateComposition update =
-      Composition(labels, request.split, request.class_counts);
+// The simulated ranks: each its own model, shard and weights, its backward
+// run here, and its own reducer.
+struct SimulatedRanks {
   std::vector<std::shared_ptr<Classifier>> models;
   std::vector<std::vector<at::Tensor>> grads;
   std::vector<std::unique_ptr<GradientReducer>> reducers;
-  for (int r = 0; r < world; ++r) {
+};
+
+absl::StatusOr<SimulatedRanks> RankBackwards(const SimulatedParityRequest& request,
+                                             const std::vector<int64_t>& labels,
+                                             const std::vector<Shard>& shards,
+                                             ParityReport* report) {
+  const UpdateComposition update =
+      Composition(labels, request.split, request.class_counts);
+  SimulatedRanks ranks;
+  for (int r = 0; r < static_cast<int>(shards.size()); ++r) {
     absl::StatusOr<std::shared_ptr<Classifier>> model = request.make_model();
     if (!model.ok()) return model.status();
     const std::vector<double> weights = request.weighting->Weights(update, r);
-    report.add_rank_weight_sums(Sum(weights));
+    report->add_rank_weight_sums(Sum(weights));
     absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
         **model, request.inputs.narrow(0, shards[r].begin, shards[r].size),
         request.labels.narrow(0, shards[r].begin, shards[r].size), weights);
@@ -217,19 +215,23 @@ absl::StatusOr<ParityReport> Run(const SimulatedParityRequest& request) {
                           absl::StrCat("rank ", r, ": ",
                                        backward.status().message()));
     }
-    grads.push_back(Gradients(**model));
-    models.push_back(*std::move(model));
+    ranks.grads.push_back(Gradients(**model));
+    ranks.models.push_back(*std::move(model));
     absl::StatusOr<std::unique_ptr<GradientReducer>> reducer =
         request.make_reducer();
     if (!reducer.ok()) return reducer.status();
-    reducers.push_back(*std::move(reducer));
+    ranks.reducers.push_back(*std::move(reducer));
   }
+  return ranks;
+}
 
-  // The configured reducer over a real Gloo group of threads.
+// The configured reducer over a real Gloo group of threads.
+absl::Status ReduceOnLocalGroup(const SimulatedParityRequest& request,
+                                SimulatedRanks& ranks, ParityReport* report) {
   absl::Status reduced = RunOnLocalGroup(
-      world,
+      static_cast<int>(ranks.reducers.size()),
       [&](int rank, c10d::ProcessGroup& group) {
-        return reducers[rank]->Reduce(grads[rank], group);
+        return ranks.reducers[rank]->Reduce(ranks.grads[rank], group);
       },
       request.collective_timeout);
   if (!reduced.ok()) {
@@ -237,48 +239,85 @@ absl::StatusOr<ParityReport> Run(const SimulatedParityRequest& request) {
                         absl::StrCat("reducer '", request.reducer_name,
                                      "': ", reduced.message()));
   }
-  const ReduceStats stats = reducers[0]->stats();
-  report.set_reducer_collectives(static_cast<int32_t>(stats.collectives));
-  report.set_reducer_bytes(stats.bytes);
+  const ReduceStats stats = ranks.reducers[0]->stats();
+  report->set_reducer_collectives(static_cast<int32_t>(stats.collectives));
+  report->set_reducer_bytes(stats.bytes);
+  return absl::OkStatus();
+}
 
-  const NamedTensors reduced_rank0 = Rename(*reference, grads[0]);
+// Rank 0's reduced gradients against the reference, and every rank's
+// against rank 0's; the verdict and what fails.
+absl::Status Compare(const SimulatedParityRequest& request,
+                     const NamedTensors& reference, const SimulatedRanks& ranks,
+                     ParityReport* report) {
+  const NamedTensors reduced_rank0 = Rename(reference, ranks.grads[0]);
   absl::StatusOr<TensorListComparison> comparison = CompareTensors(
-      reduced_rank0, *reference, request.rtol, request.atol);
+      reduced_rank0, reference, request.rtol, request.atol);
   if (!comparison.ok()) return comparison.status();
-  AppendTensorParity(*comparison, report.mutable_gradients());
-  report.set_max_abs_diff(comparison->max_abs_diff);
-  report.set_max_rel_diff(comparison->max_rel_diff);
-  report.set_bitwise_equal(comparison->bitwise_equal);
+  AppendTensorParity(*comparison, report->mutable_gradients());
+  report->set_max_abs_diff(comparison->max_abs_diff);
+  report->set_max_rel_diff(comparison->max_rel_diff);
+  report->set_bitwise_equal(comparison->bitwise_equal);
 
   bool ranks_agree = true;
-  for (int r = 1; r < world; ++r) {
+  for (size_t r = 1; r < ranks.grads.size(); ++r) {
     absl::StatusOr<TensorListComparison> same = CompareTensors(
-        Rename(*reference, grads[r]), reduced_rank0, 0, 0);
+        Rename(reference, ranks.grads[r]), reduced_rank0, 0, 0);
     if (!same.ok()) return same.status();
     ranks_agree = ranks_agree && same->bitwise_equal;
   }
-  report.set_ranks_agree(ranks_agree);
+  report->set_ranks_agree(ranks_agree);
 
   if (!comparison->within_tolerance) {
     int outside = 0;
     for (const TensorComparison& t : comparison->tensors) {
       outside += t.within_tolerance ? 0 : 1;
     }
-    report.add_failures(absl::StrCat(
+    report->add_failures(absl::StrCat(
         outside, " of ", comparison->tensors.size(),
         " gradients differ from the one-worker reference beyond atol ",
         request.atol, " + rtol ", request.rtol, " * |reference| (max abs diff ",
         comparison->max_abs_diff, ")"));
   }
   if (!ranks_agree) {
-    report.add_failures("the ranks ended with different reduced gradients");
+    report->add_failures("the ranks ended with different reduced gradients");
   }
-  if (request.partition_matched && world == 2 && !comparison->bitwise_equal) {
-    report.add_failures(
+  if (request.partition_matched && ranks.grads.size() == 2 &&
+      !comparison->bitwise_equal) {
+    report->add_failures(
         "partition-matched with two ranks: the reduced gradient is not "
         "bitwise equal to the rank-order sum of the shard gradients");
   }
-  report.set_pass(report.failures_size() == 0);
+  report->set_pass(report->failures_size() == 0);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ParityReport> Run(const SimulatedParityRequest& request) {
+  const at::Tensor label_tensor = request.labels.to(at::kCPU).contiguous();
+  const std::vector<int64_t> labels(
+      label_tensor.data_ptr<int64_t>(),
+      label_tensor.data_ptr<int64_t>() + label_tensor.numel());
+  const std::vector<Shard> shards = Shards(request.split);
+  const int total = std::accumulate(request.split.begin(),
+                                    request.split.end(), 0);
+  ParityReport report = ReportHeader(request, total);
+
+  // The reference: one worker holding all N examples.
+  const std::vector<double> one_worker_weights = request.weighting->Weights(
+      Composition(labels, {total}, request.class_counts), 0);
+  absl::StatusOr<NamedTensors> reference =
+      ReferenceGradients(request, one_worker_weights, shards);
+  if (!reference.ok()) return reference.status();
+
+  absl::StatusOr<SimulatedRanks> ranks =
+      RankBackwards(request, labels, shards, &report);
+  if (!ranks.ok()) return ranks.status();
+  if (absl::Status s = ReduceOnLocalGroup(request, *ranks, &report); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = Compare(request, *reference, *ranks, &report); !s.ok()) {
+    return s;
+  }
   return report;
 }
 
@@ -289,9 +328,8 @@ absl::StatusOr<ParityReport> RunSimulatedParity(
   try {
     if (absl::Status s = CheckRequest(request); !s.ok()) return s;
     return Run(request);
-  } catch (const c10::Error& e) {
-    return absl::InternalError(
-        absl::StrCat("simulated parity: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(e, "simulated parity");
   }
 }
 

@@ -1,7 +1,5 @@
 #include "reducers/collective_error.h"
 
-#include <string>
-
 #include <c10/util/Exception.h>
 
 #include "absl/strings/ascii.h"
@@ -10,12 +8,22 @@
 
 namespace receipt_parity {
 
+std::string LibTorchErrorMessage(const std::exception& error) {
+  const auto* torch_error = dynamic_cast<const c10::Error*>(&error);
+  return torch_error != nullptr ? torch_error->what_without_backtrace()
+                                : error.what();
+}
+
+absl::Status LibTorchErrorToStatus(const std::exception& error,
+                                   absl::string_view context,
+                                   absl::StatusCode code) {
+  return absl::Status(code,
+                      absl::StrCat(context, ": ", LibTorchErrorMessage(error)));
+}
+
 absl::Status CollectiveErrorToStatus(const std::exception& error,
                                      absl::string_view context) {
-  const auto* torch_error = dynamic_cast<const c10::Error*>(&error);
-  const std::string message = torch_error != nullptr
-                                  ? torch_error->what_without_backtrace()
-                                  : error.what();
+  const std::string message = LibTorchErrorMessage(error);
   const std::string lower = absl::AsciiStrToLower(message);
   const std::string text = absl::StrCat(context, ": ", message);
   if (absl::StrContains(lower, "timed out") ||

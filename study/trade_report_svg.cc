@@ -158,70 +158,82 @@ std::string Verdicts(const TradeReport& report) {
   return svg;
 }
 
-// Left panel: loss against examples seen.
-std::string LossPanel(const TradeReport& report) {
-  constexpr double x0 = 80, x1 = 560, y0 = 125, y1 = 485;
-  const RunFigures& one = report.one_worker();
-  const RunFigures& two = report.two_workers();
+// The loss panel's plot area and scales: examples seen (x) and loss (y),
+// each from 0 to a round number above the largest point of either run.
+struct LossAxes {
+  static constexpr double x0 = 80, x1 = 560, y0 = 125, y1 = 485;
   double max_x = 0, max_y = 0;
+  double x_step = 1, y_step = 1;
+
+  double px(double v) const { return x0 + (x1 - x0) * v / max_x; }
+  double py(double v) const { return y1 - (y1 - y0) * v / max_y; }
+};
+
+LossAxes MakeLossAxes(const RunFigures& one, const RunFigures& two) {
+  LossAxes axes;
   for (const RunFigures* run : {&one, &two}) {
     for (const LossPoint& p : run->loss_curve()) {
-      max_x = std::max(max_x, static_cast<double>(p.examples_seen()));
-      max_y = std::max(max_y, p.loss());
+      axes.max_x = std::max(axes.max_x, static_cast<double>(p.examples_seen()));
+      axes.max_y = std::max(axes.max_y, p.loss());
     }
   }
-  const double x_step = NiceStep(max_x, 6);
-  const double y_step = NiceStep(max_y, 6);
-  max_x = std::max(x_step, std::ceil(max_x / x_step) * x_step);
-  max_y = std::max(y_step, std::ceil(max_y / y_step) * y_step);
-  auto px = [&](double v) { return x0 + (x1 - x0) * v / max_x; };
-  auto py = [&](double v) { return y1 - (y1 - y0) * v / max_y; };
+  axes.x_step = NiceStep(axes.max_x, 6);
+  axes.y_step = NiceStep(axes.max_y, 6);
+  axes.max_x = std::max(axes.x_step, std::ceil(axes.max_x / axes.x_step) * axes.x_step);
+  axes.max_y = std::max(axes.y_step, std::ceil(axes.max_y / axes.y_step) * axes.y_step);
+  return axes;
+}
 
+// The title, the grid with its tick labels, the axes and their labels.
+std::string LossFrame(const LossAxes& a) {
   std::string svg;
-  absl::StrAppend(&svg, Text(x0, y0 - 12, "Training loss against examples seen",
+  absl::StrAppend(&svg, Text(a.x0, a.y0 - 12, "Training loss against examples seen",
                              15, "font-weight=\"bold\""));
-  for (double v = 0; v <= max_x + x_step / 2; v += x_step) {
-    absl::StrAppend(&svg, Line(px(v), y0, px(v), y1, kGridColor, 1),
-                    Text(px(v), y1 + 18, TickLabel(v, x_step), 12,
+  for (double v = 0; v <= a.max_x + a.x_step / 2; v += a.x_step) {
+    absl::StrAppend(&svg, Line(a.px(v), a.y0, a.px(v), a.y1, kGridColor, 1),
+                    Text(a.px(v), a.y1 + 18, TickLabel(v, a.x_step), 12,
                          "text-anchor=\"middle\" fill=\"#57606a\""));
   }
-  for (double v = 0; v <= max_y + y_step / 2; v += y_step) {
-    absl::StrAppend(&svg, Line(x0, py(v), x1, py(v), kGridColor, 1),
-                    Text(x0 - 8, py(v) + 4, TickLabel(v, y_step), 12,
+  for (double v = 0; v <= a.max_y + a.y_step / 2; v += a.y_step) {
+    absl::StrAppend(&svg, Line(a.x0, a.py(v), a.x1, a.py(v), kGridColor, 1),
+                    Text(a.x0 - 8, a.py(v) + 4, TickLabel(v, a.y_step), 12,
                          "text-anchor=\"end\" fill=\"#57606a\""));
   }
-  absl::StrAppend(&svg, Line(x0, y1, x1, y1, "#57606a", 1.2),
-                  Line(x0, y0, x0, y1, "#57606a", 1.2));
-  absl::StrAppend(&svg, Text((x0 + x1) / 2, y1 + 40, "examples seen (global)",
+  absl::StrAppend(&svg, Line(a.x0, a.y1, a.x1, a.y1, "#57606a", 1.2),
+                  Line(a.x0, a.y0, a.x0, a.y1, "#57606a", 1.2));
+  absl::StrAppend(&svg, Text((a.x0 + a.x1) / 2, a.y1 + 40, "examples seen (global)",
                              13, "text-anchor=\"middle\""));
   absl::StrAppend(
       &svg, Text(0, 0, "training loss", 13,
                  absl::StrFormat("text-anchor=\"middle\" transform=\"translate("
                                  "%.1f,%.1f) rotate(-90)\"",
-                                 x0 - 48, (y0 + y1) / 2)));
+                                 a.x0 - 48, (a.y0 + a.y1) / 2)));
+  return svg;
+}
 
-  auto polyline = [&](const RunFigures& run, const std::string& color,
-                      double width, const std::string& attrs) {
-    std::string points;
-    for (const LossPoint& p : run.loss_curve()) {
-      absl::StrAppendFormat(&points, "%.1f,%.1f ", px(p.examples_seen()),
-                            py(p.loss()));
-    }
-    return absl::StrFormat(
-        "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" "
-        "stroke-width=\"%.1f\" stroke-linejoin=\"round\" %s/>\n",
-        points, color, width, attrs);
-  };
-  absl::StrAppend(&svg, polyline(one, kOneColor, 4.5, "stroke-opacity=\"0.55\""),
-                  polyline(two, kTwoColor, 2, "stroke-dasharray=\"7 4\""));
+// One run's loss curve.
+std::string LossCurve(const LossAxes& a, const RunFigures& run,
+                      const std::string& color, double width,
+                      const std::string& attrs) {
+  std::string points;
+  for (const LossPoint& p : run.loss_curve()) {
+    absl::StrAppendFormat(&points, "%.1f,%.1f ", a.px(p.examples_seen()),
+                          a.py(p.loss()));
+  }
+  return absl::StrFormat(
+      "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" "
+      "stroke-width=\"%.1f\" stroke-linejoin=\"round\" %s/>\n",
+      points, color, width, attrs);
+}
 
-  // The legend goes in the top corner that hides fewer points.
+// The legend, in the top corner that hides fewer points.
+std::string LossLegend(const LossAxes& a, const TradeReport& report) {
   constexpr double kLegendWidth = 222, kLegendHeight = 70;
   auto points_under = [&](double rx, double ry) {
     int count = 0;
-    for (const RunFigures* run : {&one, &two}) {
+    for (const RunFigures* run : {&report.one_worker(), &report.two_workers()}) {
       for (const LossPoint& p : run->loss_curve()) {
-        const double x = px(p.examples_seen()), y = py(p.loss());
+        const double x = a.px(p.examples_seen()), y = a.py(p.loss());
         if (x >= rx && x <= rx + kLegendWidth && y >= ry &&
             y <= ry + kLegendHeight) {
           ++count;
@@ -230,9 +242,10 @@ std::string LossPanel(const TradeReport& report) {
     }
     return count;
   };
-  const double ly = y0 + 10;
-  const double left = x0 + 10, right = x1 - kLegendWidth - 8;
+  const double ly = a.y0 + 10;
+  const double left = a.x0 + 10, right = a.x1 - kLegendWidth - 8;
   const double lx = points_under(left, ly) < points_under(right, ly) ? left : right;
+  std::string svg;
   absl::StrAppend(&svg, Rect(lx, ly, kLegendWidth, kLegendHeight, "white",
                              "stroke=\"#d0d7de\" fill-opacity=\"0.92\""));
   absl::StrAppend(&svg,
@@ -250,6 +263,16 @@ std::string LossPanel(const TradeReport& report) {
           : std::string("curves not comparable point by point");
   absl::StrAppend(&svg, Text(lx + 10, ly + 62, gap, 11, "fill=\"#57606a\""));
   return svg;
+}
+
+// Left panel: loss against examples seen.
+std::string LossPanel(const TradeReport& report) {
+  const LossAxes axes = MakeLossAxes(report.one_worker(), report.two_workers());
+  return absl::StrCat(
+      LossFrame(axes),
+      LossCurve(axes, report.one_worker(), kOneColor, 4.5, "stroke-opacity=\"0.55\""),
+      LossCurve(axes, report.two_workers(), kTwoColor, 2, "stroke-dasharray=\"7 4\""),
+      LossLegend(axes, report));
 }
 
 // One labelled horizontal bar chart row.

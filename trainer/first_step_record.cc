@@ -1,8 +1,11 @@
 #include "trainer/first_step_record.h"
 
+#include <exception>
+
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "reducers/collective_error.h"
 
 namespace receipt_parity {
 namespace {
@@ -72,10 +75,16 @@ absl::StatusOr<NamedTensors> LoadNamedTensors(
           "parameter '", name, "' has ", it->second.values_size(),
           " values for a shape of ", numel));
     }
-    at::Tensor t = at::empty(shape, at::kFloat);
-    std::copy(it->second.values().begin(), it->second.values().end(),
-              t.data_ptr<float>());
-    out.emplace_back(name, t);
+    try {
+      at::Tensor t = at::empty(shape, at::kFloat);
+      std::copy(it->second.values().begin(), it->second.values().end(),
+                t.data_ptr<float>());
+      out.emplace_back(name, t);
+    } catch (const std::exception& e) {
+      return LibTorchErrorToStatus(
+          e, absl::StrCat("parameter '", name, "': LibTorch"),
+          absl::StatusCode::kInvalidArgument);
+    }
   }
   return out;
 }

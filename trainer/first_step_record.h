@@ -34,7 +34,8 @@ void StoreNamedTensors(const NamedTensors& tensors,
                        google::protobuf::Map<std::string, NamedTensor>* out);
 
 // Tensors of `map` in the order of `names`. InvalidArgument naming the
-// parameter when one is missing or its values do not fill its shape.
+// parameter when one is missing, its values do not fill its shape, or
+// LibTorch refuses the shape (e.g. a negative size).
 absl::StatusOr<NamedTensors> LoadNamedTensors(
     const google::protobuf::Map<std::string, NamedTensor>& map,
     const std::vector<std::string>& names);

@@ -1,10 +1,13 @@
 #include "trainer/optimizer_state.h"
 
+#include <exception>
+
 #include <ATen/ATen.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
 #include "absl/strings/str_cat.h"
+#include "reducers/collective_error.h"
 
 namespace receipt_parity {
 namespace {
@@ -31,42 +34,10 @@ absl::Status CheckShape(const std::string& name, const at::Tensor& saved,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<std::map<std::string, at::Tensor>> OptimizerStateTensors(
-    const torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
-  std::map<std::string, at::Tensor> out;
-  auto& state = optimizer.state();
-  const bool sgd = dynamic_cast<torch::optim::SGD*>(&optimizer) != nullptr;
-  const bool adamw = dynamic_cast<torch::optim::AdamW*>(&optimizer) != nullptr;
-  if (!sgd && !adamw) {
-    return absl::UnimplementedError("checkpoint: only SGD and AdamW state is saved");
-  }
-  for (const auto& item : model.named_parameters()) {
-    auto it = state.find(StateKey(item.value()));
-    if (it == state.end()) continue;
-    const std::string base = absl::StrCat(kPrefix, item.key(), "/");
-    if (sgd) {
-      auto& s = static_cast<torch::optim::SGDParamState&>(*it->second);
-      if (s.momentum_buffer().defined()) {
-        out[base + "momentum_buffer"] = s.momentum_buffer().detach().clone();
-      }
-    } else {
-      auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
-      out[base + "step"] = at::tensor({s.step()}, at::kLong);
-      out[base + "exp_avg"] = s.exp_avg().detach().clone();
-      out[base + "exp_avg_sq"] = s.exp_avg_sq().detach().clone();
-      if (s.max_exp_avg_sq().defined()) {
-        out[base + "max_exp_avg_sq"] = s.max_exp_avg_sq().detach().clone();
-      }
-    }
-  }
-  return out;
-}
-
-absl::Status RestoreOptimizerState(
-    const torch::nn::Module& model, torch::optim::Optimizer& optimizer,
-    const std::map<std::string, at::Tensor>& tensors) {
+// RestoreOptimizerState without the conversion of LibTorch's exceptions.
+absl::Status RestoreOrThrow(const torch::nn::Module& model,
+                            torch::optim::Optimizer& optimizer,
+                            const std::map<std::string, at::Tensor>& tensors) {
   auto& state = optimizer.state();
   state.clear();
   const bool sgd = dynamic_cast<torch::optim::SGD*>(&optimizer) != nullptr;
@@ -102,6 +73,54 @@ absl::Status RestoreOptimizerState(
     state[StateKey(p)] = std::move(s);
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, at::Tensor>> OptimizerStateTensors(
+    const torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+  std::map<std::string, at::Tensor> out;
+  auto& state = optimizer.state();
+  const bool sgd = dynamic_cast<torch::optim::SGD*>(&optimizer) != nullptr;
+  const bool adamw = dynamic_cast<torch::optim::AdamW*>(&optimizer) != nullptr;
+  if (!sgd && !adamw) {
+    return absl::UnimplementedError("checkpoint: only SGD and AdamW state is saved");
+  }
+  try {
+    for (const auto& item : model.named_parameters()) {
+      auto it = state.find(StateKey(item.value()));
+      if (it == state.end()) continue;
+      const std::string base = absl::StrCat(kPrefix, item.key(), "/");
+      if (sgd) {
+        auto& s = static_cast<torch::optim::SGDParamState&>(*it->second);
+        if (s.momentum_buffer().defined()) {
+          out[base + "momentum_buffer"] = s.momentum_buffer().detach().clone();
+        }
+      } else {
+        auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
+        out[base + "step"] = at::tensor({s.step()}, at::kLong);
+        out[base + "exp_avg"] = s.exp_avg().detach().clone();
+        out[base + "exp_avg_sq"] = s.exp_avg_sq().detach().clone();
+        if (s.max_exp_avg_sq().defined()) {
+          out[base + "max_exp_avg_sq"] = s.max_exp_avg_sq().detach().clone();
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(e, "optimizer state: LibTorch");
+  }
+  return out;
+}
+
+absl::Status RestoreOptimizerState(
+    const torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+    const std::map<std::string, at::Tensor>& tensors) {
+  try {
+    return RestoreOrThrow(model, optimizer, tensors);
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(e, "optimizer state: LibTorch",
+                                 absl::StatusCode::kDataLoss);
+  }
 }
 
 }  // namespace receipt_parity

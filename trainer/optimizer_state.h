@@ -18,12 +18,14 @@
 
 namespace receipt_parity {
 
-// Detached copies. Unimplemented for optimizers other than SGD and AdamW.
+// Detached copies. Unimplemented for optimizers other than SGD and AdamW;
+// Internal when LibTorch fails.
 absl::StatusOr<std::map<std::string, at::Tensor>> OptimizerStateTensors(
     const torch::nn::Module& model, torch::optim::Optimizer& optimizer);
 
 // Replaces the optimizer's state with `tensors` (entries of other prefixes
-// are ignored). InvalidArgument naming the entry when a shape differs.
+// are ignored). InvalidArgument naming the entry when a shape differs;
+// DataLoss when LibTorch cannot use a saved tensor (e.g. an empty step).
 absl::Status RestoreOptimizerState(
     const torch::nn::Module& model, torch::optim::Optimizer& optimizer,
     const std::map<std::string, at::Tensor>& tensors);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -18,6 +19,7 @@
 #include "checkpoint/save_generation.h"
 #include "checkpoint/shard_state.h"
 #include "glog/logging.h"
+#include "reducers/collective_error.h"
 #include "runtime/process_group.h"
 #include "trainer/config_loader.h"
 #include "trainer/optimizer_state.h"
@@ -126,40 +128,47 @@ absl::StatusOr<RecoveryDecision> Decide(const RunCheckpointContext& c,
 
 absl::Status LoadModel(Classifier& model,
                        const std::map<std::string, at::Tensor>& merged) {
-  torch::NoGradGuard no_grad;
-  for (auto& item : model.named_parameters()) {
-    auto it = merged.find(kModelPrefix + item.key());
-    if (it == merged.end()) {
-      return absl::DataLossError(absl::StrCat("checkpoint lacks parameter ", item.key()));
+  try {
+    torch::NoGradGuard no_grad;
+    for (auto& item : model.named_parameters()) {
+      auto it = merged.find(kModelPrefix + item.key());
+      if (it == merged.end()) {
+        return absl::DataLossError(absl::StrCat("checkpoint lacks parameter ", item.key()));
+      }
+      if (it->second.sizes() != item.value().sizes()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "checkpoint parameter ", item.key(), " has another shape"));
+      }
+      item.value().copy_(it->second);
     }
-    if (it->second.sizes() != item.value().sizes()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "checkpoint parameter ", item.key(), " has another shape"));
-    }
-    item.value().copy_(it->second);
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(e, "checkpoint parameters: LibTorch",
+                                 absl::StatusCode::kDataLoss);
   }
   return absl::OkStatus();
 }
 
-}  // namespace
+// Torch's CPU generator, as saved by this rank ("rng" of its shard).
+absl::Status RestoreRng(const ShardState& mine) {
+  auto it = mine.rank_tensors.find("rng");
+  if (it == mine.rank_tensors.end()) return absl::OkStatus();
+  try {
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(it->second);
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(e, "checkpoint generator state: LibTorch",
+                                 absl::StatusCode::kDataLoss);
+  }
+  return absl::OkStatus();
+}
 
-absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
-    const RunCheckpointContext& c, Classifier& model,
-    torch::optim::Optimizer& optimizer, TrainingCursor* cursor) {
-  ResumeRecord record;
-  record.set_checkpoint_root(c.root);
-  record.set_world_size(c.world_size);
-  std::filesystem::create_directories(c.root);
-  absl::StatusOr<RecoveryDecision> decision = Decide(c, &record);
-  if (!decision.ok()) return decision.status();
-  if (!decision->has_generation()) return record;
-
-  const CheckpointManifest& manifest = decision->manifest;
+// FailedPrecondition, naming both sides, unless the generation was written
+// by this run's config and model (another world size only if allowed).
+absl::Status CheckSameRun(const RunCheckpointContext& c,
+                          const CheckpointManifest& manifest) {
   const TrainingConfig& config = *c.config;
-  record.set_generation(static_cast<int32_t>(manifest.generation()));
-  record.set_saved_world_size(manifest.world_size());
-  record.set_world_size_changed(manifest.world_size() != c.world_size);
-  if (record.world_size_changed()) {
+  if (manifest.world_size() != c.world_size) {
     if (!config.checkpoint().allow_world_size_change()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "checkpoint generation ", manifest.generation(), " was written by ",
@@ -183,18 +192,33 @@ absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
         "checkpoint model revision ", manifest.model_revision(), " != ",
         c.model_revision));
   }
+  return absl::OkStatus();
+}
 
+// Every shard of the generation, verified again and parsed, in rank order.
+absl::StatusOr<std::vector<ShardState>> ReadShards(const RecoveryDecision& decision,
+                                                   ResumeRecord* record) {
   std::vector<ShardState> shards;
-  std::set<std::string> names;
-  for (const ShardInfo& info : manifest.shards()) {
-    absl::StatusOr<std::string> bytes = ReadShardBytes(*decision, info.rank());
+  for (const ShardInfo& info : decision.manifest.shards()) {
+    absl::StatusOr<std::string> bytes = ReadShardBytes(decision, info.rank());
     if (!bytes.ok()) return bytes.status();
     absl::StatusOr<ShardState> shard = DeserializeShardState(*bytes, info.file());
     if (!shard.ok()) return shard.status();
-    for (const auto& [name, tensor] : shard->owned_tensors) names.insert(name);
-    record.add_verified_shards(absl::StrCat(info.file(), ": ", info.size_bytes(),
-                                            " bytes, ", info.checksum()));
-    shards.push_back(std::move(*shard));
+    record->add_verified_shards(absl::StrCat(info.file(), ": ", info.size_bytes(),
+                                             " bytes, ", info.checksum()));
+    shards.push_back(*std::move(shard));
+  }
+  return shards;
+}
+
+// Parameters, optimizer state and (same world size) this rank's generator.
+absl::Status RestoreState(const RunCheckpointContext& c,
+                          const std::vector<ShardState>& shards,
+                          bool world_size_changed, Classifier& model,
+                          torch::optim::Optimizer& optimizer) {
+  std::set<std::string> names;
+  for (const ShardState& shard : shards) {
+    for (const auto& [name, tensor] : shard.owned_tensors) names.insert(name);
   }
   absl::StatusOr<std::map<std::string, at::Tensor>> merged = MergeOwnedTensors(
       shards, std::vector<std::string>(names.begin(), names.end()));
@@ -203,56 +227,68 @@ absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
   if (absl::Status s = RestoreOptimizerState(model, optimizer, *merged); !s.ok()) {
     return s;
   }
-  if (!record.world_size_changed()) {
-    const ShardState& mine = shards[c.rank];
-    if (auto it = mine.rank_tensors.find("rng"); it != mine.rank_tensors.end()) {
-      at::Generator generator = at::detail::getDefaultCPUGenerator();
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      generator.set_state(it->second);
-    }
+  if (world_size_changed) return absl::OkStatus();
+  if (c.rank >= static_cast<int>(shards.size())) {
+    return absl::DataLossError(absl::StrCat("checkpoint has ", shards.size(),
+                                            " shards; no shard of rank ", c.rank));
   }
-  const auto& scalars = shards[0].scalars;
-  cursor->total_updates = scalars.at("total_updates");
-  cursor->epoch = static_cast<int>(scalars.at("epoch"));
-  cursor->update_in_epoch = scalars.at("update_in_epoch");
-  record.set_update(static_cast<int32_t>(cursor->total_updates));
-  record.set_epoch(cursor->epoch);
-  record.set_epoch_cursor(static_cast<int32_t>(cursor->update_in_epoch));
-  LOG(INFO) << "rank " << c.rank << ": resumed from " << c.root << "/"
-            << GenerationFolderName(manifest.generation()) << " at update " << cursor->total_updates
-            << " (epoch " << cursor->epoch << ", update " << cursor->update_in_epoch
-            << " of the epoch)";
-  return record;
+  return RestoreRng(shards[c.rank]);
 }
 
-absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
-                                          int64_t generation, Classifier& model,
-                                          torch::optim::Optimizer& optimizer,
-                                          const TrainingCursor& cursor) {
-  const Clock::time_point start = Clock::now();
+absl::StatusOr<int64_t> SavedScalar(const ShardState& shard, const char* name) {
+  auto it = shard.scalars.find(name);
+  if (it == shard.scalars.end()) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint shard of rank 0 lacks the cursor's '", name, "'"));
+  }
+  return it->second;
+}
+
+// The cursor rank 0 saved. DataLoss when a part of it is missing.
+absl::StatusOr<TrainingCursor> SavedCursor(const std::vector<ShardState>& shards) {
+  if (shards.empty()) return absl::DataLossError("checkpoint has no shard");
+  absl::StatusOr<int64_t> total = SavedScalar(shards[0], "total_updates");
+  absl::StatusOr<int64_t> epoch = SavedScalar(shards[0], "epoch");
+  absl::StatusOr<int64_t> in_epoch = SavedScalar(shards[0], "update_in_epoch");
+  for (const absl::StatusOr<int64_t>* part : {&total, &epoch, &in_epoch}) {
+    if (!part->ok()) return part->status();
+  }
+  return TrainingCursor{*total, static_cast<int>(*epoch), *in_epoch};
+}
+
+// This rank's shard: its part of the replicated state (balanced by
+// size), its generator state and the cursor, serialized.
+absl::StatusOr<std::string> ShardBytes(const RunCheckpointContext& c, Classifier& model,
+                                       torch::optim::Optimizer& optimizer,
+                                       const TrainingCursor& cursor) {
   absl::StatusOr<std::map<std::string, at::Tensor>> optimizer_state =
       OptimizerStateTensors(model, optimizer);
   if (!optimizer_state.ok()) return optimizer_state.status();
-  const std::map<std::string, at::Tensor> all = ReplicatedState(model, *optimizer_state);
-  std::vector<std::pair<std::string, int64_t>> sized;
-  for (const auto& [name, tensor] : all) {
-    sized.emplace_back(name, tensor.numel() * static_cast<int64_t>(tensor.element_size()));
-  }
   ShardState shard;
-  for (const std::string& name : OwnedNamesBySize(sized, c.world_size, c.rank)) {
-    shard.owned_tensors[name] = all.at(name);
-  }
-  {
+  try {
+    const std::map<std::string, at::Tensor> all = ReplicatedState(model, *optimizer_state);
+    std::vector<std::pair<std::string, int64_t>> sized;
+    for (const auto& [name, tensor] : all) {
+      sized.emplace_back(name, tensor.numel() * static_cast<int64_t>(tensor.element_size()));
+    }
+    for (const std::string& name : OwnedNamesBySize(sized, c.world_size, c.rank)) {
+      shard.owned_tensors[name] = all.at(name);
+    }
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());
     shard.rank_tensors["rng"] = generator.get_state();
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(e, absl::StrCat("checkpoint: rank ", c.rank, ": LibTorch"));
   }
   shard.scalars["total_updates"] = cursor.total_updates;
   shard.scalars["epoch"] = cursor.epoch;
   shard.scalars["update_in_epoch"] = cursor.update_in_epoch;
-  absl::StatusOr<std::string> bytes = SerializeShardState(shard);
-  if (!bytes.ok()) return bytes.status();
+  return SerializeShardState(shard);
+}
 
+// What the MANIFEST says besides its shards (checkpoint/save_generation.h).
+CheckpointManifest ManifestFields(const RunCheckpointContext& c,
+                                  const TrainingCursor& cursor) {
   const TrainingConfig& config = *c.config;
   CheckpointManifest fields;
   fields.set_update(cursor.total_updates);
@@ -271,8 +307,15 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
     plugin->set_kind(kind);
     plugin->set_name(selection->name());
   }
+  return fields;
+}
+
+// Writes this rank's shard; rank 0 advertises the generation once every
+// rank's shard is durable. Returns when the generation is advertised.
+absl::Status SaveAndAdvertise(const RunCheckpointContext& c, int64_t generation,
+                              const std::string& bytes, const TrainingCursor& cursor) {
   SaveOptions options;
-  options.keep_last = config.checkpoint().keep_last();
+  options.keep_last = c.config->checkpoint().keep_last();
   options.fault = c.fault;
   SingleRankConfirmations single;
   std::unique_ptr<StoreConfirmations> through_store;
@@ -282,30 +325,87 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
                                                          c.rank, c.world_size);
     confirmations = through_store.get();
   }
-  if (absl::Status s = SaveGeneration(c.root, generation, c.rank, *bytes, fields,
-                                      *confirmations, options);
+  if (absl::Status s = SaveGeneration(c.root, generation, c.rank, bytes,
+                                      ManifestFields(c, cursor), *confirmations, options);
       !s.ok()) {
     return s;
   }
+  if (c.store == nullptr) return absl::OkStatus();
+  // Nobody runs ahead of a generation that is not advertised yet.
   const std::string advertised = absl::StrCat("ckpt/gen-", generation, "/advertised");
-  if (c.store != nullptr) {
-    // Nobody runs ahead of a generation that is not advertised yet.
-    absl::Status s = c.rank == 0 ? StoreSet(*c.store, advertised, "1")
-                                 : StoreGet(*c.store, advertised).status();
-    if (!s.ok()) return s;
+  return c.rank == 0 ? StoreSet(*c.store, advertised, "1")
+                     : StoreGet(*c.store, advertised).status();
+}
+
+// The bytes of the generation's shards on disk (MANIFEST left out).
+int64_t GenerationBytes(const RunCheckpointContext& c, int64_t generation) {
+  int64_t bytes = 0;
+  std::error_code ec;
+  const std::string folder = absl::StrCat(c.root, "/", GenerationFolderName(generation));
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    if (entry.path().filename() != "MANIFEST") {
+      bytes += static_cast<int64_t>(entry.file_size(ec));
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
+    const RunCheckpointContext& c, Classifier& model,
+    torch::optim::Optimizer& optimizer, TrainingCursor* cursor) {
+  ResumeRecord record;
+  record.set_checkpoint_root(c.root);
+  record.set_world_size(c.world_size);
+  std::error_code ignored;  // a missing folder is a fresh start, or fails below
+  std::filesystem::create_directories(c.root, ignored);
+  absl::StatusOr<RecoveryDecision> decision = Decide(c, &record);
+  if (!decision.ok()) return decision.status();
+  if (!decision->has_generation()) return record;
+
+  const CheckpointManifest& manifest = decision->manifest;
+  record.set_generation(static_cast<int32_t>(manifest.generation()));
+  record.set_saved_world_size(manifest.world_size());
+  record.set_world_size_changed(manifest.world_size() != c.world_size);
+  if (absl::Status s = CheckSameRun(c, manifest); !s.ok()) return s;
+  absl::StatusOr<std::vector<ShardState>> shards = ReadShards(*decision, &record);
+  if (!shards.ok()) return shards.status();
+  absl::StatusOr<TrainingCursor> saved = SavedCursor(*shards);
+  if (!saved.ok()) return saved.status();
+  if (absl::Status s = RestoreState(c, *shards, record.world_size_changed(), model,
+                                    optimizer);
+      !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("checkpoint generation ",
+                                               manifest.generation(), " in ", c.root,
+                                               ": ", s.message()));
+  }
+  *cursor = *saved;
+  record.set_update(static_cast<int32_t>(cursor->total_updates));
+  record.set_epoch(cursor->epoch);
+  record.set_epoch_cursor(static_cast<int32_t>(cursor->update_in_epoch));
+  LOG(INFO) << "rank " << c.rank << ": resumed from " << c.root << "/"
+            << GenerationFolderName(manifest.generation()) << " at update " << cursor->total_updates
+            << " (epoch " << cursor->epoch << ", update " << cursor->update_in_epoch
+            << " of the epoch)";
+  return record;
+}
+
+absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
+                                          int64_t generation, Classifier& model,
+                                          torch::optim::Optimizer& optimizer,
+                                          const TrainingCursor& cursor) {
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<std::string> bytes = ShardBytes(c, model, optimizer, cursor);
+  if (!bytes.ok()) return bytes.status();
+  if (absl::Status s = SaveAndAdvertise(c, generation, *bytes, cursor); !s.ok()) {
+    return s;
   }
   SaveResult result;
   result.generation = generation;
   if (c.rank == 0) {
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    std::error_code ec;
-    const std::string folder =
-        absl::StrCat(c.root, "/", GenerationFolderName(generation));
-    for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
-      if (entry.path().filename() != "MANIFEST") {
-        result.bytes += static_cast<int64_t>(entry.file_size(ec));
-      }
-    }
+    result.bytes = GenerationBytes(c, generation);
     result.sequential_write_seconds = SequentialWriteSeconds(c.root, result.bytes);
   }
   return result;

@@ -59,17 +59,27 @@ struct SaveResult {
 
 // Every rank calls it once, before training. Loads the chosen generation
 // into `model`, `optimizer`, torch's CPU generator and `cursor` (untouched
-// on a fresh start). FailedPrecondition, naming both sides, when the
-// generation was written with another config, or with another world size
-// and checkpoint.allow_world_size_change is false; DataLoss when the
-// newest generation is corrupt and stop_on_corruption is set or nothing
-// is left.
+// on a fresh start and on any error). Errors (never an exception):
+//   FailedPrecondition  naming both sides, when the generation was written
+//                       with another config or model, or with another
+//                       world size and checkpoint.allow_world_size_change
+//                       is false;
+//   DataLoss            when the newest generation is corrupt and
+//                       stop_on_corruption is set or nothing is left; or
+//                       when a shard that verifies holds what cannot be
+//                       restored (a tensor LibTorch refuses, a missing
+//                       cursor), naming the generation. `model` and
+//                       `optimizer` may then be half loaded: the run must
+//                       stop.
 absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
     const RunCheckpointContext& context, Classifier& model,
     torch::optim::Optimizer& optimizer, TrainingCursor* cursor);
 
 // Every rank calls it at the same completed update with the same
-// `generation` (ResumeRecord::next_generation, then +1 per save).
+// `generation` (ResumeRecord::next_generation, then +1 per save); it
+// returns once the generation is advertised. Errors (never an exception):
+// SaveGeneration's (checkpoint/save_generation.h), the store's, Internal
+// when LibTorch fails.
 absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& context,
                                           int64_t generation, Classifier& model,
                                           torch::optim::Optimizer& optimizer,

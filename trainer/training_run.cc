@@ -1,10 +1,9 @@
 #include "trainer/training_run.h"
 
-#include <algorithm>
-#include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
+#include <exception>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include <ATen/Parallel.h>
 #include <torch/optim/optimizer.h>
@@ -13,67 +12,33 @@
 #include "data/label_map.h"
 #include "data/receipt_dataset.h"
 #include "glog/logging.h"
-#include "io/json_file.h"
 #include "metrics/metric_dedup.h"
 #include "model/classifier.h"
-#include "model/weighted_loss.h"
+#include "reducers/collective_error.h"
 #include "reducers/gradient_reducer.h"
 #include "samplers/audit.h"
 #include "samplers/sampler_policy.h"
 #include "trainer/artifacts.pb.h"
-#include "trainer/epoch_accounting.h"
-#include "trainer/first_step_record.h"
+#include "trainer/checkpoint_cadence.h"
 #include "trainer/optimizer_factory.h"
+#include "trainer/progress_log.h"
+#include "trainer/rank_report_builder.h"
 #include "trainer/receipt_tensors.h"
+#include "trainer/run_artifacts.h"
 #include "trainer/run_checkpoints.h"
 #include "trainer/run_manifest.h"
 #include "trainer/run_parity.h"
 #include "trainer/run_plugins.h"
 #include "trainer/run_summary_builder.h"
+#include "trainer/update_loop.h"
+#include "trainer/update_recorder.h"
+#include "trainer/update_step.h"
 #include "trainer/validation_pass.h"
 #include "trainer/world_size_change.h"
 #include "weighting/loss_weighting.h"
 
 namespace receipt_parity {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-constexpr int kWarmupUpdates = 2;
-
-double Seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
-// This process's peak resident set (VmHWM). Not getrusage's ru_maxrss:
-// Linux carries that over from the launcher across fork and exec, so every
-// worker would report at least the launcher's peak.
-double PeakRssMib() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      return std::strtod(line.c_str() + 6, nullptr) / 1024.0;  // in kB
-    }
-  }
-  return 0;
-}
-
-// Rank 0 collects every rank's report through the store.
-absl::StatusOr<std::vector<RankReport>> CollectReports(
-    const TrainingRunOptions& options, const RankReport& mine) {
-  if (options.process_group == nullptr) return std::vector<RankReport>{mine};
-  return GatherOnRankZero(*options.process_group->store, "report", options.rank,
-                          options.world_size, mine);
-}
-
-void LogProgress(int64_t total, int64_t planned, int epoch, double loss_share,
-                 int64_t run_updates, double elapsed) {
-  LOG(INFO) << "update " << total << "/" << planned << " (epoch " << epoch
-            << ") rank-0 loss share " << loss_share << ", "
-            << run_updates / elapsed << " updates/s, ETA "
-            << std::max<double>(0, (planned - total) * elapsed / run_updates) << " s";
-}
 
 // What a run needs before its first update.
 struct RunInputs {
@@ -99,6 +64,287 @@ absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded) {
   return inputs;
 }
 
+// The receipts as the loop and validation use them.
+struct RunData {
+  ExampleTensors train;
+  ExampleTensors validation;
+  std::vector<std::string> train_ids;  // by dataset index
+  std::vector<int> train_labels;       // by dataset index
+  std::vector<std::string> validation_ids;
+};
+
+// Everything a run holds from its start to its artifacts. Rank 0 is the
+// writer.
+struct Run {
+  const TrainingRunOptions* options = nullptr;
+  const TrainingConfig* config = nullptr;
+  RunInputs inputs;
+  RunData data;
+  RunManifest manifest;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::vector<int> local_batch;
+  // root is empty when the run saves no checkpoints.
+  RunCheckpointContext checkpoints;
+  TrainingCursor cursor;
+  ResumeRecord resume;
+
+  bool writer() const { return options->rank == 0; }
+  bool fresh() const { return cursor.total_updates == 0; }
+  Classifier& model() const { return *inputs.model; }
+  RunPlugins& plugins() { return inputs.plugins; }
+};
+
+absl::StatusOr<RunData> MakeRunData(const ReceiptSplit& split) {
+  RunData data;
+  for (const ReceiptExample& e : split.train) {
+    data.train_ids.push_back(e.receipt_id);
+    data.train_labels.push_back(e.label);
+  }
+  for (const ReceiptExample& e : split.validation) {
+    data.validation_ids.push_back(e.receipt_id);
+  }
+  try {
+    data.train = ToTensors(split.train, split.image_size);
+    data.validation = ToTensors(split.validation, split.image_size);
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(e, "receipts as tensors: LibTorch");
+  }
+  return data;
+}
+
+// Every rank checks that all ranks start from the same config, model, data
+// and plugins.
+absl::Status AgreeWithPeers(const Run& run) {
+  const TrainingRunOptions& options = *run.options;
+  const TrainingConfig& config = *run.config;
+  if (options.process_group == nullptr) return absl::OkStatus();
+  absl::Status agreed = AgreeOnStart(
+      *options.process_group->store, options.rank, options.world_size,
+      {{"config_fingerprint", run.manifest.config_fingerprint()},
+       {"model_revision", run.manifest.model_revision().revision()},
+       {"data", DataHash(run.inputs.data)},
+       {"sampler", config.sampler().name()},
+       {"loss_weighting", config.loss_weighting().name()},
+       {"reducer", config.reducer().name()},
+       {"metric_dedup", config.metric_dedup().name()}});
+  if (!agreed.ok()) return agreed;
+  LOG(INFO) << "rank " << options.rank << ": all " << options.world_size
+            << " ranks agree on config, model revision, data and plugins";
+  return absl::OkStatus();
+}
+
+// Data, plugins, model, manifest, start agreement, optimizer.
+absl::Status StartRun(const TrainingRunOptions& options, Run* run) {
+  const LoadedConfig& loaded = *options.loaded;
+  run->options = &options;
+  run->config = &loaded.config;
+  absl::StatusOr<RunInputs> inputs = PrepareRun(loaded);
+  if (!inputs.ok()) return inputs.status();
+  run->inputs = std::move(*inputs);
+  absl::StatusOr<RunData> data = MakeRunData(run->inputs.data);
+  if (!data.ok()) return data.status();
+  run->data = std::move(*data);
+  try {
+    run->manifest = MakeRunManifest(loaded, run->model(), run->inputs.data,
+                                    options.world_size);
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(e, "run_manifest.json: LibTorch");
+  }
+  if (absl::Status s = AgreeWithPeers(*run); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> optimizer =
+      BuildOptimizer(run->config->optimizer(), run->model().parameters());
+  if (!optimizer.ok()) return loaded.locator->Locate(optimizer.status());
+  run->optimizer = std::move(*optimizer);
+  run->local_batch = LocalBatchSizes(*run->config);
+  return absl::OkStatus();
+}
+
+// world_size_change.json: how the rest of the epoch is dealt to the new
+// world (rank 0, after a resume across world sizes).
+absl::Status ReportWorldSizeChange(Run& run) {
+  const TrainingConfig& config = *run.config;
+  WorldSizeChange change;
+  change.policy = run.plugins().sampler.get();
+  change.policy_name = config.sampler().name();
+  change.receipt_ids = run.data.train_ids;
+  change.seed = config.seeds().sampler();
+  change.epoch = run.cursor.epoch;
+  change.updates_done = run.cursor.update_in_epoch;
+  // The saved run split the same global batch evenly (CompareDataOrder
+  // refuses another global batch).
+  const int saved_world = run.resume.saved_world_size();
+  change.old_local_batch.assign(saved_world, config.global_batch() / saved_world);
+  change.new_local_batch = run.local_batch;
+  return WriteWorldSizeChangeReport(
+      change, run.options->artifact_dir + "/world_size_change.json");
+}
+
+// With checkpoint.every_updates > 0 and a checkpoint folder: resume from
+// the newest generation that verifies (or start fresh).
+absl::Status ResumeRun(Run* run) {
+  const TrainingRunOptions& options = *run->options;
+  if (options.checkpoint_dir.empty() || run->config->checkpoint().every_updates() <= 0) {
+    return absl::OkStatus();
+  }
+  RunCheckpointContext& checkpoints = run->checkpoints;
+  checkpoints.root = options.checkpoint_dir;
+  checkpoints.rank = options.rank;
+  checkpoints.world_size = options.world_size;
+  checkpoints.store =
+      options.process_group ? options.process_group->store.get() : nullptr;
+  checkpoints.config = run->config;
+  checkpoints.model_revision = run->manifest.model_revision().revision();
+  checkpoints.fault = options.fault;
+  absl::StatusOr<ResumeRecord> resumed = ResumeFromCheckpoint(
+      checkpoints, run->model(), *run->optimizer, &run->cursor);
+  if (!resumed.ok()) return resumed.status();
+  run->resume = *std::move(resumed);
+  if (run->resume.world_size_changed() && run->writer()) {
+    return ReportWorldSizeChange(*run);
+  }
+  return absl::OkStatus();
+}
+
+UpdateRecorderOptions RecorderOptions(const Run& run) {
+  UpdateRecorderOptions options;
+  options.world_size = run.options->world_size;
+  options.loss_weighting = run.config->loss_weighting().name();
+  options.reducer = run.config->reducer().name();
+  options.first_update = run.cursor.total_updates;
+  options.writer = run.writer();
+  options.record_updates = run.options->record_updates;
+  options.artifact_dir = run.options->artifact_dir;
+  options.receipt_ids = &run.data.train_ids;
+  return options;
+}
+
+// The updates from the cursor to the run's end; `recorder`, `cadence` and
+// `report` keep what they recorded, saved and counted.
+absl::Status Train(Run& run, UpdateRecorder* recorder, CheckpointCadence* cadence,
+                   RankReportBuilder* report) {
+  const TrainingRunOptions& options = *run.options;
+  const TrainingConfig& config = *run.config;
+  UpdateStepParts step_parts;
+  step_parts.model = &run.model();
+  step_parts.optimizer = run.optimizer.get();
+  step_parts.weighting = run.plugins().weighting.get();
+  step_parts.reducer = run.plugins().reducer.get();
+  step_parts.group =
+      options.process_group ? options.process_group->group.get() : nullptr;
+  step_parts.rank = options.rank;
+  step_parts.examples = &run.data.train;
+  step_parts.labels = &run.data.train_labels;
+  step_parts.class_counts = &run.inputs.data.train_class_counts;
+  UpdateStep step(step_parts);
+
+  UpdateSchedule schedule;
+  schedule.sampler = run.plugins().sampler.get();
+  schedule.num_examples = static_cast<int64_t>(run.inputs.data.train.size());
+  schedule.world_size = options.world_size;
+  schedule.seed = config.seeds().sampler();
+  schedule.local_batch = run.local_batch;
+  schedule.epochs = config.epochs();
+  schedule.max_updates = config.run().max_updates();
+  schedule.start = run.cursor;
+
+  const ProgressLog progress({run.writer(), config.run().log_every_updates(),
+                              config.run().max_updates(), config.epochs()});
+  if (absl::Status s = recorder->Start(run.model()); !s.ok()) return s;
+  return RunUpdateLoop(schedule, {&step, recorder, cadence, &progress, report});
+}
+
+// This rank's final report; on rank 0 every rank's, in rank order (through
+// the store), on the others an empty vector.
+absl::StatusOr<std::vector<RankReport>> FinishReports(Run& run,
+                                                      RankReportBuilder& builder) {
+  const TrainingRunOptions& options = *run.options;
+  std::string hash;
+  try {
+    hash = ParameterHash(run.model());
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(e, "final parameter hash: LibTorch");
+  }
+  const RankReport mine =
+      builder.Finish(run.plugins().reducer->stats(), PeakRssMib(), hash);
+  if (options.process_group == nullptr) return std::vector<RankReport>{mine};
+  return GatherOnRankZero(*options.process_group->store, "report", options.rank,
+                          options.world_size, mine);
+}
+
+absl::StatusOr<ValidationReport> Validate(Run& run) {
+  const TrainingRunOptions& options = *run.options;
+  ValidationInputs val;
+  val.examples = &run.data.validation;
+  val.receipt_ids = &run.data.validation_ids;
+  val.policy = run.plugins().sampler.get();
+  val.seed = run.config->seeds().sampler();
+  val.dedup = run.plugins().dedup.get();
+  val.dedup_name = run.config->metric_dedup().name();
+  val.rank = options.rank;
+  val.world_size = options.world_size;
+  val.group = options.process_group ? options.process_group->group.get() : nullptr;
+  return RunValidation(run.model(), val);
+}
+
+// parity.json's content: the first update against the reference, and
+// whether every rank ended with rank 0's parameters.
+absl::StatusOr<ParityReport> CheckParity(const Run& run,
+                                         const std::vector<RankReport>& reports,
+                                         const FirstStep& first_step) {
+  bool ranks_agree = true;
+  for (const RankReport& r : reports) {
+    ranks_agree &= r.final_parameter_hash() == reports[0].final_parameter_hash();
+  }
+  return CheckRunParity(first_step, run.options->reference_dir, *run.config,
+                        ranks_agree);
+}
+
+// Rank 0: the summary, parity, the sampler audit and every artifact.
+absl::StatusOr<TrainingOutcome> WriteArtifacts(
+    Run& run, const RankReportBuilder& builder,
+    const std::vector<RankReport>& reports, const ValidationReport& validation,
+    const FirstStep& first_step, const CheckpointCost& cost) {
+  const TrainingConfig& config = *run.config;
+  TrainingOutcome outcome;
+  outcome.updates = builder.updates();
+  run.manifest.set_updates(static_cast<int32_t>(builder.updates()));
+  for (int64_t accepted : builder.totals().accepted_per_update) {
+    run.manifest.add_accepted_examples_per_update(static_cast<int32_t>(accepted));
+  }
+  RunSummary summary = BuildRunSummary(builder.totals(), reports);
+  summary.set_config_fingerprint(run.manifest.config_fingerprint());
+  summary.set_final_parameter_hash(reports[0].final_parameter_hash());
+  summary.set_resumed_from_generation(run.resume.generation());
+  summary.set_first_update(static_cast<int32_t>(run.cursor.total_updates));
+  *summary.mutable_checkpoint() = cost;
+  RunArtifactMessages artifacts;
+  ParityReport parity;
+  if (!run.options->reference_dir.empty() && run.fresh()) {
+    absl::StatusOr<ParityReport> checked = CheckParity(run, reports, first_step);
+    if (!checked.ok()) return checked.status();
+    parity = *std::move(checked);
+    outcome.parity_checked = true;
+    outcome.parity_pass = parity.pass();
+    summary.set_parity(parity.pass() ? "pass" : "fail");
+    artifacts.parity = &parity;
+  }
+  absl::StatusOr<SamplerAudit> audit = AuditSampler(
+      *run.plugins().sampler, config.sampler().name(), run.data.train_ids,
+      run.options->world_size, config.seeds().sampler(), config.epochs(),
+      run.local_batch);
+  if (!audit.ok()) return audit.status();
+  artifacts.manifest = &run.manifest;
+  artifacts.summary = &summary;
+  artifacts.validation = &validation;
+  artifacts.audit = &*audit;
+  if (ResumeWorthRecording(run.resume)) artifacts.resume = &run.resume;
+  if (run.fresh()) artifacts.first_step = &first_step;
+  const std::string& dir = run.options->artifact_dir;
+  if (absl::Status s = WriteRunArtifacts(dir, artifacts); !s.ok()) return s;
+  LogRunFinished(builder.updates(), run.options->world_size, summary, validation, dir);
+  return outcome;
+}
+
 }  // namespace
 
 absl::Status CheckRunnable(const LoadedConfig& loaded) {
@@ -106,290 +352,35 @@ absl::Status CheckRunnable(const LoadedConfig& loaded) {
 }
 
 absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
-  const LoadedConfig& loaded = *options.loaded;
-  const TrainingConfig& config = loaded.config;
-  const int rank = options.rank;
-  const int world = options.world_size;
-  const bool writer = rank == 0;
-  at::set_num_threads(config.run().intra_op_threads());
+  at::set_num_threads(options.loaded->config.run().intra_op_threads());
+  Run run;
+  if (absl::Status s = StartRun(options, &run); !s.ok()) return s;
+  if (absl::Status s = ResumeRun(&run); !s.ok()) return s;
 
-  absl::StatusOr<RunInputs> inputs = PrepareRun(loaded);
-  if (!inputs.ok()) return inputs.status();
-  const ReceiptSplit* data = &inputs->data;
-  RunPlugins* plugins = &inputs->plugins;
-  Classifier& model = *inputs->model;
-  const ExampleTensors train = ToTensors(data->train, data->image_size);
-  const ExampleTensors validation = ToTensors(data->validation, data->image_size);
-  std::vector<std::string> train_ids, validation_ids;
-  std::vector<int> train_labels;
-  for (const ReceiptExample& e : data->train) {
-    train_ids.push_back(e.receipt_id);
-    train_labels.push_back(e.label);
-  }
-  for (const ReceiptExample& e : data->validation) validation_ids.push_back(e.receipt_id);
+  UpdateRecorder recorder(RecorderOptions(run));
+  const bool saves = !run.checkpoints.root.empty();
+  CheckpointCadence cadence(
+      saves ? run.config->checkpoint().every_updates() : 0,
+      run.resume.next_generation(),
+      [&run](int64_t generation, const TrainingCursor& cursor) {
+        return SaveCheckpoint(run.checkpoints, generation, run.model(),
+                              *run.optimizer, cursor);
+      });
+  RankReportBuilder report(options.rank, options.world_size,
+                           static_cast<int64_t>(run.inputs.data.train.size()));
+  if (absl::Status s = Train(run, &recorder, &cadence, &report); !s.ok()) return s;
 
-  RunManifest manifest = MakeRunManifest(loaded, model, *data, world);
-
-  if (options.process_group != nullptr) {
-    absl::Status agreed = AgreeOnStart(
-        *options.process_group->store, rank, world,
-        {{"config_fingerprint", manifest.config_fingerprint()},
-         {"model_revision", manifest.model_revision().revision()},
-         {"data", DataHash(*data)},
-         {"sampler", config.sampler().name()},
-         {"loss_weighting", config.loss_weighting().name()},
-         {"reducer", config.reducer().name()},
-         {"metric_dedup", config.metric_dedup().name()}});
-    if (!agreed.ok()) return agreed;
-    LOG(INFO) << "rank " << rank << ": all " << world
-              << " ranks agree on config, model revision, data and plugins";
-  }
-  absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> optimizer =
-      BuildOptimizer(config.optimizer(), model.parameters());
-  if (!optimizer.ok()) return loaded.locator->Locate(optimizer.status());
-
-  const std::vector<int> local_batch = LocalBatchSizes(config);
-  FirstStep first_step;
-  first_step.set_world_size(world);
-  first_step.set_loss_weighting(config.loss_weighting().name());
-  first_step.set_reducer(config.reducer().name());
-  for (const auto& item : model.named_parameters()) first_step.add_parameter_order(item.key());
-  StoreNamedTensors(SnapshotParameters(model), first_step.mutable_parameters_before());
-
-  TrainingCursor cursor;
-  ResumeRecord resume;
-  RunCheckpointContext checkpoints;
-  const bool checkpointing =
-      !options.checkpoint_dir.empty() && config.checkpoint().every_updates() > 0;
-  if (checkpointing) {
-    checkpoints.root = options.checkpoint_dir;
-    checkpoints.rank = rank;
-    checkpoints.world_size = world;
-    checkpoints.store = options.process_group ? options.process_group->store.get() : nullptr;
-    checkpoints.config = &config;
-    checkpoints.model_revision = manifest.model_revision().revision();
-    checkpoints.fault = options.fault;
-    absl::StatusOr<ResumeRecord> resumed =
-        ResumeFromCheckpoint(checkpoints, model, **optimizer, &cursor);
-    if (!resumed.ok()) return resumed.status();
-    resume = *resumed;
-  }
-  const bool fresh = cursor.total_updates == 0;
-  if (resume.world_size_changed() && writer) {
-    WorldSizeChange change;
-    change.policy = plugins->sampler.get();
-    change.policy_name = config.sampler().name();
-    change.receipt_ids = train_ids;
-    change.seed = config.seeds().sampler();
-    change.epoch = cursor.epoch;
-    change.updates_done = cursor.update_in_epoch;
-    // The saved run split the same global batch evenly (CompareDataOrder
-    // refuses another global batch).
-    change.old_local_batch.assign(resume.saved_world_size(),
-                                  config.global_batch() / resume.saved_world_size());
-    change.new_local_batch = local_batch;
-    if (absl::Status s = WriteWorldSizeChangeReport(
-            change, options.artifact_dir + "/world_size_change.json");
-        !s.ok()) {
-      return s;
-    }
-  }
-
-  int64_t next_generation = resume.next_generation();
-
-  RankReport report;
-  report.set_rank(rank);
-  RunTotals totals;
-  totals.world_size = world;
-  totals.training_views = static_cast<int64_t>(data->train.size());
-  totals.warmup_updates = kWarmupUpdates;
-  CheckpointCost cost;
-  const int64_t max_updates = config.run().max_updates();
-  int64_t total = cursor.total_updates;
-  int64_t run_updates = 0;
-  bool stop = false;
-  const Clock::time_point run_start = Clock::now();
-  try {
-    for (int epoch = cursor.epoch; epoch < config.epochs() && !stop; ++epoch) {
-      OrderRequest request;
-      request.num_examples = static_cast<int64_t>(data->train.size());
-      request.world_size = world;
-      request.seed = config.seeds().sampler();
-      request.epoch = epoch;
-      absl::StatusOr<EpochPlan> plan =
-          BuildEpochPlan(*plugins->sampler, request, local_batch);
-      if (!plan.ok()) return plan.status();
-      const int64_t first_in_epoch = epoch == cursor.epoch ? cursor.update_in_epoch : 0;
-      int64_t u = first_in_epoch;
-      for (; u < plan->num_updates(); ++u) {
-        if (max_updates > 0 && total >= max_updates) {
-          stop = true;
-          break;
-        }
-        const Clock::time_point start = Clock::now();
-        const absl::Span<const Slot> slots = plan->UpdateSlots(rank, u);
-        const std::vector<double> weights = plugins->weighting->Weights(
-            ComposeUpdate(*plan, u, train_labels, data->train_class_counts), rank);
-        const ExampleTensors batch = SelectSlots(train, slots);
-        absl::StatusOr<WeightedBackwardResult> backward =
-            WeightedBackward(model, batch.images, batch.labels, weights);
-        if (!backward.ok()) return backward.status();
-        const Clock::time_point sync_start = Clock::now();
-        if (options.process_group != nullptr) {
-          std::vector<at::Tensor> grads = Gradients(model);
-          absl::Status reduced =
-              plugins->reducer->Reduce(grads, *options.process_group->group);
-          if (!reduced.ok()) {
-            return absl::Status(reduced.code(),
-                                absl::StrCat("rank ", rank, ", update ", total,
-                                             ": ", reduced.message()));
-          }
-        }
-        const double sync_seconds = Seconds(Clock::now() - sync_start);
-        // The first update of a fresh run (first_step.json, parity), and the
-        // updates asked for (update-K.json; the first resumed one always).
-        const bool record_first = fresh && total == 0;
-        const bool record_update = writer && (options.record_updates.count(total) > 0 ||
-                                              (!fresh && run_updates == 0));
-        FirstStep update_record;
-        FirstStep* record = record_first ? &first_step : &update_record;
-        if (record_first || record_update) {
-          StoreNamedTensors(SnapshotGradients(model), record->mutable_gradients());
-        }
-        (*optimizer)->step();
-        if (record_first || record_update) {
-          record->set_world_size(world);
-          StoreNamedTensors(SnapshotParameters(model), record->mutable_parameters_after());
-          record->set_accepted_examples(static_cast<int32_t>(plan->GlobalAcceptedCount(u)));
-          record->set_loss(backward->weighted_loss);
-          RecordBatch(*plan, u, train_ids, record);
-        }
-        if (record_update) {
-          for (const std::string& name : first_step.parameter_order()) {
-            update_record.add_parameter_order(name);
-          }
-          std::filesystem::create_directories(options.artifact_dir);
-          if (absl::Status s = WriteJsonFile(
-                  absl::StrCat(options.artifact_dir, "/update-", total, ".json"),
-                  update_record);
-              !s.ok()) {
-            return s;
-          }
-        }
-        const double update_seconds = Seconds(Clock::now() - start);
-        report.add_update_loss(backward->weighted_loss);
-        if (run_updates >= kWarmupUpdates) {
-          report.mutable_timing()->add_update_seconds(update_seconds);
-          report.mutable_timing()->add_sync_seconds(sync_seconds);
-          report.mutable_timing()->add_update_examples(static_cast<int32_t>(slots.size()));
-        }
-        totals.accepted_per_update.push_back(plan->GlobalAcceptedCount(u));
-        totals.epoch_of_update.push_back(epoch);
-        manifest.add_accepted_examples_per_update(
-            static_cast<int32_t>(plan->GlobalAcceptedCount(u)));
-        ++total;
-        ++run_updates;
-        if (checkpointing && total % config.checkpoint().every_updates() == 0) {
-          const bool epoch_done = u + 1 == plan->num_updates();
-          TrainingCursor at{total, epoch_done ? epoch + 1 : epoch,
-                            epoch_done ? 0 : u + 1};
-          absl::StatusOr<SaveResult> saved =
-              SaveCheckpoint(checkpoints, next_generation++, model, **optimizer, at);
-          if (!saved.ok()) return saved.status();
-          cost.set_generations_saved(cost.generations_saved() + 1);
-          cost.set_bytes_per_generation(static_cast<double>(saved->bytes));
-          cost.add_save_seconds(saved->seconds);
-          cost.add_sequential_write_seconds(saved->sequential_write_seconds);
-        }
-        if (writer && total % config.run().log_every_updates() == 0) {
-          LogProgress(total, max_updates > 0 ? max_updates
-                                             : plan->num_updates() * config.epochs(),
-                      epoch, backward->weighted_loss, run_updates,
-                      Seconds(Clock::now() - run_start));
-        }
-      }
-      for (const EpochRankRecord& rec : AccountEpoch(*plan, first_in_epoch, u)) {
-        if (rec.rank() == rank) *report.add_per_rank() = rec;
-      }
-    }
-  } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat("rank ", rank, ": LibTorch: ",
-                                            e.what_without_backtrace()));
-  }
-  manifest.set_updates(static_cast<int32_t>(run_updates));
-
-  ValidationInputs val;
-  val.examples = &validation;
-  val.receipt_ids = &validation_ids;
-  val.policy = plugins->sampler.get();
-  val.seed = config.seeds().sampler();
-  val.dedup = plugins->dedup.get();
-  val.dedup_name = config.metric_dedup().name();
-  val.rank = rank;
-  val.world_size = world;
-  val.group = options.process_group ? options.process_group->group.get() : nullptr;
-  absl::StatusOr<ValidationReport> validation_report = RunValidation(model, val);
-  if (!validation_report.ok()) return validation_report.status();
-
-  const ReduceStats stats = plugins->reducer->stats();
-  report.mutable_timing()->set_rank(rank);
-  report.mutable_timing()->set_peak_rss_mib(PeakRssMib());
-  report.mutable_timing()->set_collectives(static_cast<int32_t>(stats.collectives));
-  report.mutable_timing()->set_bytes_reduced(static_cast<double>(stats.bytes));
-  report.set_final_parameter_hash(ParameterHash(model));
-  absl::StatusOr<std::vector<RankReport>> reports = CollectReports(options, report);
+  absl::StatusOr<ValidationReport> validation = Validate(run);
+  if (!validation.ok()) return validation.status();
+  absl::StatusOr<std::vector<RankReport>> reports = FinishReports(run, report);
   if (!reports.ok()) return reports.status();
-
-  TrainingOutcome outcome;
-  outcome.updates = run_updates;
-  if (!writer) return outcome;
-
-  const std::string& dir = options.artifact_dir;
-  std::filesystem::create_directories(dir);
-  RunSummary summary = BuildRunSummary(totals, *reports);
-  summary.set_config_fingerprint(manifest.config_fingerprint());
-  summary.set_final_parameter_hash(report.final_parameter_hash());
-  summary.set_resumed_from_generation(resume.generation());
-  summary.set_first_update(static_cast<int32_t>(cursor.total_updates));
-  FinishCheckpointCost(&cost);
-  *summary.mutable_checkpoint() = cost;
-  if (!options.reference_dir.empty() && fresh) {
-    bool ranks_agree = true;
-    for (const RankReport& r : *reports) {
-      ranks_agree &= r.final_parameter_hash() == report.final_parameter_hash();
-    }
-    absl::StatusOr<ParityReport> parity =
-        CheckRunParity(first_step, options.reference_dir, config, ranks_agree);
-    if (!parity.ok()) return parity.status();
-    outcome.parity_checked = true;
-    outcome.parity_pass = parity->pass();
-    summary.set_parity(parity->pass() ? "pass" : "fail");
-    if (absl::Status s = WriteJsonFile(dir + "/parity.json", *parity); !s.ok()) return s;
+  if (!run.writer()) {
+    TrainingOutcome outcome;
+    outcome.updates = report.updates();
+    return outcome;
   }
-  absl::StatusOr<SamplerAudit> audit = AuditSampler(
-      *plugins->sampler, config.sampler().name(), train_ids, world,
-      config.seeds().sampler(), config.epochs(), local_batch);
-  if (!audit.ok()) return audit.status();
-  if (checkpointing && (resume.generation() > 0 || resume.skipped_size() > 0 ||
-                        resume.cleaned_up_size() > 0)) {
-    if (absl::Status s = WriteJsonFile(dir + "/resume.json", resume); !s.ok()) return s;
-  }
-  std::vector<std::pair<std::string, const google::protobuf::Message*>> artifacts = {
-      {"run_manifest.json", &manifest},
-      {"run_summary.json", &summary},
-      {"validation.json", &*validation_report},
-      {"sampler_audit.json", &*audit}};
-  if (fresh) artifacts.push_back({"first_step.json", &first_step});
-  for (const auto& [name, message] : artifacts) {
-    if (absl::Status s = WriteJsonFile(dir + "/" + name, *message); !s.ok()) return s;
-  }
-  LOG(INFO) << "trained " << run_updates << " updates on " << world << " worker(s): final loss "
-            << summary.final_loss() << ", validation accuracy "
-            << validation_report->accuracy() << " ("
-            << validation_report->unique_ids_counted() << " receipts counted once, "
-            << validation_report->duplicates_dropped() << " duplicates dropped); "
-            << "artifacts in " << dir;
-  return outcome;
+  return WriteArtifacts(run, report, *reports, *validation, recorder.first_step(),
+                        cadence.cost());
 }
 
 }  // namespace receipt_parity

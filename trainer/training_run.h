@@ -9,13 +9,28 @@
 //   group, then the optimizer step on the reduced gradient.
 // Every rank has the same number of updates by construction of the plan.
 //
+// RunTraining composes, in order:
+//   start     data, plugins and model (as CheckRunnable), the manifest,
+//             start agreement across ranks, the optimizer
+//   resume    with checkpoint.every_updates > 0, from the newest advertised
+//             generation in `checkpoint_dir` (trainer/run_checkpoints.h);
+//             world_size_change.json after a resume across world sizes
+//   train     trainer/update_loop.h: the update step
+//             (trainer/update_step.h), the recorder of first_step.json and
+//             update-K.json (trainer/update_recorder.h), the checkpoint
+//             cadence (trainer/checkpoint_cadence.h), progress logging
+//             (trainer/progress_log.h), this rank's report
+//             (trainer/rank_report_builder.h)
+//   finish    validation (trainer/validation_pass.h), every rank's report
+//             gathered on rank 0, run_summary.json
+//             (trainer/run_summary_builder.h), parity against the reference
+//             (trainer/run_parity.h), the sampler audit, and the artifacts
+//             (trainer/run_artifacts.h).
+//
 // Artifacts (rank 0 writes them into `artifact_dir`):
 //   run_manifest.json, first_step.json (fresh runs), run_summary.json,
 //   validation.json, sampler_audit.json, resume.json (resumed runs),
-//   update-K.json (recorded updates).
-// With checkpoint.every_updates > 0 the run first resumes from the newest
-// advertised generation in `checkpoint_dir`, then saves a generation every
-// that many updates (trainer/run_checkpoints.h).
+//   update-K.json (recorded updates), parity.json (with a reference).
 #ifndef RECEIPT_PARITY_TRAINER_TRAINING_RUN_H_
 #define RECEIPT_PARITY_TRAINER_TRAINING_RUN_H_
 
@@ -61,7 +76,8 @@ struct TrainingOutcome {
 // plugins exist and accept their options, the model builds. Writes nothing.
 absl::Status CheckRunnable(const LoadedConfig& loaded);
 
-// Errors name what failed (config field, data file, plugin, rank, peer).
+// Errors name what failed (config field, data file, plugin, rank, peer,
+// checkpoint generation); what LibTorch throws comes back as a Status too.
 absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options);
 
 }  // namespace receipt_parity

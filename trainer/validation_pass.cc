@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "data/label_map.h"
 #include "metrics/classification_metrics.h"
+#include "reducers/collective_error.h"
 
 namespace receipt_parity {
 namespace {
@@ -66,8 +67,8 @@ absl::StatusOr<ValidationReport> RunValidation(Classifier& model,
       per_rank = outputs[0];
     }
   } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("validation: gathering predictions failed: ", e.what()));
+    return LibTorchErrorToStatus(e, "validation: gathering predictions failed",
+                                 absl::StatusCode::kUnavailable);
   }
   std::vector<Prediction> gathered;
   for (int r = 0; r < static_cast<int>(per_rank.size()); ++r) {

@@ -1,0 +1,78 @@
+// When a run saves a checkpoint generation, what cursor it saves, and what
+// the saves cost.
+//
+// With checkpoint.every_updates = N > 0 the run saves after every update
+// that brings its completed updates (counted over the whole run, resumed
+// attempts included) to a multiple of N: after updates N, 2N, ... . The
+// saved cursor is where the next update starts: the next update of the
+// same epoch, or update 0 of the next epoch when the saved update was the
+// epoch's last. Generations are numbered from the resume decision's
+// next_generation, +1 per save.
+//
+// The save itself is a callback (in a run: SaveCheckpoint of
+// trainer/run_checkpoints.h with the run's model and optimizer), so the
+// cadence is a pure function of its inputs and the callback's results.
+// Every rank runs its own cadence over the same updates, so all ranks save
+// the same generations at the same updates.
+//
+// Thread safety: not thread-safe.
+#ifndef RECEIPT_PARITY_TRAINER_CHECKPOINT_CADENCE_H_
+#define RECEIPT_PARITY_TRAINER_CHECKPOINT_CADENCE_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "trainer/artifacts.pb.h"
+#include "trainer/run_checkpoints.h"
+
+namespace receipt_parity {
+
+// Saves generation `generation` with `cursor` as the place to resume.
+using SaveGenerationCall = std::function<absl::StatusOr<SaveResult>(
+    int64_t generation, const TrainingCursor& cursor)>;
+
+class CheckpointCadence {
+ public:
+  // every_updates <= 0: never saves (`save` may then be empty).
+  CheckpointCadence(int64_t every_updates, int64_t next_generation,
+                    SaveGenerationCall save);
+
+  bool saves() const { return every_updates_ > 0; }
+
+  // Whether the update that completes the run's `completed_updates`-th
+  // update saves.
+  bool SavesAfter(int64_t completed_updates) const;
+
+  // Where the next update starts once update `update` (0-based) of epoch
+  // `epoch`, which has `updates_in_epoch` updates, completed the run's
+  // `completed_updates`-th update.
+  static TrainingCursor CursorAfter(int64_t completed_updates, int epoch,
+                                    int64_t update, int64_t updates_in_epoch);
+
+  // Call after every completed update, with the same arguments as
+  // CursorAfter. Saves when SavesAfter(completed_updates) and books the
+  // save in cost(). Errors: the save's status (nothing is booked).
+  absl::Status AfterUpdate(int64_t completed_updates, int epoch,
+                           int64_t update, int64_t updates_in_epoch);
+
+  // The generation the next save writes.
+  int64_t next_generation() const { return next_generation_; }
+
+  // The saves so far: generations_saved, bytes_per_generation (the last
+  // save's), save_seconds and sequential_write_seconds per save, and the
+  // medians and their ratio (FinishCheckpointCost). The byte and time
+  // figures come from rank 0's saves; other ranks get zeros.
+  CheckpointCost cost() const;
+
+ private:
+  int64_t every_updates_;
+  int64_t next_generation_;
+  SaveGenerationCall save_;
+  CheckpointCost cost_;
+};
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_CHECKPOINT_CADENCE_H_

@@ -1,0 +1,155 @@
+#include "trainer/checkpoint_cadence.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace receipt_parity {
+namespace {
+
+struct Save {
+  int64_t generation;
+  TrainingCursor cursor;
+};
+
+// Records every save; the n-th save (0-based) reports bytes 1000 + n and
+// seconds as given.
+class FakeSaver {
+ public:
+  explicit FakeSaver(std::vector<double> seconds = {}, bool fails = false)
+      : seconds_(std::move(seconds)), fails_(fails) {}
+
+  SaveGenerationCall Call() {
+    return [this](int64_t generation, const TrainingCursor& cursor)
+               -> absl::StatusOr<SaveResult> {
+      if (fails_) return absl::UnavailableError("rank 1 never confirmed");
+      const size_t n = saves.size();
+      saves.push_back({generation, cursor});
+      SaveResult result;
+      result.generation = generation;
+      result.bytes = 1000 + static_cast<int64_t>(n);
+      result.seconds = n < seconds_.size() ? seconds_[n] : 0;
+      result.sequential_write_seconds = result.seconds / 4;
+      return result;
+    };
+  }
+
+  std::vector<Save> saves;
+
+ private:
+  std::vector<double> seconds_;
+  bool fails_;
+};
+
+// Runs `epochs` epochs of `per_epoch` updates from `start` through the
+// cadence, as the update loop does.
+void RunEpochs(CheckpointCadence& cadence, int epochs, int64_t per_epoch,
+               TrainingCursor start = {}) {
+  int64_t total = start.total_updates;
+  for (int epoch = start.epoch; epoch < epochs; ++epoch) {
+    for (int64_t u = epoch == start.epoch ? start.update_in_epoch : 0; u < per_epoch; ++u) {
+      ++total;
+      ASSERT_TRUE(cadence.AfterUpdate(total, epoch, u, per_epoch).ok());
+    }
+  }
+}
+
+TEST(CheckpointCadenceTest, SavesEveryNCompletedUpdates) {
+  CheckpointCadence cadence(3, 1, nullptr);
+  EXPECT_TRUE(cadence.saves());
+  EXPECT_FALSE(cadence.SavesAfter(1));
+  EXPECT_FALSE(cadence.SavesAfter(2));
+  EXPECT_TRUE(cadence.SavesAfter(3));
+  EXPECT_FALSE(cadence.SavesAfter(4));
+  EXPECT_TRUE(cadence.SavesAfter(6));
+}
+
+TEST(CheckpointCadenceTest, ZeroNeverSavesNorCallsTheSaver) {
+  CheckpointCadence cadence(0, 1, nullptr);  // calling a null saver would crash
+  EXPECT_FALSE(cadence.saves());
+  EXPECT_FALSE(cadence.SavesAfter(3));
+  RunEpochs(cadence, 2, 4);
+  EXPECT_EQ(cadence.next_generation(), 1);
+  EXPECT_EQ(cadence.cost().generations_saved(), 0);
+  EXPECT_EQ(cadence.cost().save_seconds_size(), 0);
+}
+
+TEST(CheckpointCadenceTest, CursorIsTheNextUpdateOrTheNextEpochsFirst) {
+  TrainingCursor mid = CheckpointCadence::CursorAfter(6, 1, 1, 4);
+  EXPECT_EQ(mid.total_updates, 6);
+  EXPECT_EQ(mid.epoch, 1);
+  EXPECT_EQ(mid.update_in_epoch, 2);
+  TrainingCursor end = CheckpointCadence::CursorAfter(8, 1, 3, 4);
+  EXPECT_EQ(end.total_updates, 8);
+  EXPECT_EQ(end.epoch, 2);
+  EXPECT_EQ(end.update_in_epoch, 0);
+}
+
+TEST(CheckpointCadenceTest, SavesTheRightUpdatesWithConsecutiveGenerations) {
+  FakeSaver saver;
+  CheckpointCadence cadence(3, 7, saver.Call());
+  RunEpochs(cadence, 2, 4);  // updates 1..8
+  ASSERT_EQ(saver.saves.size(), 2u);
+  EXPECT_EQ(saver.saves[0].generation, 7);
+  EXPECT_EQ(saver.saves[0].cursor.total_updates, 3);
+  EXPECT_EQ(saver.saves[0].cursor.epoch, 0);
+  EXPECT_EQ(saver.saves[0].cursor.update_in_epoch, 3);
+  EXPECT_EQ(saver.saves[1].generation, 8);
+  EXPECT_EQ(saver.saves[1].cursor.total_updates, 6);
+  EXPECT_EQ(saver.saves[1].cursor.epoch, 1);
+  EXPECT_EQ(saver.saves[1].cursor.update_in_epoch, 2);
+  EXPECT_EQ(cadence.next_generation(), 9);
+}
+
+TEST(CheckpointCadenceTest, SaveAtTheEpochsLastUpdateResumesAtTheNextEpoch) {
+  FakeSaver saver;
+  CheckpointCadence cadence(4, 1, saver.Call());
+  RunEpochs(cadence, 2, 4);
+  ASSERT_EQ(saver.saves.size(), 2u);
+  EXPECT_EQ(saver.saves[0].cursor.total_updates, 4);
+  EXPECT_EQ(saver.saves[0].cursor.epoch, 1);
+  EXPECT_EQ(saver.saves[0].cursor.update_in_epoch, 0);
+  EXPECT_EQ(saver.saves[1].cursor.total_updates, 8);
+  EXPECT_EQ(saver.saves[1].cursor.epoch, 2);
+  EXPECT_EQ(saver.saves[1].cursor.update_in_epoch, 0);
+}
+
+TEST(CheckpointCadenceTest, ResumedRunCountsFromTheWholeRunsUpdates) {
+  FakeSaver saver;
+  CheckpointCadence cadence(3, 3, saver.Call());
+  RunEpochs(cadence, 2, 4, TrainingCursor{5, 1, 1});  // updates 6, 7, 8
+  ASSERT_EQ(saver.saves.size(), 1u);
+  EXPECT_EQ(saver.saves[0].generation, 3);
+  EXPECT_EQ(saver.saves[0].cursor.total_updates, 6);
+  EXPECT_EQ(saver.saves[0].cursor.epoch, 1);
+  EXPECT_EQ(saver.saves[0].cursor.update_in_epoch, 2);
+}
+
+TEST(CheckpointCadenceTest, CostBooksEverySaveAndTheMedians) {
+  FakeSaver saver({0.4, 0.1, 0.2});
+  CheckpointCadence cadence(2, 1, saver.Call());
+  RunEpochs(cadence, 1, 6);  // saves after 2, 4, 6
+  const CheckpointCost cost = cadence.cost();
+  EXPECT_EQ(cost.generations_saved(), 3);
+  EXPECT_DOUBLE_EQ(cost.bytes_per_generation(), 1002);  // the last save's
+  ASSERT_EQ(cost.save_seconds_size(), 3);
+  EXPECT_DOUBLE_EQ(cost.save_seconds(0), 0.4);
+  EXPECT_DOUBLE_EQ(cost.save_seconds(2), 0.2);
+  ASSERT_EQ(cost.sequential_write_seconds_size(), 3);
+  EXPECT_DOUBLE_EQ(cost.sequential_write_seconds(1), 0.025);
+  EXPECT_DOUBLE_EQ(cost.save_seconds_median(), 0.2);
+  EXPECT_DOUBLE_EQ(cost.sequential_write_seconds_median(), 0.05);
+  EXPECT_DOUBLE_EQ(cost.save_vs_sequential_ratio(), 4);
+}
+
+TEST(CheckpointCadenceTest, FailedSaveIsReturnedAndNotBooked) {
+  FakeSaver saver({}, /*fails=*/true);
+  CheckpointCadence cadence(1, 1, saver.Call());
+  absl::Status status = cadence.AfterUpdate(1, 0, 0, 4);
+  EXPECT_EQ(status, absl::UnavailableError("rank 1 never confirmed"));
+  EXPECT_EQ(cadence.cost().generations_saved(), 0);
+  EXPECT_EQ(cadence.cost().save_seconds_size(), 0);
+}
+
+}  // namespace
+}  // namespace receipt_parity

@@ -1,0 +1,72 @@
+#include "trainer/first_step_record.h"
+
+#include <ATen/ATen.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "trainer/loop_test_support.h"
+
+namespace receipt_parity {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(FirstStepRecordTest, StoredTensorsLoadBackBitwiseInTheOrderAsked) {
+  std::shared_ptr<Classifier> model = MakeTinyModel();
+  FirstStep record;
+  StoreNamedTensors(SnapshotParameters(*model), record.mutable_parameters_before());
+  ASSERT_EQ(record.parameters_before().size(), 2u);
+  EXPECT_EQ(record.parameters_before().at("out.weight").shape_size(), 2);
+  absl::StatusOr<NamedTensors> loaded =
+      LoadNamedTensors(record.parameters_before(), {"out.bias", "out.weight"});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ((*loaded)[0].first, "out.bias");
+  EXPECT_TRUE(at::equal((*loaded)[0].second, model->named_parameters()["out.bias"]));
+  EXPECT_TRUE(at::equal((*loaded)[1].second, model->named_parameters()["out.weight"]));
+}
+
+TEST(FirstStepRecordTest, MissingShortOrImpossibleTensorsAreInvalidArgument) {
+  google::protobuf::Map<std::string, NamedTensor> map;
+  NamedTensor& short_one = map["short"];
+  short_one.add_shape(2);
+  short_one.add_shape(2);
+  short_one.add_values(1);
+  NamedTensor& negative = map["negative"];
+  negative.add_shape(-1);
+  negative.add_shape(-2);  // "fills" 2 values, but no tensor has this shape
+  negative.add_values(1);
+  negative.add_values(2);
+
+  absl::Status missing = LoadNamedTensors(map, {"absent"}).status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(missing.message()), HasSubstr("'absent' is missing"));
+  absl::Status short_status = LoadNamedTensors(map, {"short"}).status();
+  EXPECT_EQ(short_status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(short_status.message()), HasSubstr("has 1 values for a shape of 4"));
+  absl::StatusOr<NamedTensors> impossible;
+  EXPECT_NO_THROW(impossible = LoadNamedTensors(map, {"negative"}));
+  EXPECT_EQ(impossible.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(impossible.status().message()), HasSubstr("'negative': LibTorch"));
+}
+
+TEST(FirstStepRecordTest, RecordBatchListsEveryRanksSlots) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(10);
+  const EpochPlan plan = TinyPlan(10, {2, 2});
+  FirstStep record;
+  RecordBatch(plan, 2, set.receipt_ids, &record);
+  ASSERT_EQ(record.batch_size(), 2);
+  for (int r = 0; r < 2; ++r) {
+    const absl::Span<const Slot> slots = plan.UpdateSlots(r, 2);
+    EXPECT_EQ(record.batch(r).rank(), r);
+    ASSERT_EQ(record.batch(r).receipt_ids_size(), static_cast<int>(slots.size()));
+    for (size_t i = 0; i < slots.size(); ++i) {
+      EXPECT_EQ(record.batch(r).dataset_indices(i), slots[i].dataset_index);
+      EXPECT_EQ(record.batch(r).receipt_ids(i), set.receipt_ids[slots[i].dataset_index]);
+      EXPECT_EQ(record.batch(r).valid(i), slots[i].valid);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace receipt_parity

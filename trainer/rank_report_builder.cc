@@ -1,0 +1,63 @@
+#include "trainer/rank_report_builder.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include "trainer/epoch_accounting.h"
+
+namespace receipt_parity {
+
+RankReportBuilder::RankReportBuilder(int rank, int world_size,
+                                     int64_t training_views)
+    : rank_(rank) {
+  report_.set_rank(rank);
+  totals_.world_size = world_size;
+  totals_.training_views = training_views;
+  totals_.warmup_updates = kWarmupUpdates;
+}
+
+void RankReportBuilder::AddUpdate(const UpdateResult& result, int epoch,
+                                  double update_seconds) {
+  report_.add_update_loss(result.weighted_loss);
+  if (updates() >= kWarmupUpdates) {
+    RankTiming* timing = report_.mutable_timing();
+    timing->add_update_seconds(update_seconds);
+    timing->add_sync_seconds(result.sync_seconds);
+    timing->add_update_examples(static_cast<int32_t>(result.local_slots));
+  }
+  totals_.accepted_per_update.push_back(result.global_accepted);
+  totals_.epoch_of_update.push_back(epoch);
+}
+
+void RankReportBuilder::AddEpoch(const EpochPlan& plan, int64_t first_update,
+                                 int64_t end_update) {
+  for (const EpochRankRecord& record :
+       AccountEpoch(plan, first_update, end_update)) {
+    if (record.rank() == rank_) *report_.add_per_rank() = record;
+  }
+}
+
+RankReport RankReportBuilder::Finish(const ReduceStats& reducer_stats,
+                                     double peak_rss_mib,
+                                     const std::string& final_parameter_hash) {
+  RankTiming* timing = report_.mutable_timing();
+  timing->set_rank(rank_);
+  timing->set_peak_rss_mib(peak_rss_mib);
+  timing->set_collectives(static_cast<int32_t>(reducer_stats.collectives));
+  timing->set_bytes_reduced(static_cast<double>(reducer_stats.bytes));
+  report_.set_final_parameter_hash(final_parameter_hash);
+  return report_;
+}
+
+double PeakRssMib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      return std::strtod(line.c_str() + 6, nullptr) / 1024.0;  // in kB
+    }
+  }
+  return 0;
+}
+
+}  // namespace receipt_parity

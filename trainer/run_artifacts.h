@@ -1,0 +1,49 @@
+// The JSON artifacts rank 0 writes at the end of a run, into its artifact
+// folder (created when missing):
+//   parity.json         a multi-worker run checked against its reference
+//   resume.json         a run that resumed, or passed over or cleaned up
+//                       checkpoint generations
+//   run_manifest.json, run_summary.json, validation.json,
+//   sampler_audit.json  every run
+//   first_step.json     a fresh run
+// in this order, each atomically (io/json_file.h). update-K.json are
+// written during the run (trainer/update_recorder.h),
+// world_size_change.json at its start (trainer/world_size_change.h).
+#ifndef RECEIPT_PARITY_TRAINER_RUN_ARTIFACTS_H_
+#define RECEIPT_PARITY_TRAINER_RUN_ARTIFACTS_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "metrics/validation_report.pb.h"
+#include "parity/parity_report.pb.h"
+#include "samplers/audit.pb.h"
+#include "trainer/artifacts.pb.h"
+
+namespace receipt_parity {
+
+// Not owned. The four every run has are required; nullptr leaves an
+// optional artifact out.
+struct RunArtifactMessages {
+  const RunManifest* manifest = nullptr;
+  const RunSummary* summary = nullptr;
+  const ValidationReport* validation = nullptr;
+  const SamplerAudit* audit = nullptr;
+  const ParityReport* parity = nullptr;
+  const ResumeRecord* resume = nullptr;
+  const FirstStep* first_step = nullptr;
+};
+
+// Whether a run's ResumeRecord is worth resume.json: it resumed from a
+// generation, or passed over or cleaned up any.
+bool ResumeWorthRecording(const ResumeRecord& resume);
+
+// Writes the artifacts that are set into `dir`. Stops at the first error
+// (Internal naming the file); what was written before stays.
+// REQUIRES: manifest, summary, validation and audit are set.
+absl::Status WriteRunArtifacts(const std::string& dir,
+                               const RunArtifactMessages& artifacts);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_RUN_ARTIFACTS_H_

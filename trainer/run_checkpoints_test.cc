@@ -1,0 +1,181 @@
+#include "trainer/run_checkpoints.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
+#include "checkpoint/recovery.h"
+#include "checkpoint/save_generation.h"
+#include "checkpoint/shard_state.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "trainer/config_loader.h"
+#include "trainer/loop_test_support.h"
+#include "trainer/optimizer_state.h"
+
+namespace receipt_parity {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A tiny model after one optimizer step (so the optimizer has state).
+struct Trained {
+  explicit Trained(bool adamw, uint64_t seed = 7) : model(MakeTinyModel(seed)) {
+    if (adamw) {
+      optimizer = std::make_unique<torch::optim::AdamW>(
+          model->parameters(), torch::optim::AdamWOptions(0.01));
+    } else {
+      optimizer = std::make_unique<torch::optim::SGD>(
+          model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    }
+    for (auto& p : model->parameters()) p.mutable_grad() = at::ones_like(p);
+    optimizer->step();
+  }
+  std::shared_ptr<Classifier> model;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+};
+
+TrainingConfig Config(int global_batch = 4) {
+  TrainingConfig config;
+  config.set_global_batch(global_batch);
+  config.mutable_checkpoint()->set_every_updates(1);
+  config.mutable_checkpoint()->set_keep_last(3);
+  return config;
+}
+
+RunCheckpointContext Context(const std::string& root, const TrainingConfig* config) {
+  RunCheckpointContext context;
+  context.root = root;
+  context.config = config;
+  context.model_revision = "tiny@1";
+  return context;
+}
+
+TEST(RunCheckpointsTest, ResumeRestoresParametersOptimizerGeneratorAndCursor) {
+  const std::string root = FreshTestFolder("ckpt_round_trip");
+  const TrainingConfig config = Config();
+  const RunCheckpointContext context = Context(root, &config);
+  Trained saved(/*adamw=*/false);
+  absl::StatusOr<SaveResult> result =
+      SaveCheckpoint(context, 1, *saved.model, *saved.optimizer, {3, 0, 3});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->generation, 1);
+  EXPECT_GT(result->bytes, 0);
+  const at::Tensor next_draw = at::rand({4});  // the generator as saved, drawn once
+
+  Trained resumed(/*adamw=*/false, /*seed=*/99);
+  TrainingCursor cursor;
+  absl::StatusOr<ResumeRecord> record =
+      ResumeFromCheckpoint(context, *resumed.model, *resumed.optimizer, &cursor);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(record->generation(), 1);
+  EXPECT_EQ(record->next_generation(), 2);
+  EXPECT_EQ(record->verified_shards_size(), 1);
+  EXPECT_EQ(cursor.total_updates, 3);
+  EXPECT_EQ(cursor.epoch, 0);
+  EXPECT_EQ(cursor.update_in_epoch, 3);
+  EXPECT_EQ(ParameterHash(*resumed.model), ParameterHash(*saved.model));
+  EXPECT_TRUE(at::equal(at::rand({4}), next_draw));
+  auto saved_state = OptimizerStateTensors(*saved.model, *saved.optimizer);
+  auto resumed_state = OptimizerStateTensors(*resumed.model, *resumed.optimizer);
+  ASSERT_TRUE(saved_state.ok() && resumed_state.ok());
+  ASSERT_EQ(saved_state->size(), 2u);  // a momentum buffer per parameter
+  for (const auto& [name, tensor] : *saved_state) {
+    ASSERT_EQ(resumed_state->count(name), 1u) << name;
+    EXPECT_TRUE(at::equal(resumed_state->at(name), tensor)) << name;
+  }
+}
+
+TEST(RunCheckpointsTest, GenerationOfAnotherConfigIsRefused) {
+  const std::string root = FreshTestFolder("ckpt_other_config");
+  const TrainingConfig config = Config(4);
+  Trained saved(/*adamw=*/false);
+  ASSERT_TRUE(SaveCheckpoint(Context(root, &config), 1, *saved.model,
+                             *saved.optimizer, {1, 0, 1})
+                  .ok());
+  const TrainingConfig other = Config(8);
+  TrainingCursor cursor;
+  absl::StatusOr<ResumeRecord> record = ResumeFromCheckpoint(
+      Context(root, &other), *saved.model, *saved.optimizer, &cursor);
+  EXPECT_EQ(record.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(record.status().message()), HasSubstr("another config"));
+  EXPECT_EQ(cursor.total_updates, 0);
+}
+
+// Generation 1 saved normally; generation 2 a valid container (the MANIFEST
+// verifies every shard's size and checksum) whose shard `garble` changed.
+void SaveGarbledSecondGeneration(const RunCheckpointContext& context, Trained& trained,
+                                 const std::function<void(ShardState*)>& garble) {
+  ASSERT_TRUE(SaveCheckpoint(context, 1, *trained.model, *trained.optimizer, {2, 0, 2}).ok());
+  absl::StatusOr<RecoveryDecision> decision = FindRestorable(context.root);
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  absl::StatusOr<std::string> bytes = ReadShardBytes(*decision, 0);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<ShardState> shard = DeserializeShardState(*bytes, "gen 1");
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  garble(&*shard);
+  absl::StatusOr<std::string> garbled = SerializeShardState(*shard);
+  ASSERT_TRUE(garbled.ok()) << garbled.status();
+  SingleRankConfirmations single;
+  ASSERT_TRUE(SaveGeneration(context.root, 2, 0, *garbled, decision->manifest, single).ok());
+}
+
+// Resume from the garbled generation: a Status, never an exception, and
+// the cursor untouched.
+absl::Status ResumeGarbled(const std::string& name, bool adamw,
+                           const std::function<void(ShardState*)>& garble) {
+  const std::string root = FreshTestFolder(name);
+  const TrainingConfig config = Config();
+  const RunCheckpointContext context = Context(root, &config);
+  Trained trained(adamw);
+  SaveGarbledSecondGeneration(context, trained, garble);
+  TrainingCursor cursor;
+  absl::StatusOr<ResumeRecord> record;
+  EXPECT_NO_THROW(record = ResumeFromCheckpoint(context, *trained.model,
+                                                *trained.optimizer, &cursor));
+  EXPECT_EQ(cursor.total_updates, 0);
+  EXPECT_EQ(cursor.epoch, 0);
+  return record.status();
+}
+
+TEST(RunCheckpointsTest, GarbageGeneratorStateIsDataLossNotAnException) {
+  absl::Status status = ResumeGarbled("ckpt_garbage_rng", false, [](ShardState* shard) {
+    shard->rank_tensors["rng"] = at::rand({7});
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("checkpoint generation 2"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("generator state: LibTorch"));
+}
+
+TEST(RunCheckpointsTest, EmptyAdamWStepIsDataLossNotAnException) {
+  absl::Status status = ResumeGarbled("ckpt_garbage_step", true, [](ShardState* shard) {
+    ASSERT_EQ(shard->owned_tensors.count("optimizer/out.weight/step"), 1u);
+    shard->owned_tensors["optimizer/out.weight/step"] = at::empty({0}, at::kLong);
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("checkpoint generation 2"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("optimizer state: LibTorch"));
+}
+
+TEST(RunCheckpointsTest, MissingCursorIsDataLossNotAnException) {
+  absl::Status status = ResumeGarbled("ckpt_no_cursor", false, [](ShardState* shard) {
+    shard->scalars.erase("total_updates");
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("'total_updates'"));
+}
+
+TEST(RunCheckpointsTest, ParameterOfAnotherShapeIsRefused) {
+  absl::Status status = ResumeGarbled("ckpt_wrong_shape", false, [](ShardState* shard) {
+    shard->owned_tensors["model/out.bias"] = at::zeros({3});
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("out.bias has another shape"));
+}
+
+}  // namespace
+}  // namespace receipt_parity

@@ -1,0 +1,62 @@
+#include "trainer/update_loop.h"
+
+#include <chrono>
+
+#include "glog/logging.h"
+
+namespace receipt_parity {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+absl::StatusOr<EpochPlan> PlanEpoch(const UpdateSchedule& schedule, int epoch) {
+  OrderRequest request;
+  request.num_examples = schedule.num_examples;
+  request.world_size = schedule.world_size;
+  request.seed = schedule.seed;
+  request.epoch = epoch;
+  return BuildEpochPlan(*schedule.sampler, request, schedule.local_batch);
+}
+
+}  // namespace
+
+absl::Status RunUpdateLoop(const UpdateSchedule& schedule,
+                           const UpdateLoopParts& parts) {
+  CHECK(schedule.sampler != nullptr && parts.step != nullptr &&
+        parts.cadence != nullptr && parts.progress != nullptr &&
+        parts.report != nullptr)
+      << "RunUpdateLoop: sampler, step, cadence, progress and report are required";
+  const TrainingCursor& start = schedule.start;
+  int64_t total = start.total_updates;
+  bool stop = false;
+  for (int epoch = start.epoch; epoch < schedule.epochs && !stop; ++epoch) {
+    absl::StatusOr<EpochPlan> plan = PlanEpoch(schedule, epoch);
+    if (!plan.ok()) return plan.status();
+    const int64_t first = epoch == start.epoch ? start.update_in_epoch : 0;
+    int64_t u = first;
+    for (; u < plan->num_updates(); ++u) {
+      if (schedule.max_updates > 0 && total >= schedule.max_updates) {
+        stop = true;
+        break;
+      }
+      const Clock::time_point begin = Clock::now();
+      absl::StatusOr<UpdateResult> result =
+          parts.step->Run(*plan, u, total, parts.observer);
+      if (!result.ok()) return result.status();
+      parts.report->AddUpdate(
+          *result, epoch, std::chrono::duration<double>(Clock::now() - begin).count());
+      ++total;
+      if (absl::Status s =
+              parts.cadence->AfterUpdate(total, epoch, u, plan->num_updates());
+          !s.ok()) {
+        return s;
+      }
+      parts.progress->AfterUpdate(total, plan->num_updates(), epoch,
+                                  result->weighted_loss, parts.report->updates());
+    }
+    parts.report->AddEpoch(*plan, first, u);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace receipt_parity

@@ -1,0 +1,70 @@
+// A run's updates, from its cursor to its end, as a composition:
+//
+//   for each epoch from the cursor's, while updates remain:
+//     plan = the sampler's epoch plan (samplers/sampler_policy.h)
+//     for each update of the plan from the cursor's:
+//       stop here once run.max_updates updates are done
+//       UpdateStep::Run            weights, backward, reduce, step; the
+//                                  observer (the UpdateRecorder) records
+//       RankReportBuilder::AddUpdate
+//       CheckpointCadence::AfterUpdate   saves when due
+//       ProgressLog::AfterUpdate         logs when due
+//     RankReportBuilder::AddEpoch  the epoch's accounting of the updates run
+//
+// Every rank runs the same loop over the same plans, so all ranks run the
+// same updates, save the same generations and stop at the same update.
+//
+// Ownership: the parts are the caller's; the loop only calls them.
+#ifndef RECEIPT_PARITY_TRAINER_UPDATE_LOOP_H_
+#define RECEIPT_PARITY_TRAINER_UPDATE_LOOP_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "samplers/sampler_policy.h"
+#include "trainer/checkpoint_cadence.h"
+#include "trainer/progress_log.h"
+#include "trainer/rank_report_builder.h"
+#include "trainer/run_checkpoints.h"
+#include "trainer/update_step.h"
+
+namespace receipt_parity {
+
+// Which updates run.
+struct UpdateSchedule {
+  const SamplerPolicy* sampler = nullptr;
+  // The training set's size, the world and the sampler seed (OrderRequest).
+  int64_t num_examples = 0;
+  int world_size = 1;
+  uint64_t seed = 0;
+  // Slots per rank per update.
+  std::vector<int> local_batch;
+  int epochs = 0;
+  // 0: no limit; else the run stops once this many updates (counted over
+  // the whole run, resumed attempts included) are done.
+  int64_t max_updates = 0;
+  // Where the first update starts (fresh: all zeros).
+  TrainingCursor start;
+};
+
+// Not owned; observer may be nullptr.
+struct UpdateLoopParts {
+  UpdateStep* step = nullptr;
+  UpdateObserver* observer = nullptr;
+  CheckpointCadence* cadence = nullptr;
+  const ProgressLog* progress = nullptr;
+  RankReportBuilder* report = nullptr;
+};
+
+// Runs the schedule. The updates run are parts.report->updates().
+// Errors: the first error of the plan, the step, or a save; the run must
+// then stop (the model may be half updated).
+// REQUIRES: every part but the observer is set; the step's plan inputs
+// (examples, labels) match `schedule`.
+absl::Status RunUpdateLoop(const UpdateSchedule& schedule,
+                           const UpdateLoopParts& parts);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_UPDATE_LOOP_H_

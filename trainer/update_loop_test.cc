@@ -1,0 +1,166 @@
+#include "trainer/update_loop.h"
+
+#include <memory>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/optim/sgd.h>
+
+#include "gtest/gtest.h"
+#include "reducers/allreduce_sum_reducer.h"
+#include "reducers/local_process_group.h"
+#include "samplers/masked_tail.h"
+#include "trainer/loop_test_support.h"
+#include "weighting/global_count_weighting.h"
+
+namespace receipt_parity {
+namespace {
+
+constexpr int kExamples = 16;
+
+// Which global updates the step ran, in order.
+class UpdateOrder : public UpdateObserver {
+ public:
+  absl::Status BeforeOptimizerStep(int64_t total, const Classifier&) override {
+    totals.push_back(total);
+    return absl::OkStatus();
+  }
+  absl::Status AfterOptimizerStep(int64_t, const EpochPlan&, int64_t,
+                                  const UpdateResult&, const Classifier&) override {
+    return absl::OkStatus();
+  }
+  std::vector<int64_t> totals;
+};
+
+// One rank's loop: model, optimizer, plugins, parts.
+class RankLoop {
+ public:
+  RankLoop(const TinyTrainingSet& set, int rank, int world)
+      : model_(MakeTinyModel()),
+        optimizer_(model_->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9)),
+        reducer_(*AllreduceSumReducer::Create(1 << 20)),
+        policy_(*MaskedTailFactory().Create(MaskedTailOptions())),
+        report_(rank, world, kExamples),
+        world_(world) {
+    step_parts_.model = model_.get();
+    step_parts_.optimizer = &optimizer_;
+    step_parts_.weighting = &weighting_;
+    step_parts_.reducer = &reducer_;
+    step_parts_.rank = rank;
+    step_parts_.examples = &set.examples;
+    step_parts_.labels = &set.labels;
+    step_parts_.class_counts = &set.class_counts;
+  }
+
+  // Runs from `start`, saving (through a recording saver) every
+  // `every_updates`.
+  absl::Status Run(TrainingCursor start, int64_t max_updates, int64_t every_updates,
+                   c10d::ProcessGroup* group = nullptr) {
+    step_parts_.group = group;
+    UpdateStep step(step_parts_);
+    CheckpointCadence cadence(every_updates, 1,
+                              [this](int64_t generation, const TrainingCursor& cursor) {
+                                saved.push_back(cursor);
+                                SaveResult result;
+                                result.generation = generation;
+                                return absl::StatusOr<SaveResult>(result);
+                              });
+    const ProgressLog progress({/*writer=*/false, 1, max_updates, 2});
+    UpdateSchedule schedule;
+    schedule.sampler = policy_.get();
+    schedule.num_examples = kExamples;
+    schedule.world_size = world_;
+    schedule.seed = 3;
+    schedule.local_batch = std::vector<int>(world_, 4 / world_);
+    schedule.epochs = 2;
+    schedule.max_updates = max_updates;
+    schedule.start = start;
+    return RunUpdateLoop(schedule, {&step, &order, &cadence, &progress, &report_});
+  }
+
+  RankReport Report() { return report_.Finish({}, 0, ""); }
+  const RankReportBuilder& builder() const { return report_; }
+  std::vector<at::Tensor> Parameters() const { return ParameterValues(*model_); }
+
+  UpdateOrder order;
+  std::vector<TrainingCursor> saved;
+
+ private:
+  std::shared_ptr<Classifier> model_;
+  torch::optim::SGD optimizer_;
+  GlobalCountWeighting weighting_;
+  AllreduceSumReducer reducer_;
+  std::unique_ptr<SamplerPolicy> policy_;
+  RankReportBuilder report_;
+  int world_;
+  UpdateStepParts step_parts_;
+};
+
+bool Equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!at::equal(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+TEST(UpdateLoopTest, RunsEveryUpdateOfEveryEpochAndSavesOnTheCadence) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(kExamples);
+  RankLoop loop(set, 0, 1);
+  ASSERT_TRUE(loop.Run({}, 0, 3).ok());
+  EXPECT_EQ(loop.order.totals, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(loop.builder().updates(), 8);
+  EXPECT_EQ(loop.builder().totals().epoch_of_update,
+            (std::vector<int64_t>{0, 0, 0, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(loop.builder().totals().accepted_per_update,
+            (std::vector<int64_t>(8, 4)));
+  ASSERT_EQ(loop.saved.size(), 2u);
+  EXPECT_EQ(loop.saved[0].total_updates, 3);
+  EXPECT_EQ(loop.saved[1].total_updates, 6);
+  EXPECT_EQ(loop.saved[1].epoch, 1);
+  EXPECT_EQ(loop.saved[1].update_in_epoch, 2);
+  const RankReport report = loop.Report();
+  ASSERT_EQ(report.per_rank_size(), 2);
+  EXPECT_EQ(report.per_rank(0).accepted_examples(), kExamples);
+  EXPECT_EQ(report.per_rank(1).epoch(), 1);
+}
+
+// Stopping at run.max_updates and continuing from the saved cursor runs
+// exactly the updates the uninterrupted run runs.
+TEST(UpdateLoopTest, StopAtMaxUpdatesThenResumeFromTheCursorEqualsOneRun) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(kExamples);
+  RankLoop whole(set, 0, 1);
+  ASSERT_TRUE(whole.Run({}, 0, 0).ok());
+
+  RankLoop split(set, 0, 1);
+  ASSERT_TRUE(split.Run({}, 5, 5).ok());
+  EXPECT_EQ(split.builder().updates(), 5);
+  ASSERT_EQ(split.saved.size(), 1u);
+  const TrainingCursor cursor = split.saved[0];
+  EXPECT_EQ(cursor.total_updates, 5);
+  EXPECT_EQ(cursor.epoch, 1);
+  EXPECT_EQ(cursor.update_in_epoch, 1);
+  ASSERT_TRUE(split.Run(cursor, 0, 0).ok());
+  EXPECT_EQ(split.order.totals, whole.order.totals);
+  EXPECT_TRUE(Equal(split.Parameters(), whole.Parameters()));
+}
+
+TEST(UpdateLoopTest, TwoRanksOverGlooRunTheSameUpdatesAndEndEqual) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(kExamples);
+  std::vector<std::unique_ptr<RankLoop>> ranks;
+  for (int r = 0; r < 2; ++r) ranks.push_back(std::make_unique<RankLoop>(set, r, 2));
+  absl::Status status = RunOnLocalGroup(2, [&](int r, c10d::ProcessGroup& group) {
+    return ranks[r]->Run({}, 0, 4, &group);
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(ranks[0]->order.totals, ranks[1]->order.totals);
+  EXPECT_EQ(ranks[0]->builder().updates(), 8);
+  ASSERT_EQ(ranks[1]->saved.size(), 2u);
+  EXPECT_EQ(ranks[1]->saved[0].epoch, 1);
+  EXPECT_EQ(ranks[1]->saved[0].update_in_epoch, 0);
+  EXPECT_TRUE(Equal(ranks[0]->Parameters(), ranks[1]->Parameters()));
+  EXPECT_EQ(ranks[1]->Report().per_rank(0).rank(), 1);
+}
+
+}  // namespace
+}  // namespace receipt_parity

@@ -1,0 +1,90 @@
+#include "trainer/update_recorder.h"
+
+#include <exception>
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "io/json_file.h"
+#include "reducers/collective_error.h"
+#include "trainer/first_step_record.h"
+
+namespace receipt_parity {
+
+UpdateRecorder::UpdateRecorder(UpdateRecorderOptions options)
+    : options_(std::move(options)) {}
+
+absl::Status UpdateRecorder::Start(const Classifier& model) {
+  if (!options_.writer || options_.first_update != 0) return absl::OkStatus();
+  first_step_.set_world_size(options_.world_size);
+  first_step_.set_loss_weighting(options_.loss_weighting);
+  first_step_.set_reducer(options_.reducer);
+  try {
+    for (const auto& item : model.named_parameters()) {
+      first_step_.add_parameter_order(item.key());
+    }
+    StoreNamedTensors(SnapshotParameters(model),
+                      first_step_.mutable_parameters_before());
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(e, "first_step.json: LibTorch");
+  }
+  return absl::OkStatus();
+}
+
+bool UpdateRecorder::RecordsFirstStep(int64_t total_update) const {
+  return options_.writer && options_.first_update == 0 && total_update == 0;
+}
+
+bool UpdateRecorder::RecordsUpdate(int64_t total_update) const {
+  if (!options_.writer) return false;
+  return options_.record_updates.count(total_update) > 0 ||
+         (options_.first_update > 0 && total_update == options_.first_update);
+}
+
+absl::Status UpdateRecorder::BeforeOptimizerStep(int64_t total_update,
+                                                 const Classifier& model) {
+  if (!RecordsFirstStep(total_update) && !RecordsUpdate(total_update)) {
+    return absl::OkStatus();
+  }
+  current_.Clear();
+  try {
+    StoreNamedTensors(SnapshotGradients(model), current_.mutable_gradients());
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(
+        e, absl::StrCat("recording update ", total_update, ": LibTorch"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UpdateRecorder::AfterOptimizerStep(int64_t total_update,
+                                                const EpochPlan& plan,
+                                                int64_t update,
+                                                const UpdateResult& result,
+                                                const Classifier& model) {
+  const bool first = RecordsFirstStep(total_update);
+  const bool asked = RecordsUpdate(total_update);
+  if (!first && !asked) return absl::OkStatus();
+  current_.set_world_size(options_.world_size);
+  try {
+    StoreNamedTensors(SnapshotParameters(model),
+                      current_.mutable_parameters_after());
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(
+        e, absl::StrCat("recording update ", total_update, ": LibTorch"));
+  }
+  current_.set_accepted_examples(static_cast<int32_t>(result.global_accepted));
+  current_.set_loss(result.weighted_loss);
+  RecordBatch(plan, update, *options_.receipt_ids, &current_);
+  if (first) first_step_.MergeFrom(current_);
+  if (!asked) return absl::OkStatus();
+  for (const auto& item : model.named_parameters()) {
+    current_.add_parameter_order(item.key());
+  }
+  std::error_code ignored;  // a missing folder fails the write, named
+  std::filesystem::create_directories(options_.artifact_dir, ignored);
+  return WriteJsonFile(
+      absl::StrCat(options_.artifact_dir, "/update-", total_update, ".json"),
+      current_);
+}
+
+}  // namespace receipt_parity

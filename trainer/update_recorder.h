@@ -1,0 +1,91 @@
+// What a run records of its updates, for parity and recovery checks:
+//   first_step.json  the first update of a fresh run: parameters before,
+//                    reduced gradients, parameters after, the batch of
+//                    every rank (trainer/run_parity.h compares it with the
+//                    one-worker reference);
+//   update-K.json    the same record of global update K, for every K the
+//                    caller asked for and for the first update of a
+//                    resumed run (the fault drill compares it with an
+//                    uninterrupted run's).
+// Only the writer (rank 0) records; on other ranks a recorder records
+// nothing and costs nothing. first_step.json itself is written with the
+// other artifacts (trainer/run_artifacts.h); update-K.json is written here,
+// right after its update.
+//
+// An UpdateRecorder is the UpdateObserver of the run's UpdateStep
+// (trainer/update_step.h). Thread safety: not thread-safe.
+#ifndef RECEIPT_PARITY_TRAINER_UPDATE_RECORDER_H_
+#define RECEIPT_PARITY_TRAINER_UPDATE_RECORDER_H_
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "model/classifier.h"
+#include "samplers/epoch_plan.h"
+#include "trainer/artifacts.pb.h"
+#include "trainer/update_step.h"
+
+namespace receipt_parity {
+
+struct UpdateRecorderOptions {
+  // Written into every record.
+  int world_size = 1;
+  // Written into first_step.json.
+  std::string loss_weighting;
+  std::string reducer;
+  // The run's first global update: 0 for a fresh run, the checkpoint's
+  // cursor for a resumed one.
+  int64_t first_update = 0;
+  // Rank 0; a recorder that is not the writer records nothing.
+  bool writer = false;
+  // Global update indices to write as update-K.json.
+  std::set<int64_t> record_updates;
+  // Where update-K.json go (created when missing).
+  std::string artifact_dir;
+  // Receipt ids by dataset index, for the records' batches. Not owned;
+  // must outlive the recorder.
+  const std::vector<std::string>* receipt_ids = nullptr;
+};
+
+class UpdateRecorder : public UpdateObserver {
+ public:
+  explicit UpdateRecorder(UpdateRecorderOptions options);
+
+  // Call once, before the first update: on a fresh run's writer, snapshots
+  // the parameters before the first update (and their order) into
+  // first_step(). Internal on a LibTorch error.
+  absl::Status Start(const Classifier& model);
+
+  // Whether global update `total_update` goes into first_step(): on the
+  // writer of a fresh run, update 0.
+  bool RecordsFirstStep(int64_t total_update) const;
+  // Whether it is written as update-K.json: on the writer, an update asked
+  // for, and the first update of a resumed run.
+  bool RecordsUpdate(int64_t total_update) const;
+
+  // UpdateObserver. Errors: Internal on a LibTorch error; update-K.json's
+  // write error (io/atomic_file.h).
+  absl::Status BeforeOptimizerStep(int64_t total_update,
+                                   const Classifier& model) override;
+  absl::Status AfterOptimizerStep(int64_t total_update, const EpochPlan& plan,
+                                  int64_t update, const UpdateResult& result,
+                                  const Classifier& model) override;
+
+  // first_step.json's content on a fresh run's writer: after Start, the
+  // header and the parameters before; after update 0, complete. Empty
+  // elsewhere.
+  const FirstStep& first_step() const { return first_step_; }
+
+ private:
+  UpdateRecorderOptions options_;
+  FirstStep first_step_;
+  // The record of the update in progress.
+  FirstStep current_;
+};
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_UPDATE_RECORDER_H_

@@ -1,0 +1,119 @@
+// One update of one rank: the loss weighting's weights for this rank's
+// slots, the weighted backward, the reducer over the process group, and
+// the optimizer step.
+//
+// UpdateStep::Run(plan, u, ...) on rank r:
+//   weights  = weighting.Weights(the whole update u of `plan`, r): from the
+//              plan alone, no communication (trainer/epoch_accounting.h)
+//   backward of sum_i w_i * loss_i over r's slots (model/weighted_loss.h);
+//              masked slots are computed and weigh zero
+//   reducer.Reduce(gradients, group)          (skipped without a group)
+//   observer->BeforeOptimizerStep(...)        gradients reduced, not stepped
+//   optimizer.step()
+//   observer->AfterOptimizerStep(...)
+// Every rank of the group must run the same updates in the same order (the
+// reducer is a collective).
+//
+// Ownership: an UpdateStep holds the pointers of UpdateStepParts; all of
+// them must outlive it. It changes the model's parameters and gradients,
+// the optimizer's state and the reducer's stats.
+// Thread safety: not thread-safe; one UpdateStep per rank.
+#ifndef RECEIPT_PARITY_TRAINER_UPDATE_STEP_H_
+#define RECEIPT_PARITY_TRAINER_UPDATE_STEP_H_
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/optim/optimizer.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "model/classifier.h"
+#include "reducers/gradient_reducer.h"
+#include "samplers/epoch_plan.h"
+#include "trainer/receipt_tensors.h"
+#include "weighting/loss_weighting.h"
+
+namespace c10d {
+class ProcessGroup;
+}  // namespace c10d
+
+namespace receipt_parity {
+
+struct UpdateStepParts {
+  Classifier* model = nullptr;
+  torch::optim::Optimizer* optimizer = nullptr;  // over model's parameters
+  const LossWeighting* weighting = nullptr;
+  GradientReducer* reducer = nullptr;
+  // nullptr for a one-worker run: the gradients are not reduced.
+  c10d::ProcessGroup* group = nullptr;
+  int rank = 0;
+  // The training set, by dataset index (the plan's slots index it).
+  const ExampleTensors* examples = nullptr;
+  const std::vector<int>* labels = nullptr;
+  // Training examples per class (for class_balanced).
+  const std::vector<int64_t>* class_counts = nullptr;
+};
+
+// What one update did on this rank.
+struct UpdateResult {
+  // This rank's share of the update's loss: sum_i w_i * loss_i. The shares
+  // of all ranks add up to the update's loss.
+  double weighted_loss = 0;
+  // Wall time in the reducer (waiting for peers included).
+  double sync_seconds = 0;
+  // This rank's slots, masked ones included.
+  int64_t local_slots = 0;
+  // Valid slots of the update over all ranks (the denominator).
+  int64_t global_accepted = 0;
+};
+
+// Sees the model at the two points of an update that are not visible from
+// outside: the reduced gradients before the step, the parameters after it.
+// An error status ends the update with that status.
+class UpdateObserver {
+ public:
+  virtual ~UpdateObserver() = default;
+
+  // The model's gradients are the reduced ones; nothing stepped yet.
+  virtual absl::Status BeforeOptimizerStep(int64_t total_update,
+                                           const Classifier& model) = 0;
+
+  // The optimizer stepped; `result` is complete.
+  virtual absl::Status AfterOptimizerStep(int64_t total_update,
+                                          const EpochPlan& plan,
+                                          int64_t update,
+                                          const UpdateResult& result,
+                                          const Classifier& model) = 0;
+};
+
+class UpdateStep {
+ public:
+  // REQUIRES: every pointer of `parts` but group is set.
+  explicit UpdateStep(const UpdateStepParts& parts);
+
+  // Runs update `update` of `plan`, the run's `total_update`-th (0-based,
+  // only used in errors and passed to the observer). `observer` may be
+  // nullptr.
+  // REQUIRES: plan.world_size() is the group's size (1 without a group),
+  // 0 <= update < plan.num_updates(), the plan indexes `examples`.
+  // Errors: WeightedBackward's status; the reducer's, prefixed
+  // "rank R, update T: "; the observer's; Internal "rank R, update T:
+  // LibTorch: ..." for anything LibTorch throws. After an error the model
+  // and optimizer may be half updated: the run must stop.
+  absl::StatusOr<UpdateResult> Run(const EpochPlan& plan, int64_t update,
+                                   int64_t total_update,
+                                   UpdateObserver* observer);
+
+ private:
+  absl::StatusOr<double> Backward(const EpochPlan& plan, int64_t update,
+                                  int64_t total_update);
+  absl::Status Reduce(int64_t total_update);
+  absl::Status Step(int64_t total_update);
+
+  UpdateStepParts parts_;
+};
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_UPDATE_STEP_H_

@@ -1,0 +1,212 @@
+#include "trainer/update_step.h"
+
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <torch/optim/sgd.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "reducers/allreduce_sum_reducer.h"
+#include "reducers/local_process_group.h"
+#include "trainer/loop_test_support.h"
+#include "weighting/global_count_weighting.h"
+
+namespace receipt_parity {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr double kLearningRate = 0.1;
+
+// One rank's model, optimizer and reducer over the tiny training set.
+struct Rank {
+  explicit Rank(const TinyTrainingSet& set, GradientReducer* reducer_override = nullptr)
+      : model(MakeTinyModel()),
+        optimizer(model->parameters(), torch::optim::SGDOptions(kLearningRate)),
+        reducer(*AllreduceSumReducer::Create(1 << 20)) {
+    parts.model = model.get();
+    parts.optimizer = &optimizer;
+    parts.weighting = &weighting;
+    parts.reducer = reducer_override != nullptr ? reducer_override : &reducer;
+    parts.examples = &set.examples;
+    parts.labels = &set.labels;
+    parts.class_counts = &set.class_counts;
+  }
+
+  std::shared_ptr<Classifier> model;
+  torch::optim::SGD optimizer;
+  GlobalCountWeighting weighting;
+  AllreduceSumReducer reducer;
+  UpdateStepParts parts;
+};
+
+// Remembers the gradients before the step and the parameters after it.
+class Recording : public UpdateObserver {
+ public:
+  absl::Status BeforeOptimizerStep(int64_t total_update,
+                                   const Classifier& model) override {
+    calls.push_back("before " + std::to_string(total_update));
+    for (const auto& item : model.named_parameters()) {
+      gradients.push_back(item.value().grad().detach().clone());
+      before.push_back(item.value().detach().clone());
+    }
+    return absl::OkStatus();
+  }
+  absl::Status AfterOptimizerStep(int64_t total_update, const EpochPlan&,
+                                  int64_t update, const UpdateResult& result,
+                                  const Classifier&) override {
+    calls.push_back("after " + std::to_string(total_update) + " (update " +
+                    std::to_string(update) + ", accepted " +
+                    std::to_string(result.global_accepted) + ")");
+    return absl::OkStatus();
+  }
+
+  std::vector<std::string> calls;
+  std::vector<at::Tensor> gradients;
+  std::vector<at::Tensor> before;
+};
+
+TEST(UpdateStepTest, OneWorkerStepsOnTheGradientOfItsSlotsAndTellsTheObserver) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(10);
+  const EpochPlan plan = TinyPlan(10, {4});  // updates of 4, 4, 2 slots
+  Rank rank(set);
+  UpdateStep step(rank.parts);
+  Recording observer;
+
+  absl::StatusOr<UpdateResult> result = step.Run(plan, 2, 7, &observer);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->local_slots, 2);
+  EXPECT_EQ(result->global_accepted, 2);
+  EXPECT_GT(result->weighted_loss, 0);
+  EXPECT_THAT(observer.calls,
+              ::testing::ElementsAre("before 7", "after 7 (update 2, accepted 2)"));
+  // Plain SGD: after = before - lr * gradient, with the gradient the
+  // observer saw before the step.
+  const std::vector<at::Tensor> after = ParameterValues(*rank.model);
+  ASSERT_EQ(after.size(), observer.gradients.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_GT(observer.gradients[i].abs().sum().item<double>(), 0);
+    EXPECT_TRUE(at::allclose(after[i], observer.before[i] - kLearningRate * observer.gradients[i]));
+  }
+}
+
+// Two ranks holding half of each update, reduced with a SUM over a real
+// Gloo group, step exactly as one worker holding the whole update.
+TEST(UpdateStepTest, TwoRanksOverGlooStepLikeOneWorker) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(16);
+  const EpochPlan one_plan = TinyPlan(16, {8});
+  const EpochPlan two_plan = TinyPlan(16, {4, 4});
+  Rank reference(set);
+  ASSERT_TRUE(UpdateStep(reference.parts).Run(one_plan, 0, 0, nullptr).ok());
+
+  std::vector<std::unique_ptr<Rank>> ranks;
+  ranks.push_back(std::make_unique<Rank>(set));
+  ranks.push_back(std::make_unique<Rank>(set));
+  std::vector<double> loss_shares(2);
+  absl::Status status = RunOnLocalGroup(2, [&](int r, c10d::ProcessGroup& group) {
+    ranks[r]->parts.group = &group;
+    ranks[r]->parts.rank = r;
+    absl::StatusOr<UpdateResult> result =
+        UpdateStep(ranks[r]->parts).Run(two_plan, 0, 0, nullptr);
+    if (!result.ok()) return result.status();
+    EXPECT_EQ(result->local_slots, 4);
+    EXPECT_EQ(result->global_accepted, 8);
+    loss_shares[r] = result->weighted_loss;
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(status.ok()) << status;
+
+  const std::vector<at::Tensor> expected = ParameterValues(*reference.model);
+  const std::vector<at::Tensor> rank0 = ParameterValues(*ranks[0]->model);
+  const std::vector<at::Tensor> rank1 = ParameterValues(*ranks[1]->model);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_TRUE(at::equal(rank0[i], rank1[i])) << "parameter " << i;
+    EXPECT_TRUE(at::allclose(rank0[i], expected[i], 1e-5, 1e-6)) << "parameter " << i;
+  }
+  EXPECT_GT(loss_shares[0], 0);
+  EXPECT_GT(loss_shares[1], 0);
+}
+
+class FailingReducer : public GradientReducer {
+ public:
+  explicit FailingReducer(bool throws) : throws_(throws) {}
+  absl::Status Reduce(std::vector<at::Tensor>&, c10d::ProcessGroup&) override {
+    TORCH_CHECK(!throws_, "reducer blew up");
+    return absl::UnavailableError("peer gone");
+  }
+  ReduceStats stats() const override { return {}; }
+
+ private:
+  bool throws_;
+};
+
+absl::Status RunWithReducer(GradientReducer& reducer) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(8);
+  const EpochPlan plan = TinyPlan(8, {4});
+  Rank rank(set, &reducer);
+  return RunOnLocalGroup(1, [&](int, c10d::ProcessGroup& group) {
+    rank.parts.group = &group;
+    return UpdateStep(rank.parts).Run(plan, 1, 5, nullptr).status();
+  });
+}
+
+TEST(UpdateStepTest, ReducerErrorKeepsItsCodeAndNamesRankAndUpdate) {
+  FailingReducer reducer(/*throws=*/false);
+  absl::Status status = RunWithReducer(reducer);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("rank 0, update 5: peer gone"));
+}
+
+TEST(UpdateStepTest, LibTorchExceptionBecomesAnInternalStatus) {
+  FailingReducer reducer(/*throws=*/true);
+  absl::Status status = RunWithReducer(reducer);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("rank 0, update 5: LibTorch: reducer blew up"));
+}
+
+TEST(UpdateStepTest, SlotsOutsideTheExamplesAreAStatusNotAnException) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(4);
+  const EpochPlan plan = TinyPlan(12, {4});  // indexes up to 11
+  Rank rank(set);
+  std::vector<int> labels(12, 0);  // the weighting sees 12 labels
+  rank.parts.labels = &labels;
+  absl::Status status;
+  for (int64_t u = 0; u < plan.num_updates() && status.ok(); ++u) {
+    status = UpdateStep(rank.parts).Run(plan, u, u, nullptr).status();
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
+  EXPECT_THAT(std::string(status.message()), StartsWith("rank 0, update "));
+  EXPECT_THAT(std::string(status.message()), HasSubstr(": LibTorch: "));
+}
+
+class FailingObserver : public UpdateObserver {
+ public:
+  absl::Status BeforeOptimizerStep(int64_t, const Classifier&) override {
+    return absl::InternalError("disk full");
+  }
+  absl::Status AfterOptimizerStep(int64_t, const EpochPlan&, int64_t,
+                                  const UpdateResult&, const Classifier&) override {
+    ADD_FAILURE() << "the step went on after the observer failed";
+    return absl::OkStatus();
+  }
+};
+
+TEST(UpdateStepTest, ObserverErrorStopsTheUpdateBeforeTheStep) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(8);
+  const EpochPlan plan = TinyPlan(8, {4});
+  Rank rank(set);
+  const std::vector<at::Tensor> before = ParameterValues(*rank.model);
+  FailingObserver observer;
+  absl::Status status = UpdateStep(rank.parts).Run(plan, 0, 0, &observer).status();
+  EXPECT_EQ(status, absl::InternalError("disk full"));
+  const std::vector<at::Tensor> after = ParameterValues(*rank.model);
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(at::equal(before[i], after[i]));
+}
+
+}  // namespace
+}  // namespace receipt_parity
