@@ -122,6 +122,32 @@ absl::StatusOr<TensorListComparison> Compare(const FirstStep& a, const FirstStep
   return CompareTensors(*x, *y, 0, 0);
 }
 
+// The interrupted run must have died of the injected fault. A run that
+// refused its input (exit 2: a data file, a plugin library) is bad input of
+// the drill too, reported with the run's own message.
+absl::Status CheckKilled(const ProcessExit& killed, const std::string& log,
+                         int kill_generation) {
+  if (killed.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the run finished without reaching generation ", kill_generation,
+        "'s save: lower --kill_generation or raise the run's updates"));
+  }
+  if (killed.exit_code() == kExitBadInput) {
+    const std::string line = LastLineWith(log, "error: ");
+    const size_t at = line.find("error: ");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the interrupted run refused its input: ",
+        at == std::string::npos ? killed.Describe() : line.substr(at + 7), " (see ",
+        log, ")"));
+  }
+  if (LastLineWith(log, "fault injection:").empty()) {
+    return absl::InternalError(absl::StrCat(
+        "the interrupted run ", killed.Describe(),
+        " before the injected fault; see ", log));
+  }
+  return absl::OkStatus();
+}
+
 int Main(const std::string& self) {
   ChangeToCallersDirectory();
   const std::string config_path = absl::GetFlag(FLAGS_config);
@@ -181,10 +207,9 @@ int Main(const std::string& self) {
               absl::StrCat("--kill_generation=", kill_generation)},
       out + "/interrupted_run.log");
   if (!killed.ok()) return Fail(killed.status());
-  if (killed->ok()) {
-    return Fail(absl::FailedPreconditionError(absl::StrCat(
-        "the run finished without reaching generation ", kill_generation,
-        "'s save: lower --kill_generation or raise the run's updates")));
+  if (absl::Status s = CheckKilled(*killed, out + "/interrupted_run.log", kill_generation);
+      !s.ok()) {
+    return Fail(s);
   }
   const std::string fault_line = LastLineWith(out + "/interrupted_run.log", "fault injection:");
   std::string how = LastLineWith(out + "/interrupted_run.log", "was killed by signal");
