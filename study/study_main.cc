@@ -28,6 +28,7 @@
 #include "study/study_stages.h"
 #include "study/trade_report.pb.h"
 #include "study/trade_report_markdown.h"
+#include "trainer/config_loader.h"
 
 ABSL_FLAG(std::string, out, "out/study",
           "The study folder, relative to the directory `bazel run` was "
@@ -56,10 +57,25 @@ absl::StatusOr<StudyPrograms> FindPrograms(const char* argv0) {
   return programs;
 }
 
+// Every config the stages will pass gets the trainer's checks now, so that a
+// bad one stops the study before any stage has trained.
+absl::Status CheckConfigs(const StudyPrograms& programs) {
+  for (const std::string& config : StudyConfigs(programs)) {
+    if (absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(config); !loaded.ok()) {
+      return loaded.status();
+    }
+  }
+  return absl::OkStatus();
+}
+
 int Main(const char* argv0) {
   absl::StatusOr<StudyPrograms> programs = FindPrograms(argv0);
   if (!programs.ok()) {
     std::cerr << "study: " << programs.status().message() << std::endl;
+    return kExitBadInput;
+  }
+  if (absl::Status s = CheckConfigs(*programs); !s.ok()) {
+    std::cerr << "study: " << s.message() << std::endl;
     return kExitBadInput;
   }
   StudyOptions options;
