@@ -24,12 +24,11 @@
 #include "cli/command_line.h"
 #include "data/receipt_dataset.h"
 #include "glog/logging.h"
-#include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "io/json_file.h"
 #include "plugins/plugin_registry.h"
-#include "plugins/plugin_selection.h"
 #include "samplers/audit.h"
+#include "samplers/distributed_order.h"
 #include "samplers/sampler_policy.h"
 #include "trainer/config_loader.h"
 
@@ -76,25 +75,19 @@ bool LocalBatchSizesFromFlag(int world_size, std::vector<int>* sizes,
   return true;
 }
 
-// Builds the policy from its default options, with disable_shuffle set when
-// asked for.
+// Builds the policy from its default options, with shuffling off when asked
+// for (the built-in policies' typed disable_shuffle).
 absl::StatusOr<std::unique_ptr<SamplerPolicy>> MakePolicy(
     const Factory<SamplerPolicy>& factory, bool no_shuffle) {
-  std::unique_ptr<google::protobuf::Message> options =
-      factory.CreateEmptyOptions();
-  if (no_shuffle) {
-    const google::protobuf::FieldDescriptor* field =
-        options->GetDescriptor()->FindFieldByName("disable_shuffle");
-    if (field == nullptr ||
-        field->type() != google::protobuf::FieldDescriptor::TYPE_BOOL) {
-      return absl::InvalidArgumentError("--no_shuffle: policy '" +
-                                        factory.name() + "' (options " +
-                                        options->GetDescriptor()->full_name() +
-                                        ") has no bool disable_shuffle option");
-    }
-    options->GetReflection()->SetBool(options.get(), field, true);
+  if (!no_shuffle) return factory.Create(*factory.CreateEmptyOptions());
+  const auto* unshuffled = dynamic_cast<const UnshuffledOptionsFactory*>(&factory);
+  if (unshuffled == nullptr) {
+    return absl::InvalidArgumentError(
+        "--no_shuffle: policy '" + factory.name() + "' (options " +
+        factory.CreateEmptyOptions()->GetDescriptor()->full_name() +
+        ") has no disable_shuffle option");
   }
-  return factory.Create(*options);
+  return factory.Create(*unshuffled->UnshuffledOptions());
 }
 
 // Audits `policy` over `receipt_ids` (dataset index -> receipt id), writes
@@ -124,7 +117,8 @@ int AuditAndWrite(const SamplerPolicy& policy, const std::string& policy_name,
   return 0;
 }
 
-// --config: everything comes from the training config.
+// --config: everything comes from the training config, checked whole (its
+// plugins included) before its receipts are loaded.
 int AuditConfig(const std::string& path, const std::string& out) {
   absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(path);
   if (!loaded.ok()) return BadInput(std::string(loaded.status().message()));
@@ -133,8 +127,7 @@ int AuditConfig(const std::string& path, const std::string& out) {
   if (!data.ok()) {
     return BadInput(std::string(loaded->locator->Locate(data.status()).message()));
   }
-  absl::StatusOr<std::unique_ptr<SamplerPolicy>> policy =
-      CreateSelectedPlugin<SamplerPolicy>(config.sampler(), "sampler");
+  absl::StatusOr<std::unique_ptr<SamplerPolicy>> policy = loaded->plugins.sampler.Create();
   if (!policy.ok()) {
     return BadInput(std::string(loaded->locator->Locate(policy.status()).message()));
   }
@@ -142,7 +135,7 @@ int AuditConfig(const std::string& path, const std::string& out) {
   for (const ReceiptExample& example : data->train) {
     receipt_ids.push_back(example.receipt_id);
   }
-  return AuditAndWrite(**policy, config.sampler().name(), receipt_ids,
+  return AuditAndWrite(**policy, loaded->plugins.sampler.name(), receipt_ids,
                        config.world_size(), config.seeds().sampler(),
                        config.epochs(), LocalBatchSizes(config),
                        out);

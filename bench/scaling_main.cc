@@ -49,6 +49,7 @@
 #include "cli/runfiles_locator.h"
 #include "io/atomic_file.h"
 #include "io/json_file.h"
+#include "trainer/config_loader.h"
 
 ABSL_FLAG(std::string, out, "out/scaling",
           "Output folder, relative to the directory `bazel run` was started "
@@ -122,6 +123,42 @@ absl::StatusOr<std::vector<BenchmarkModel>> ChosenModels(const TrainingConfig& b
   return chosen;
 }
 
+// The base config (as written, for the configs made from it) and the
+// models to run.
+struct Plan {
+  TrainingConfig base;
+  std::vector<BenchmarkModel> models;
+};
+
+// Every check the trainer makes, before any receipt is generated: the base
+// config file as the trainer loads it (plugin libraries, plugins and data
+// settings included), then what the benchmark needs of it, then every
+// config the benchmark generates from it.
+absl::StatusOr<Plan> LoadPlan(const std::string& base_path) {
+  if (absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(base_path); !loaded.ok()) {
+    return loaded.status();
+  }
+  absl::StatusOr<std::string> text = ReadFileToString(base_path);
+  if (!text.ok()) return text.status();
+  Plan plan;
+  absl::StatusOr<TrainingConfig> base = ParseBaseConfig(*text, base_path);
+  if (!base.ok()) return base.status();
+  plan.base = std::move(*base);
+  absl::StatusOr<std::vector<BenchmarkModel>> models = ChosenModels(plan.base);
+  if (!models.ok()) return models.status();
+  plan.models = std::move(*models);
+  for (const BenchmarkModel& model : plan.models) {
+    for (int world : {1, 2}) {
+      absl::StatusOr<LoadedConfig> generated = ValidateTrainingConfig(
+          TrainerConfig(plan.base, model, world, kSmokeUpdates),
+          absl::StrCat(base_path, " (as the ", model.name, " run's config on ", world,
+                       " worker(s))"));
+      if (!generated.ok()) return generated.status();
+    }
+  }
+  return plan;
+}
+
 absl::Status CheckFlags() {
   if (absl::GetFlag(FLAGS_out).empty()) {
     return absl::InvalidArgumentError("--out is required");
@@ -167,20 +204,9 @@ int Main(int argc, char** argv) {
   }
   ChangeToCallersDirectory();
   const Programs programs = FindPrograms(*runfiles);
-  absl::StatusOr<std::string> base_text = ReadFileToString(programs.base_config);
-  if (!base_text.ok()) {
-    std::cerr << "error: " << base_text.status().message() << std::endl;
-    return kExitBadInput;
-  }
-  absl::StatusOr<TrainingConfig> base =
-      ParseBaseConfig(*base_text, programs.base_config);
-  if (!base.ok()) {
-    std::cerr << "error: " << base.status().message() << std::endl;
-    return kExitBadInput;
-  }
-  absl::StatusOr<std::vector<BenchmarkModel>> models = ChosenModels(*base);
-  if (!models.ok()) {
-    std::cerr << "error: " << models.status().message() << std::endl;
+  absl::StatusOr<Plan> plan = LoadPlan(programs.base_config);
+  if (!plan.ok()) {
+    std::cerr << "error: " << plan.status().message() << std::endl;
     return kExitBadInput;
   }
   Settings settings;
@@ -201,8 +227,8 @@ int Main(int argc, char** argv) {
   std::cout << "scaling benchmark: writing into " << settings.out_dir
             << "/ (logs in " << settings.out_dir << "/logs/)" << std::endl;
   const Clock::time_point start = Clock::now();
-  ScalingRunner benchmark(programs, settings, *base);
-  for (const BenchmarkModel& model : *models) {
+  ScalingRunner benchmark(programs, settings, plan->base);
+  for (const BenchmarkModel& model : plan->models) {
     absl::StatusOr<ModelScaling> scaling = benchmark.Run(model);
     if (!scaling.ok()) {
       std::cout << std::endl;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "data/data_config.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 
@@ -83,7 +84,7 @@ std::vector<BenchmarkModel> BenchmarkModels(const TrainingConfig& base) {
   BenchmarkModel compute;
   compute.name = "compute_bound";
   compute.model = base.model();
-  compute.image_size = base.data().image_size() > 0 ? base.data().image_size() : 32;
+  compute.image_size = ResolvedImageSize(base.data());
   compute.batch_per_rank = base.global_batch() / std::max(1, base.world_size());
   return {compute, CommunicationBoundMlp()};
 }
@@ -91,7 +92,9 @@ std::vector<BenchmarkModel> BenchmarkModels(const TrainingConfig& base) {
 int EpochsFor(const DataConfig& data, int global_batch, int updates) {
   const double identities = data.synthetic().num_identities();
   const double train_share = 1.0 - data.validation_fraction();
-  const int views = std::max(1, data.views_per_identity());
+  DataConfig resolved = data;
+  ApplyDataDefaults(&resolved);
+  const int views = resolved.views_per_identity();
   // The identity split rounds; one identity less is a safe lower bound.
   const int64_t train_views = std::max<int64_t>(
       0, static_cast<int64_t>(std::floor(identities * train_share)) - 1) * views;
@@ -116,7 +119,7 @@ TrainingConfig TrainerConfig(const TrainingConfig& base,
   run->set_intra_op_threads(1);
   run->set_max_updates(updates);
   run->set_log_every_updates(std::max(1, updates / 4));
-  if (run->collective_timeout_seconds() == 0) run->set_collective_timeout_seconds(120);
+  if (!run->has_collective_timeout_seconds()) run->set_collective_timeout_seconds(120);
   return c;
 }
 

@@ -75,7 +75,7 @@ CheckpointManifest TestManifestFields(int world_size, int64_t update) {
   fields.set_config_fingerprint("fingerprint-0123abcd");
   fields.set_model_revision("cnn@deadbeef");
   PluginName* sampler = fields.add_plugins();
-  sampler->set_kind("sampler");
+  sampler->set_kind("sampler_policy");
   sampler->set_name("duplicate_pad");
   PluginName* reducer = fields.add_plugins();
   reducer->set_kind("reducer");

@@ -14,11 +14,6 @@
 namespace receipt_parity {
 namespace {
 
-absl::Status FieldError(absl::string_view field, absl::string_view message) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("data.", field, ": ", message));
-}
-
 absl::StatusOr<std::vector<ReceiptIdentity>> LoadIdentities(
     const DataConfig& config, int image_size) {
   if (config.source_case() == DataConfig::kSynthetic) {
@@ -29,54 +24,14 @@ absl::StatusOr<std::vector<ReceiptIdentity>> LoadIdentities(
 
 }  // namespace
 
-int ResolvedImageSize(const DataConfig& config) {
-  return config.image_size() == 0 ? kDefaultImageSize : config.image_size();
-}
-
-absl::Status ValidateDataConfig(const DataConfig& config) {
-  switch (config.source_case()) {
-    case DataConfig::kSynthetic:
-      if (absl::Status s = ValidateSyntheticReceipts(config.synthetic());
-          !s.ok()) {
-        return s;
-      }
-      break;
-    case DataConfig::kManifestPath:
-      if (config.manifest_path().empty()) {
-        return FieldError("manifest_path", "must not be empty");
-      }
-      break;
-    case DataConfig::SOURCE_NOT_SET:
-      return FieldError("source",
-                        "set data.synthetic { ... } or data.manifest_path");
-  }
-  const int views = config.views_per_identity();
-  if (views < 0 || views > kMaxViewsPerIdentity) {
-    return FieldError("views_per_identity",
-                      absl::StrCat("must be in [0, ", kMaxViewsPerIdentity,
-                                   "] (0 means 1), got ", views));
-  }
-  const double fraction = config.validation_fraction();
-  if (!(fraction >= 0.0 && fraction < 1.0)) {
-    return FieldError("validation_fraction",
-                      absl::StrCat("must be in [0, 1), got ", fraction));
-  }
-  const int size = config.image_size();
-  if (size != 0 && (size < kMinImageSize || size > kMaxImageSize)) {
-    return FieldError(
-        "image_size",
-        absl::StrCat("must be in [", kMinImageSize, ", ", kMaxImageSize,
-                     "] (0 means ", kDefaultImageSize, "), got ", size));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<ReceiptSplit> LoadReceipts(const DataConfig& config) {
-  if (absl::Status valid = ValidateDataConfig(config); !valid.ok()) {
+absl::StatusOr<ReceiptSplit> LoadReceipts(const DataConfig& as_given) {
+  if (absl::Status valid = ValidateDataConfig(as_given); !valid.ok()) {
     return valid;
   }
+  DataConfig config = as_given;
+  ApplyDataDefaults(&config);
   ReceiptSplit split;
-  split.image_size = ResolvedImageSize(config);
+  split.image_size = config.image_size();
   split.train_class_counts.assign(kNumLabels, 0);
   absl::StatusOr<std::vector<ReceiptIdentity>> identities =
       LoadIdentities(config, split.image_size);
@@ -84,7 +39,7 @@ absl::StatusOr<ReceiptSplit> LoadReceipts(const DataConfig& config) {
 
   const IdentitySplit sides = SplitIdentities(
       *identities, config.validation_fraction(), config.split_seed());
-  const int wanted_views = std::max(1, config.views_per_identity());
+  const int wanted_views = config.views_per_identity();
   for (int index : sides.train) {
     const ReceiptIdentity& identity = (*identities)[index];
     const int captures = static_cast<int>(identity.captures.size());

@@ -8,7 +8,7 @@
 //   2. split them by identity (data/identity_split.h, split_seed,
 //      validation_fraction), stratified by class;
 //   3. training identity with c captures and V = views_per_identity
-//      (0 means 1) gets max(c, V) views, grouped by identity in identity
+//      (defaults: data/data_config.h) gets max(c, V) views, grouped by identity in identity
 //      order: view v < c is capture v unchanged (view 0 is the first capture),
 //      view v >= c is AugmentView(capture v % c, ..., view v)
 //      (data/augmentation.h). Synthetic identities have c = 1, so they get
@@ -27,12 +27,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "trainer/config.pb.h"
+#include "data/data_config.h"
 
 namespace receipt_parity {
-
-inline constexpr int kDefaultImageSize = 32;
-inline constexpr int kMaxViewsPerIdentity = 1000;
 
 struct ReceiptExample {
   std::string receipt_id;     // identity; several training views share it
@@ -51,19 +48,9 @@ struct ReceiptSplit {
   std::vector<int64_t> train_class_counts;
 };
 
-// The image size `config` asks for: image_size, or kDefaultImageSize when 0.
-int ResolvedImageSize(const DataConfig& config);
-
-// Checks the fields of `config` without reading any file. Errors
-// (InvalidArgument) name the field, e.g.
-// "data.validation_fraction: must be in [0, 1), got 1.5". Checked: the source
-// is set; manifest_path is not empty; data.synthetic's fields;
-// views_per_identity in [0, kMaxViewsPerIdentity]; validation_fraction in
-// [0, 1); image_size 0 or in [kMinImageSize, kMaxImageSize].
-absl::Status ValidateDataConfig(const DataConfig& config);
-
-// Loads, splits and augments as described above. Errors: those of
-// ValidateDataConfig, GenerateSyntheticReceipts and LoadReceiptManifest.
+// Loads, splits and augments as described above, `config` with its
+// defaults (ApplyDataDefaults). Errors: those of ValidateDataConfig
+// (data/data_config.h), GenerateSyntheticReceipts and LoadReceiptManifest.
 absl::StatusOr<ReceiptSplit> LoadReceipts(const DataConfig& config);
 
 }  // namespace receipt_parity

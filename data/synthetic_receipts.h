@@ -27,7 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "data/receipt_identity.h"
-#include "trainer/config.pb.h"
+#include "data/data_config.pb.h"
 
 namespace receipt_parity {
 

@@ -197,12 +197,12 @@ absl::Status KillNotReached(const DrillPlan& plan, const ProcessExit& killed) {
         "the run finished without reaching generation ", plan.kill_generation,
         "'s save: lower --kill_generation or raise the run's updates"));
   }
-  const std::string message =
-      absl::StrCat("the interrupted run ", killed.Describe(), " before the fault injection; ",
-                   "last lines of ", plan.Log("interrupted"), ":\n",
-                   LastLines(plan.Log("interrupted"), 15));
-  return killed.exit_code() == kExitBadInput ? absl::InvalidArgumentError(message)
-                                             : absl::InternalError(message);
+  const bool bad_input = killed.exit_code() == kExitBadInput;
+  const std::string message = absl::StrCat(
+      "the interrupted run ", bad_input ? "refused its input: it " : "", killed.Describe(),
+      " before the fault injection; last lines of ", plan.Log("interrupted"), ":\n",
+      LastLines(plan.Log("interrupted"), 15));
+  return bad_input ? absl::InvalidArgumentError(message) : absl::InternalError(message);
 }
 
 // 1. The interrupted run: how the rank died, what it left on disk, what a

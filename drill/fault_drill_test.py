@@ -147,6 +147,29 @@ class FaultDrillTest(unittest.TestCase):
     result, _, _ = self.drill("bad2", "--kill_rank=5")
     self.assertEqual(result.returncode, 2)
 
+  def drill_config(self, name, text):
+    config = support.write(os.path.join(self.tmp, name + ".pbtxt"), text)
+    out = os.path.join(self.tmp, name)
+    return subprocess.run([DRILL, "--config=" + config, "--out=" + out],
+                          capture_output=True, text=True, timeout=240)
+
+  def test_bad_input_is_reported_not_a_crash(self):
+    # Refused by the drill's own load, before any run starts.
+    result = self.drill_config("plugin", support.small_config(
+        world=2, sampler="round_robin", extra="checkpoint { every_updates: 2 }"))
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertIn("sampler.name: no sampler_policy plugin named 'round_robin'",
+                  result.stderr)
+    # Refused by the first run (its data cannot be read): the drill says so.
+    result = self.drill_config("manifest", support.small_config(
+        world=2, extra="checkpoint { every_updates: 2 }").replace(
+            "synthetic { num_identities: 40 rare_class_fraction: 0.05 seed: 3 }",
+            'manifest_path: "/nonexistent/receipts.csv"'))
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertIn("the interrupted run refused its input", result.stderr)
+    self.assertIn("/nonexistent/receipts.csv", result.stderr)
+    self.assertNotIn("out_of_range", result.stderr)
+
 
 if __name__ == "__main__":
   unittest.main()

@@ -80,74 +80,21 @@ class ConfiguredClassifier : public Classifier {
   torch::nn::Linear out_{nullptr};
 };
 
-absl::Status CheckModelConfig(const ModelConfig& config,
-                              const std::vector<int64_t>& input_shape,
-                              int num_classes) {
-  const std::string& arch = config.architecture();
-  if (arch != "cnn" && arch != "mlp" && arch != "linear") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model.architecture: unknown '", arch,
-        "'; known: cnn, mlp, linear"));
-  }
-  if (num_classes < 1) {
-    return absl::InvalidArgumentError("model: needs at least one class");
-  }
-  if (input_shape.empty()) {
-    return absl::InvalidArgumentError("model: empty input shape");
-  }
-  for (int64_t d : input_shape) {
-    if (d < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("model: input shape ", absl::StrJoin(input_shape, "x"),
-                       " has a non-positive side"));
-    }
-  }
-  for (int c : config.conv_channels()) {
-    if (c < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model.conv_channels: must be positive, got ", c));
-    }
-  }
-  for (int h : config.hidden_units()) {
-    if (h < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model.hidden_units: must be positive, got ", h));
-    }
-  }
-  if (arch == "cnn") {
-    if (config.conv_channels_size() == 0) {
-      return absl::InvalidArgumentError(
-          "model.conv_channels: a cnn needs at least one conv layer");
-    }
-    const int64_t divisor = int64_t{1} << config.conv_channels_size();
-    if (input_shape.size() != 3 || input_shape[1] != input_shape[2] ||
-        input_shape[1] % divisor != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model.conv_channels: a cnn with ", config.conv_channels_size(),
-          " conv layers needs [C, S, S] inputs with S divisible by ", divisor,
-          ", got ", absl::StrJoin(input_shape, "x")));
-    }
-  } else if (arch == "linear" && config.hidden_units_size() > 0) {
-    return absl::InvalidArgumentError(
-        "model.hidden_units: a linear model has no hidden layers");
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<Classifier>> BuildClassifier(
     const ModelConfig& config, const std::vector<int64_t>& input_shape,
     int num_classes, uint64_t init_seed) {
-  if (absl::Status s = CheckModelConfig(config, input_shape, num_classes);
-      !s.ok()) {
-    return s;
-  }
+  return BuildClassifier(ModelSettings{config, input_shape, num_classes, init_seed});
+}
+
+absl::StatusOr<std::shared_ptr<Classifier>> BuildClassifier(
+    const ModelSettings& settings) {
+  if (absl::Status s = ValidateModelSettings(settings); !s.ok()) return s;
   try {
-    torch::manual_seed(init_seed);
-    return std::shared_ptr<Classifier>(
-        std::make_shared<ConfiguredClassifier>(config, input_shape,
-                                               num_classes));
+    torch::manual_seed(settings.init_seed);
+    return std::shared_ptr<Classifier>(std::make_shared<ConfiguredClassifier>(
+        settings.config, settings.input_shape, settings.num_classes));
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("model: LibTorch refused to build it: ", e.what_without_backtrace()));

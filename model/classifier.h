@@ -19,7 +19,7 @@
 #include <torch/nn/module.h>
 
 #include "absl/status/statusor.h"
-#include "trainer/config.pb.h"
+#include "model/model_config.h"
 
 namespace receipt_parity {
 
@@ -35,9 +35,11 @@ class Classifier : public torch::nn::Module {
 
 // Builds the model with torch's generator seeded `init_seed` first, so every
 // call with the same arguments gives bitwise-identical parameters.
-// InvalidArgument (naming the ModelConfig field) for an unknown
-// architecture, non-positive sizes, or a cnn on inputs that are not
-// [1, S, S] with S divisible by 2^len(conv_channels).
+// Errors: those of ValidateModelSettings (model/model_config.h).
+absl::StatusOr<std::shared_ptr<Classifier>> BuildClassifier(
+    const ModelSettings& settings);
+
+// The same, settings spelled out.
 absl::StatusOr<std::shared_ptr<Classifier>> BuildClassifier(
     const ModelConfig& config, const std::vector<int64_t>& input_shape,
     int num_classes, uint64_t init_seed);

@@ -49,10 +49,27 @@ class DistributedSamplerPolicy : public SamplerPolicy {
   const TailHandling tail_;
 };
 
+// A sampler factory whose options can turn shuffling off
+// (DistributedSampler(shuffle=False)), for the audit tool's --no_shuffle.
+class UnshuffledOptionsFactory {
+ public:
+  virtual ~UnshuffledOptionsFactory() = default;
+  // The factory's options: defaults, but disable_shuffle = true.
+  virtual std::unique_ptr<google::protobuf::Message> UnshuffledOptions() const = 0;
+};
+
 // The factory of a built-in policy: a subclass only adds its stable name().
 // REQUIRES: Options has `bool disable_shuffle`.
 template <typename Options, TailHandling kTail>
-class DistributedSamplerFactory : public TypedFactory<SamplerPolicy, Options> {
+class DistributedSamplerFactory : public TypedFactory<SamplerPolicy, Options>,
+                                  public UnshuffledOptionsFactory {
+ public:
+  std::unique_ptr<google::protobuf::Message> UnshuffledOptions() const override {
+    auto options = std::make_unique<Options>();
+    options->set_disable_shuffle(true);
+    return options;
+  }
+
  private:
   absl::StatusOr<std::unique_ptr<SamplerPolicy>> CreateTyped(
       const Options& options) const override {

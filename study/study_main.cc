@@ -25,6 +25,7 @@
 #include "glog/logging.h"
 #include "study/study_driver.h"
 #include "study/study_stages.h"
+#include "trainer/config_loader.h"
 
 ABSL_FLAG(std::string, out, "out/study",
           "The study folder, relative to the directory `bazel run` was "
@@ -37,6 +38,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Every config the stages will pass gets the trainer's checks now, so that a
+// bad one stops the study before any stage has trained.
+absl::Status CheckConfigs(const StudyPrograms& programs) {
+  for (const std::string& config : StudyConfigs(programs)) {
+    if (absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(config); !loaded.ok()) {
+      return loaded.status();
+    }
+  }
+  return absl::OkStatus();
+}
+
 int Main(const char* argv0) {
   absl::StatusOr<RunfilesLocator> runfiles = RunfilesLocator::Create(argv0);
   if (!runfiles.ok()) {
@@ -44,6 +56,10 @@ int Main(const char* argv0) {
     return kExitBadInput;
   }
   const StudyPrograms programs = StudyProgramsIn(*runfiles);
+  if (absl::Status s = CheckConfigs(programs); !s.ok()) {
+    std::cerr << "study: " << s.message() << std::endl;
+    return kExitBadInput;
+  }
   ChangeToCallersDirectory();
   StudyOptions options;
   options.out_dir =

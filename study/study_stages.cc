@@ -258,6 +258,11 @@ absl::Status PrepareStudyFolder(const std::string& out_dir) {
       marker, "This folder was made by //trainer:study; a new study empties it.\n");
 }
 
+std::vector<std::string> StudyConfigs(const StudyPrograms& programs) {
+  return {Path(programs.configs_dir, kOneWorkerConfig),
+          Path(programs.configs_dir, kTwoWorkerConfig)};
+}
+
 std::vector<Stage> StudyStages(const StudyPrograms& programs,
                                const StudyOptions& options) {
   return {

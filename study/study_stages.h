@@ -44,6 +44,9 @@ struct StudyOptions {
 // naming the path.
 absl::Status PrepareStudyFolder(const std::string& out_dir);
 
+// The training configs the stages pass to their programs, as paths.
+std::vector<std::string> StudyConfigs(const StudyPrograms& programs);
+
 // The stages in order. They only capture copies of the arguments. Each
 // program's output goes to OUT/logs/<stage>.log; a stage fails when its
 // program is missing, exits non-zero (the error names the program, its exit

@@ -218,5 +218,15 @@ echo '{"pass": true}' > "$out/recovery.json"
               HasSubstr(out + "/fault_drill/interrupted/checkpoints"));
 }
 
+// The configs the study checks before its first stage are those its stages
+// pass.
+TEST(StudyStagesTest, StudyConfigsAreTheConfigsTheStagesPass) {
+  StudyPrograms programs;
+  programs.configs_dir = "/configs";
+  EXPECT_EQ(StudyConfigs(programs),
+            (std::vector<std::string>{"/configs/one_worker.pbtxt",
+                                      "/configs/two_worker_masked_tail.pbtxt"}));
+}
+
 }  // namespace
 }  // namespace receipt_parity

@@ -1,5 +1,6 @@
 #include "trainer/config_loader.h"
 
+#include <cmath>
 #include <filesystem>
 #include <utility>
 #include <vector>
@@ -14,8 +15,12 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "checkpoint/fault_injection.h"
+#include "data/data_config.h"
+#include "data/label_map.h"
 #include "io/atomic_file.h"
 #include "plugins/plugin_library.h"
+#include "trainer/plugin_kinds.h"
 
 namespace receipt_parity {
 namespace {
@@ -52,23 +57,35 @@ class LenientAnyFinder : public TextFormat::Finder {
   }
 };
 
+// Steps 3-5 of the header.
+absl::StatusOr<LoadedConfig> Validate(
+    TrainingConfig config, std::shared_ptr<const ConfigLocator> locator) {
+  ApplyDefaults(&config);
+  if (absl::Status s = ValidateConfig(config); !s.ok()) return locator->Locate(s);
+  absl::StatusOr<RunPluginSelections> plugins = SelectRunPlugins(config);
+  if (!plugins.ok()) return locator->Locate(plugins.status());
+  LoadedConfig loaded;
+  loaded.model = ModelSettingsOf(config);
+  loaded.config = std::move(config);
+  loaded.locator = std::move(locator);
+  loaded.plugins = std::move(*plugins);
+  return loaded;
+}
+
+// Steps 2-5.
 absl::StatusOr<LoadedConfig> Parse(const std::string& text,
                                    const std::string& name) {
-  LoadedConfig loaded;
+  TrainingConfig config;
   auto tree = std::make_unique<ConfigLocator::ParseInfoTree>();
   LocatedErrors errors(name);
   TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   parser.WriteLocationsTo(tree.get());
-  if (!parser.ParseFromString(text, &loaded.config)) {
+  if (!parser.ParseFromString(text, &config)) {
     return absl::InvalidArgumentError(errors.Joined());
   }
-  loaded.locator = std::make_shared<ConfigLocator>(name, std::move(tree));
-  ApplyDefaults(&loaded.config);
-  if (absl::Status s = ValidateConfig(loaded.config); !s.ok()) {
-    return loaded.locator->Locate(s);
-  }
-  return loaded;
+  return Validate(std::move(config),
+                  std::make_shared<ConfigLocator>(name, std::move(tree)));
 }
 
 absl::Status Invalid(const std::string& field, const std::string& message) {
@@ -138,6 +155,85 @@ absl::Status ValidateOptimizer(const OptimizerConfig& o) {
       break;
   }
   return Invalid("optimizer", "choose sgd { ... } or adamw { ... }");
+}
+
+absl::Status ValidatePlatform(const TrainingConfig& c) {
+  if (c.precision() != "fp32") {
+    return Invalid("precision", absl::StrCat("only fp32 is supported for now, got '",
+                                             c.precision(), "'"));
+  }
+  if (c.backend() == "nccl") {
+    return Invalid("backend",
+                   "nccl needs a CUDA build of LibTorch with NCCL; this build "
+                   "(Debian's LibTorch) is CPU-only: use gloo");
+  }
+  if (c.backend() != "gloo") {
+    return Invalid("backend", absl::StrCat("unknown '", c.backend(),
+                                           "'; known: gloo, nccl"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTolerance(const std::string& field, double value) {
+  if (!std::isfinite(value) || value < 0) {
+    return Invalid(field, absl::StrCat("must be finite and >= 0 (rtol 0 and atol "
+                                       "0: exact equality), got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateCheckpoint(const CheckpointConfig& checkpoint) {
+  if (checkpoint.every_updates() < 0) {
+    return Invalid("checkpoint.every_updates", "must be >= 0");
+  }
+  if (checkpoint.keep_last() < 0) {
+    return Invalid("checkpoint.keep_last",
+                   absl::StrCat("must be >= 0, got ", checkpoint.keep_last()));
+  }
+  if (checkpoint.keep_last() == 0 && checkpoint.every_updates() > 0) {
+    return Invalid("checkpoint.keep_last",
+                   absl::StrCat("0 keeps no generation, but every_updates ",
+                                checkpoint.every_updates(),
+                                " saves them; set keep_last >= 1 (unset: 2)"));
+  }
+  return absl::OkStatus();
+}
+
+// An injected failure is armed by its kill_point.
+absl::Status ValidateFault(const FaultInjection& fault, int world_size) {
+  if (fault.kill_point().empty()) return absl::OkStatus();
+  if (fault.kill_generation() < 1) {
+    return Invalid("run.fault.kill_generation",
+                   absl::StrCat("must be >= 1, got ", fault.kill_generation()));
+  }
+  if (absl::StatusOr<KillPoint> point = ParseKillPoint(fault.kill_point());
+      !point.ok()) {
+    return Invalid("run.fault.kill_point", std::string(point.status().message()));
+  }
+  if (fault.kill_rank() < 0 || fault.kill_rank() >= world_size) {
+    return Invalid("run.fault.kill_rank",
+                   absl::StrCat("rank ", fault.kill_rank(),
+                                " does not exist with world_size ", world_size));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRunOptions(const RunOptions& run, int world_size) {
+  if (run.log_every_updates() < 1) {
+    return Invalid("run.log_every_updates",
+                   absl::StrCat("must be >= 1, got ", run.log_every_updates()));
+  }
+  if (run.collective_timeout_seconds() < 1) {
+    return Invalid("run.collective_timeout_seconds", "must be >= 1");
+  }
+  if (run.intra_op_threads() < 1) {
+    return Invalid("run.intra_op_threads", "must be >= 1");
+  }
+  if (run.max_updates() < 0) return Invalid("run.max_updates", "must be >= 0");
+  if (run.master_addr().empty()) {
+    return Invalid("run.master_addr", "must not be empty (unset: 127.0.0.1)");
+  }
+  return ValidateFault(run.fault(), world_size);
 }
 
 }  // namespace
@@ -221,84 +317,54 @@ absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path) {
   return Parse(*text, path);
 }
 
-absl::StatusOr<LoadedConfig> ParseTrainingConfig(const std::string& text,
-                                                 const std::string& name) {
-  return Parse(text, name);
+absl::StatusOr<LoadedConfig> ValidateTrainingConfig(TrainingConfig config,
+                                                    const std::string& name) {
+  return Validate(std::move(config), std::make_shared<ConfigLocator>(name, nullptr));
 }
 
 void ApplyDefaults(TrainingConfig* c) {
-  if (c->precision().empty()) c->set_precision("fp32");
-  if (c->backend().empty()) c->set_backend("gloo");
-  if (c->world_size() == 0) c->set_world_size(1);
-  if (c->epochs() == 0) c->set_epochs(1);
-  DataConfig* data = c->mutable_data();
-  if (data->image_size() == 0) data->set_image_size(32);
-  if (data->views_per_identity() == 0) data->set_views_per_identity(1);
-  if (c->sampler().name().empty()) c->mutable_sampler()->set_name("masked_tail");
-  if (c->loss_weighting().name().empty()) {
-    c->mutable_loss_weighting()->set_name("global_count");
+  if (!c->has_precision()) c->set_precision("fp32");
+  if (!c->has_backend()) c->set_backend("gloo");
+  if (!c->has_world_size()) c->set_world_size(1);
+  if (!c->has_epochs()) c->set_epochs(1);
+  ApplyDataDefaults(c->mutable_data());
+  for (const PluginKind& kind : PluginKinds()) {
+    PluginSelection* selection = kind.mutable_selection(c);
+    if (!selection->has_name()) selection->set_name(kind.default_name);
   }
-  if (c->reducer().name().empty()) c->mutable_reducer()->set_name("allreduce_sum");
-  if (c->metric_dedup().name().empty()) {
-    c->mutable_metric_dedup()->set_name("by_receipt_id");
-  }
-  if (c->parity().rtol() == 0) c->mutable_parity()->set_rtol(1e-6);
-  if (c->parity().atol() == 0) c->mutable_parity()->set_atol(1e-7);
-  if (c->checkpoint().keep_last() == 0) c->mutable_checkpoint()->set_keep_last(2);
+  ParityConfig* parity = c->mutable_parity();
+  if (!parity->has_rtol()) parity->set_rtol(1e-6);
+  if (!parity->has_atol()) parity->set_atol(1e-7);
+  if (!c->checkpoint().has_keep_last()) c->mutable_checkpoint()->set_keep_last(2);
   RunOptions* run = c->mutable_run();
-  if (run->log_every_updates() == 0) run->set_log_every_updates(10);
-  if (run->collective_timeout_seconds() == 0) run->set_collective_timeout_seconds(60);
-  if (run->intra_op_threads() == 0) run->set_intra_op_threads(1);
-  if (run->master_addr().empty()) run->set_master_addr("127.0.0.1");
+  if (!run->has_log_every_updates()) run->set_log_every_updates(10);
+  if (!run->has_collective_timeout_seconds()) run->set_collective_timeout_seconds(60);
+  if (!run->has_intra_op_threads()) run->set_intra_op_threads(1);
+  if (!run->has_master_addr()) run->set_master_addr("127.0.0.1");
+  if (!run->fault().has_kill_generation()) run->mutable_fault()->set_kill_generation(1);
 }
 
 absl::Status ValidateConfig(const TrainingConfig& c) {
-  if (c.precision() != "fp32") {
-    return Invalid("precision", absl::StrCat("only fp32 is supported for now, got '",
-                                             c.precision(), "'"));
-  }
-  if (c.backend() == "nccl") {
-    return Invalid("backend",
-                   "nccl needs a CUDA build of LibTorch with NCCL; this build "
-                   "(Debian's LibTorch) is CPU-only: use gloo");
-  }
-  if (c.backend() != "gloo") {
-    return Invalid("backend", absl::StrCat("unknown '", c.backend(),
-                                           "'; known: gloo, nccl"));
-  }
+  if (absl::Status s = ValidatePlatform(c); !s.ok()) return s;
   if (absl::Status s = ValidateBatches(c); !s.ok()) return s;
   if (c.epochs() < 1) return Invalid("epochs", "must be >= 1");
   if (!c.has_model() || c.model().architecture().empty()) {
     return Invalid("model.architecture", "missing; choose cnn, mlp or linear");
   }
   if (absl::Status s = ValidateOptimizer(c.optimizer()); !s.ok()) return s;
-  if (c.data().source_case() == DataConfig::SOURCE_NOT_SET) {
-    return Invalid("data", "set synthetic { ... } or manifest_path");
+  if (absl::Status s = ValidateDataConfig(c.data()); !s.ok()) return s;
+  if (absl::Status s = ValidateModelSettings(ModelSettingsOf(c)); !s.ok()) return s;
+  for (const auto& [field, value] : {std::make_pair("parity.rtol", c.parity().rtol()),
+                                     std::make_pair("parity.atol", c.parity().atol())}) {
+    if (absl::Status s = ValidateTolerance(field, value); !s.ok()) return s;
   }
-  if (c.parity().rtol() < 0 || c.parity().atol() < 0) {
-    return Invalid("parity", "rtol and atol must be >= 0");
-  }
-  if (c.checkpoint().every_updates() < 0) {
-    return Invalid("checkpoint.every_updates", "must be >= 0");
-  }
-  if (c.checkpoint().keep_last() < 1) {
-    return Invalid("checkpoint.keep_last", "must be >= 1");
-  }
-  const RunOptions& run = c.run();
-  if (run.collective_timeout_seconds() < 1) {
-    return Invalid("run.collective_timeout_seconds", "must be >= 1");
-  }
-  if (run.intra_op_threads() < 1) {
-    return Invalid("run.intra_op_threads", "must be >= 1");
-  }
-  if (run.max_updates() < 0) return Invalid("run.max_updates", "must be >= 0");
-  if (!run.fault().kill_point().empty() &&
-      (run.fault().kill_rank() < 0 || run.fault().kill_rank() >= c.world_size())) {
-    return Invalid("run.fault.kill_rank",
-                   absl::StrCat("rank ", run.fault().kill_rank(),
-                                " does not exist with world_size ", c.world_size()));
-  }
-  return absl::OkStatus();
+  if (absl::Status s = ValidateCheckpoint(c.checkpoint()); !s.ok()) return s;
+  return ValidateRunOptions(c.run(), c.world_size());
+}
+
+ModelSettings ModelSettingsOf(const TrainingConfig& c) {
+  const int64_t side = ResolvedImageSize(c.data());
+  return ModelSettings{c.model(), {1, side, side}, kNumLabels, c.seeds().model_init()};
 }
 
 std::vector<int> LocalBatchSizes(const TrainingConfig& c) {

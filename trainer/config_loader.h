@@ -1,4 +1,5 @@
-// Loads, completes and validates a TrainingConfig text file.
+// The one place a training config is checked: loading a TrainingConfig text
+// file gives a validated run (LoadedConfig) or the first error.
 //
 // Steps, in order:
 //  1. a first parse that only reads `plugin_library` (plugin options of
@@ -7,13 +8,21 @@
 //     factories in the registries;
 //  2. the real parse: syntax errors come back as
 //     "FILE:LINE:COLUMN: message" (1-based);
-//  3. defaults for fields left at zero (see ApplyDefaults);
-//  4. validation: every error names FILE:LINE:COLUMN (where the field is
-//     written in the file) and the field path, e.g.
-//     "configs/x.pbtxt:7:3: precision: only fp32 is supported for now, got
-//     'bf16'".
-// Nothing is written anywhere. Every error is InvalidArgument (NotFound for
-// a missing file) and binaries exit with code 2 on it.
+//  3. defaults for the fields left unset, once (ApplyDefaults; the data's
+//     own defaults are data/data_config.h's);
+//  4. every check of the fields (ValidateConfig): the trainer's, the data
+//     settings' (data/data_config.h) and the model settings'
+//     (model/model_config.h);
+//  5. every plugin selection (trainer/run_plugins.h): the name is
+//     registered, the options are the plugin's own type, and the plugin is
+//     created once from them.
+// Errors of steps 4 and 5 name FILE:LINE:COLUMN (where the field is
+// written in the file) and the field path, e.g.
+// "configs/x.pbtxt:7:3: precision: only fp32 is supported for now, got
+// 'bf16'"; a field left unset is named with FILE alone.
+// Nothing is read but the config and its plugin libraries (no receipt is
+// loaded or generated), nothing is written. Every error is InvalidArgument
+// (NotFound for a missing file or plugin) and binaries exit with code 2.
 #ifndef RECEIPT_PARITY_TRAINER_CONFIG_LOADER_H_
 #define RECEIPT_PARITY_TRAINER_CONFIG_LOADER_H_
 
@@ -23,7 +32,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "google/protobuf/text_format.h"
+#include "model/model_config.h"
 #include "trainer/config.pb.h"
+#include "trainer/run_plugins.h"
 
 namespace receipt_parity {
 
@@ -31,6 +42,7 @@ namespace receipt_parity {
 class ConfigLocator {
  public:
   using ParseInfoTree = google::protobuf::TextFormat::ParseInfoTree;
+  // `parse_info` nullptr: a config built in code; Where() is `path` alone.
   ConfigLocator(std::string path, std::unique_ptr<ParseInfoTree> parse_info);
 
   const std::string& path() const { return path_; }
@@ -49,31 +61,49 @@ class ConfigLocator {
   std::unique_ptr<ParseInfoTree> parse_info_;
 };
 
+// A validated run: what every binary that trains, checks or audits a config
+// starts from. Copyable (copies share the locator and the plugins' options).
 struct LoadedConfig {
+  // Defaults applied; every field checked.
   TrainingConfig config;
+  // Where each field of `config` is written.
   std::shared_ptr<const ConfigLocator> locator;
+  // The plugin of every kind, checked; a run creates its own from them.
+  RunPluginSelections plugins;
+  // The classifier the run builds (ModelSettingsOf(config)), checked.
+  ModelSettings model;
 };
 
-// Steps 1-4 above. Plugin lookups in step 4 use whatever is registered in
+// Steps 1-5 above. Plugin lookups in step 5 use whatever is registered in
 // this binary plus the loaded libraries.
 absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path);
 
-// Parses config text (steps 2-4, no plugin libraries): for tests and for
-// configs passed between processes. `name` stands for the file in messages.
-absl::StatusOr<LoadedConfig> ParseTrainingConfig(const std::string& text,
-                                                 const std::string& name);
+// Steps 3-5 for a config built in code (e.g. the benchmark's generated
+// configs, before they are written for the trainer): errors read
+// "NAME: field: message". Uses the plugin libraries loaded so far.
+absl::StatusOr<LoadedConfig> ValidateTrainingConfig(TrainingConfig config,
+                                                    const std::string& name);
 
-// Fills zero-valued fields with their documented defaults: precision
-// "fp32", backend "gloo", world_size 1, epochs 1, data.image_size 32,
-// data.views_per_identity 1, plugins masked_tail / global_count /
-// allreduce_sum / by_receipt_id, parity rtol 1e-6 atol 1e-7,
+// Fills the fields left unset with their documented defaults (fields marked
+// `optional` in trainer/config.proto; a written value, zero included, is
+// kept and checked): precision "fp32", backend "gloo", world_size 1,
+// epochs 1, the data's defaults (ApplyDataDefaults), every plugin kind's
+// default (trainer/plugin_kinds.h: masked_tail / global_count /
+// allreduce_sum / by_receipt_id), parity rtol 1e-6 atol 1e-7,
 // checkpoint.keep_last 2, run.log_every_updates 10,
 // run.collective_timeout_seconds 60, run.intra_op_threads 1,
-// run.master_addr "127.0.0.1".
+// run.master_addr "127.0.0.1", run.fault.kill_generation 1.
 void ApplyDefaults(TrainingConfig* config);
 
-// Field-path-prefixed errors ("world_size: ..."); no locations.
+// Every field check, with field-path-prefixed errors ("world_size: ...",
+// "data.image_size: ...", "model.conv_channels: ..."); no locations, no
+// plugin lookups. REQUIRES: ApplyDefaults(config) was applied.
 absl::Status ValidateConfig(const TrainingConfig& config);
+
+// The classifier `config` asks for: its model on [1, S, S] inputs (S the
+// data's image size), one class per label (data/label_map.h),
+// seeds.model_init.
+ModelSettings ModelSettingsOf(const TrainingConfig& config);
 
 // Slots per rank per update: local_batch_sizes, or global_batch / world_size
 // on every rank. REQUIRES: ValidateConfig(config).ok().

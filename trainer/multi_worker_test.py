@@ -76,6 +76,17 @@ class TwoWorkerTest(unittest.TestCase):
     self.assertTrue(support.load(os.path.join(out, "parity.json"))["pass"])
 
 
+  def test_the_launcher_gives_workers_the_configs_master_addr(self):
+    tmp = support.temp_dir("addr")
+    result, out = launch(tmp, "addr", world=2, run_extra='master_addr: "localhost"')
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertIn("MASTER_ADDR=localhost ", result.stderr)
+    for rank in (0, 1):
+      self.assertIn("rank %d/2: joined the Gloo process group at localhost:" % rank,
+                    result.stderr)
+    self.assertTrue(support.load(os.path.join(out, "parity.json"))["pass"])
+
+
 class ThreeRankTest(unittest.TestCase):
 
   def test_47_training_ids_on_3_ranks_masked_tail(self):

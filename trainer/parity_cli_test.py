@@ -56,6 +56,31 @@ class ParityCliTest(unittest.TestCase):
     self.assertTrue(report["bitwise_equal"])
     self.assertEqual(report["max_abs_diff"], 0)
 
+  def config_with(self, extra, replace=("", "")):
+    with open("configs/one_worker.pbtxt") as f:
+      text = f.read().replace(*replace) + extra
+    path = os.path.join(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")), "c.pbtxt")
+    with open(path, "w") as f:
+      f.write(text)
+    return path
+
+  def test_zero_tolerances_ask_for_exact_equality(self):
+    config = self.config_with("parity { rtol: 0 atol: 0 }\n")
+    result, report = run(config, "--split=3,1", "--partition_matched")
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    self.assertEqual(report["rtol"], 0)
+    self.assertEqual(report["atol"], 0)
+    self.assertTrue(report["bitwise_equal"])
+    self.assertTrue(report["pass"])
+
+  def test_a_bad_plugin_is_refused_before_any_data(self):
+    config = self.config_with("", replace=('reducer { name: "allreduce_sum" }',
+                                           'reducer { name: "nope" }'))
+    result, report = run(config, "--split=3,1")
+    self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+    self.assertIn("reducer.name: no reducer plugin named 'nope'", result.stderr)
+    self.assertIsNone(report)
+
   def test_bad_split_is_refused(self):
     for split in ("3,x", "0,0", "-1,2", "100000,1"):
       result, report = run("configs/one_worker.pbtxt", "--split=" + split)

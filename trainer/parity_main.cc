@@ -26,13 +26,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/command_line.h"
-#include "data/label_map.h"
 #include "data/receipt_dataset.h"
 #include "glog/logging.h"
 #include "io/json_file.h"
+#include "model/classifier.h"
 #include "parity/simulated_parity.h"
 #include "plugins/plugin_registry.h"
-#include "plugins/plugin_selection.h"
 #include "samplers/sampler_policy.h"
 #include "trainer/config_loader.h"
 #include "trainer/receipt_tensors.h"
@@ -70,69 +69,56 @@ absl::StatusOr<std::vector<int>> ParseSplit(const std::string& text) {
   return split;
 }
 
-int Main() {
-  ChangeToCallersDirectory();
-  if (absl::Status s = CheckRegistries(); !s.ok()) return Fail(s);
+// The registries are sound and the required flags are there.
+absl::Status CheckStart() {
+  if (absl::Status s = CheckRegistries(); !s.ok()) return s;
   if (absl::GetFlag(FLAGS_config).empty() || absl::GetFlag(FLAGS_out).empty()) {
-    return Fail(absl::InvalidArgumentError("--config and --out are required"));
+    return absl::InvalidArgumentError("--config and --out are required");
   }
-  absl::StatusOr<std::vector<int>> split = ParseSplit(absl::GetFlag(FLAGS_split));
-  if (!split.ok()) return Fail(split.status());
-  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(absl::GetFlag(FLAGS_config));
-  if (!loaded.ok()) return Fail(loaded.status());
-  const TrainingConfig& config = loaded->config;
-  at::set_num_threads(config.run().intra_op_threads());
+  return absl::OkStatus();
+}
 
-  absl::StatusOr<ReceiptSplit> data = LoadReceipts(config.data());
-  if (!data.ok()) return Fail(loaded->locator->Locate(data.status()));
-  int64_t batch = 0;
-  for (int n : *split) batch += n;
-  if (batch > static_cast<int64_t>(data->train.size())) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
+// The fixed batch: the head of the one-worker epoch-0 order of `data`.
+absl::StatusOr<ExampleTensors> FixedBatch(const LoadedConfig& loaded,
+                                          const ReceiptSplit& data,
+                                          const SamplerPolicy& sampler,
+                                          int64_t batch) {
+  if (batch > static_cast<int64_t>(data.train.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
         "--split adds up to ", batch, " examples; the config has only ",
-        data->train.size(), " training examples")));
+        data.train.size(), " training examples"));
   }
-  // The batch: the head of the one-worker epoch-0 order.
-  auto sampler = CreateSelectedPlugin<SamplerPolicy>(config.sampler(), "sampler");
-  if (!sampler.ok()) return Fail(loaded->locator->Locate(sampler.status()));
   OrderRequest request;
-  request.num_examples = static_cast<int64_t>(data->train.size());
+  request.num_examples = static_cast<int64_t>(data.train.size());
   request.world_size = 1;
-  request.seed = config.seeds().sampler();
-  absl::StatusOr<EpochPlan> plan = BuildEpochPlan(**sampler, request, {1});
-  if (!plan.ok()) return Fail(plan.status());
+  request.seed = loaded.config.seeds().sampler();
+  absl::StatusOr<EpochPlan> plan = BuildEpochPlan(sampler, request, {1});
+  if (!plan.ok()) return plan.status();
   const std::vector<Slot>& order = plan->rank_slots(0);
-  const ExampleTensors all = ToTensors(data->train, data->image_size);
-  const ExampleTensors fixed = SelectSlots(
-      all, absl::MakeConstSpan(order.data(), static_cast<size_t>(batch)));
+  return SelectSlots(ToTensors(data.train, data.image_size),
+                     absl::MakeConstSpan(order.data(), static_cast<size_t>(batch)));
+}
 
-  auto weighting =
-      CreateSelectedPlugin<LossWeighting>(config.loss_weighting(), "loss_weighting");
-  if (!weighting.ok()) return Fail(loaded->locator->Locate(weighting.status()));
-  // Fail early on a bad reducer selection, with its config location.
-  if (auto probe = CreateSelectedPlugin<GradientReducer>(config.reducer(), "reducer");
-      !probe.ok()) {
-    return Fail(loaded->locator->Locate(probe.status()));
-  }
-
+// The request: the config's model, weighting and reducer; tolerances from
+// the flags, else the config's.
+SimulatedParityRequest MakeRequest(const LoadedConfig& loaded,
+                                   const ReceiptSplit& data,
+                                   const ExampleTensors& batch,
+                                   const std::vector<int>& split,
+                                   const LossWeighting& weighting) {
+  const TrainingConfig& config = loaded.config;
   SimulatedParityRequest parity;
-  const ModelConfig model_config = config.model();
-  const int side = data->image_size;
-  const uint64_t init_seed = config.seeds().model_init();
-  parity.make_model = [=] {
-    return BuildClassifier(model_config, {1, side, side}, kNumLabels, init_seed);
-  };
-  parity.inputs = fixed.images;
-  parity.labels = fixed.labels;
-  parity.split = *split;
-  parity.class_counts = data->train_class_counts;
-  parity.weighting = weighting->get();
-  parity.weighting_name = config.loss_weighting().name();
-  const PluginSelection reducer_selection = config.reducer();
-  parity.make_reducer = [reducer_selection] {
-    return CreateSelectedPlugin<GradientReducer>(reducer_selection, "reducer");
-  };
-  parity.reducer_name = config.reducer().name();
+  const ModelSettings model = loaded.model;
+  parity.make_model = [model] { return BuildClassifier(model); };
+  parity.inputs = batch.images;
+  parity.labels = batch.labels;
+  parity.split = split;
+  parity.class_counts = data.train_class_counts;
+  parity.weighting = &weighting;
+  parity.weighting_name = loaded.plugins.weighting.name();
+  const SelectedPlugin<GradientReducer> reducer = loaded.plugins.reducer;
+  parity.make_reducer = [reducer] { return reducer.Create(); };
+  parity.reducer_name = reducer.name();
   parity.partition_matched = absl::GetFlag(FLAGS_partition_matched);
   parity.rtol = absl::GetFlag(FLAGS_rtol) >= 0 ? absl::GetFlag(FLAGS_rtol)
                                                : config.parity().rtol();
@@ -140,31 +126,64 @@ int Main() {
                                                : config.parity().atol();
   parity.collective_timeout =
       absl::Seconds(config.run().collective_timeout_seconds());
+  return parity;
+}
 
-  absl::StatusOr<ParityReport> report = RunSimulatedParity(parity);
-  if (!report.ok()) return Fail(report.status());
-  const std::string out = absl::GetFlag(FLAGS_out);
-  std::filesystem::create_directories(out);
-  if (absl::Status s = WriteJsonFile(out + "/parity.json", *report); !s.ok()) {
-    return Fail(s);
-  }
+void PrintSummary(const SimulatedParityRequest& parity, const ParityReport& report,
+                  const std::string& out) {
   std::cout << "SIMULATED parity check (ranks are threads of one process "
                "sharing a real Gloo group; not a multi-process run)\n"
-            << "split " << absl::StrJoin(*split, "+") << ", "
+            << "split " << absl::StrJoin(parity.split, "+") << ", "
             << parity.weighting_name << " + " << parity.reducer_name
             << (parity.partition_matched ? ", partition-matched" : "")
-            << ": max abs diff " << report->max_abs_diff() << ", max rel diff "
-            << report->max_rel_diff() << " (rtol " << parity.rtol << ", atol "
+            << ": max abs diff " << report.max_abs_diff() << ", max rel diff "
+            << report.max_rel_diff() << " (rtol " << parity.rtol << ", atol "
             << parity.atol << ")"
             << (parity.partition_matched
                     ? absl::StrCat(", bitwise_equal ",
-                                   report->bitwise_equal() ? "true" : "false")
+                                   report.bitwise_equal() ? "true" : "false")
                     : "")
-            << " -> " << (report->pass() ? "PASS" : "FAIL") << "\n";
-  for (const std::string& failure : report->failures()) {
+            << " -> " << (report.pass() ? "PASS" : "FAIL") << "\n";
+  for (const std::string& failure : report.failures()) {
     std::cout << "  " << failure << "\n";
   }
   std::cout << "wrote " << out << "/parity.json" << std::endl;
+}
+
+// Loads the data, runs the check, writes parity.json.
+absl::StatusOr<ParityReport> CheckParity(const LoadedConfig& loaded,
+                                         const std::vector<int>& split) {
+  absl::StatusOr<ReceiptSplit> data = LoadReceipts(loaded.config.data());
+  if (!data.ok()) return loaded.locator->Locate(data.status());
+  absl::StatusOr<RunPlugins> plugins = loaded.plugins.Create();
+  if (!plugins.ok()) return loaded.locator->Locate(plugins.status());
+  int64_t batch_size = 0;
+  for (int n : split) batch_size += n;
+  absl::StatusOr<ExampleTensors> batch =
+      FixedBatch(loaded, *data, *plugins->sampler, batch_size);
+  if (!batch.ok()) return batch.status();
+  const SimulatedParityRequest parity =
+      MakeRequest(loaded, *data, *batch, split, *plugins->weighting);
+  absl::StatusOr<ParityReport> report = RunSimulatedParity(parity);
+  if (!report.ok()) return report.status();
+  const std::string out = absl::GetFlag(FLAGS_out);
+  std::filesystem::create_directories(out);
+  if (absl::Status s = WriteJsonFile(out + "/parity.json", *report); !s.ok()) return s;
+  PrintSummary(parity, *report, out);
+  return report;
+}
+
+int Main() {
+  ChangeToCallersDirectory();
+  if (absl::Status s = CheckStart(); !s.ok()) return Fail(s);
+  absl::StatusOr<std::vector<int>> split = ParseSplit(absl::GetFlag(FLAGS_split));
+  if (!split.ok()) return Fail(split.status());
+  // Every check of the config, its plugins included, before any data.
+  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(absl::GetFlag(FLAGS_config));
+  if (!loaded.ok()) return Fail(loaded.status());
+  at::set_num_threads(loaded->config.run().intra_op_threads());
+  absl::StatusOr<ParityReport> report = CheckParity(*loaded, *split);
+  if (!report.ok()) return Fail(report.status());
   return report->pass() ? 0 : kExitCheckFailed;
 }
 

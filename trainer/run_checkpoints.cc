@@ -23,6 +23,7 @@
 #include "runtime/process_group.h"
 #include "trainer/config_loader.h"
 #include "trainer/optimizer_state.h"
+#include "trainer/plugin_kinds.h"
 
 namespace receipt_parity {
 namespace {
@@ -298,14 +299,10 @@ CheckpointManifest ManifestFields(const RunCheckpointContext& c,
   fields.set_config_fingerprint(ConfigFingerprint(config));
   fields.set_world_independent_fingerprint(WorldIndependentFingerprint(config));
   fields.set_model_revision(c.model_revision);
-  for (const auto& [kind, selection] :
-       {std::make_pair("loss_weighting", &config.loss_weighting()),
-        std::make_pair("metric_dedup", &config.metric_dedup()),
-        std::make_pair("reducer", &config.reducer()),
-        std::make_pair("sampler_policy", &config.sampler())}) {
+  for (const auto& [kind, name] : SelectedPluginNames(config)) {
     PluginName* plugin = fields.add_plugins();
     plugin->set_kind(kind);
-    plugin->set_name(selection->name());
+    plugin->set_name(name);
   }
   return fields;
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "data/label_map.h"
+#include "trainer/plugin_kinds.h"
 
 namespace receipt_parity {
 
@@ -40,10 +41,9 @@ RunManifest MakeRunManifest(const LoadedConfig& loaded, const Classifier& model,
   m.set_world_size(world_size);
   m.set_global_batch(c.global_batch());
   for (int b : LocalBatchSizes(c)) m.add_local_batch_sizes(b);
-  m.mutable_plugins()->set_sampler(c.sampler().name());
-  m.mutable_plugins()->set_loss_weighting(c.loss_weighting().name());
-  m.mutable_plugins()->set_reducer(c.reducer().name());
-  m.mutable_plugins()->set_metric_dedup(c.metric_dedup().name());
+  for (const PluginKind& kind : PluginKinds()) {
+    *kind.run_manifest_name(m.mutable_plugins()) = kind.selection(c).name();
+  }
   DataRecord* d = m.mutable_data();
   d->set_source(c.data().has_synthetic() ? "synthetic" : c.data().manifest_path());
   d->set_image_size(data.image_size);

@@ -4,6 +4,7 @@ pinned one-worker reference, and a shared-library plugin chosen by config."""
 import glob
 import os
 import sys
+import time
 import unittest
 
 import integration_support as support
@@ -80,6 +81,58 @@ class BadInputTest(unittest.TestCase):
     self.check_refused(
         'plugin_library: "/nonexistent/libx.so"\n' + support.small_config(),
         "plugin_library: plugin library /nonexistent/libx.so: no such file")
+
+
+  def line_of(self, text, needle):
+    """1-based line and column of `needle` in `text`."""
+    for number, line in enumerate(text.split("\n"), 1):
+      if needle in line:
+        return number, line.index(needle) + 1
+    self.fail(needle)
+
+  def test_bad_model_settings_are_refused_with_their_location(self):
+    text = support.small_config().replace("conv_channels: [4]", "conv_channels: [4, 0]")
+    line, column = self.line_of(text, "conv_channels")
+    self.check_refused(text, "CONFIG:%d:%d: model.conv_channels: must be positive, got 0"
+                       % (line, column))
+    text = support.small_config().replace('architecture: "cnn"', 'architecture: "rnn"')
+    line, column = self.line_of(text, "architecture")
+    self.check_refused(text, "CONFIG:%d:%d: model.architecture: unknown 'rnn'; known: "
+                       "cnn, mlp, linear" % (line, column))
+
+  def test_keep_last_zero_is_refused_while_saving(self):
+    text = support.small_config(extra="checkpoint { every_updates: 2 keep_last: 0 }")
+    line, column = self.line_of(text, "keep_last")
+    self.check_refused(text, "CONFIG:%d:%d: checkpoint.keep_last: 0 keeps no generation"
+                       % (line, column))
+
+  def validate(self, text):
+    tmp = support.temp_dir("validate")
+    config = support.write(os.path.join(tmp, "v.pbtxt"), text)
+    start = time.monotonic()
+    result = support.run_train("--config=" + config, "--validate_only")
+    return result, time.monotonic() - start
+
+  def test_validate_only_refuses_a_bad_plugin_before_generating_any_receipt(self):
+    # A million 512x512 receipts would take many minutes and about a
+    # terabyte of pixels: the plugin is refused before any is generated.
+    text = support.small_config(ids=1000000, sampler="round_robin").replace(
+        "image_size: 16", "image_size: 512")
+    result, seconds = self.validate(text)
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertIn("sampler.name: no sampler_policy plugin named 'round_robin'",
+                  result.stderr)
+    self.assertLess(seconds, 30)
+
+  def test_a_missing_manifest_and_a_bad_plugin_report_the_plugin_unread(self):
+    text = support.small_config(weighting="nope").replace(
+        "synthetic { num_identities: 40 rare_class_fraction: 0.05 seed: 3 }",
+        'manifest_path: "/nonexistent/receipts.csv"')
+    result, _ = self.validate(text)
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertIn("loss_weighting.name: no loss_weighting plugin named 'nope'",
+                  result.stderr)
+    self.assertNotIn("/nonexistent/receipts.csv", result.stderr)
 
 
 class ReferenceTest(unittest.TestCase):

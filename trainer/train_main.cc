@@ -82,10 +82,9 @@ absl::StatusOr<FaultPlan> FaultPlanFor(const LoadedConfig& loaded) {
   const int rank = absl::GetFlag(FLAGS_kill_rank) >= 0
                        ? absl::GetFlag(FLAGS_kill_rank)
                        : fault.kill_rank();
-  int64_t generation = absl::GetFlag(FLAGS_kill_generation) > 0
-                           ? absl::GetFlag(FLAGS_kill_generation)
-                           : fault.kill_generation();
-  if (generation <= 0) generation = 1;
+  const int64_t generation = absl::GetFlag(FLAGS_kill_generation) > 0
+                                 ? absl::GetFlag(FLAGS_kill_generation)
+                                 : fault.kill_generation();
   if (rank >= loaded.config.world_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--kill_rank=", rank, ": no such rank with world_size ",
@@ -192,7 +191,7 @@ int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
   if (!port.ok()) return Fail(port.status());
   LaunchOptions options;
   options.world_size = config.world_size();
-  options.master_addr = "127.0.0.1";
+  options.master_addr = config.run().master_addr();
   options.master_port = *port;
   for (int i = 1; i < argc; ++i) options.args.push_back(argv[i]);
   options.args.push_back("--out=" + out);

@@ -21,6 +21,7 @@
 #include "trainer/artifacts.pb.h"
 #include "trainer/checkpoint_cadence.h"
 #include "trainer/optimizer_factory.h"
+#include "trainer/plugin_kinds.h"
 #include "trainer/progress_log.h"
 #include "trainer/rank_report_builder.h"
 #include "trainer/receipt_tensors.h"
@@ -47,18 +48,17 @@ struct RunInputs {
   std::shared_ptr<Classifier> model;
 };
 
+// The config, its plugins and its model settings were checked when it was
+// loaded; this loads the data and makes this run's plugins and model.
 absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded) {
-  const TrainingConfig& config = loaded.config;
   RunInputs inputs;
-  absl::StatusOr<ReceiptSplit> data = LoadReceipts(config.data());
+  absl::StatusOr<ReceiptSplit> data = LoadReceipts(loaded.config.data());
   if (!data.ok()) return loaded.locator->Locate(data.status());
   inputs.data = std::move(*data);
-  absl::StatusOr<RunPlugins> plugins = CreateRunPlugins(loaded);
-  if (!plugins.ok()) return plugins.status();
+  absl::StatusOr<RunPlugins> plugins = loaded.plugins.Create();
+  if (!plugins.ok()) return loaded.locator->Locate(plugins.status());
   inputs.plugins = std::move(*plugins);
-  const int side = inputs.data.image_size;
-  absl::StatusOr<std::shared_ptr<Classifier>> model = BuildClassifier(
-      config.model(), {1, side, side}, kNumLabels, config.seeds().model_init());
+  absl::StatusOr<std::shared_ptr<Classifier>> model = BuildClassifier(loaded.model);
   if (!model.ok()) return loaded.locator->Locate(model.status());
   inputs.model = std::move(*model);
   return inputs;
@@ -118,15 +118,15 @@ absl::Status AgreeWithPeers(const Run& run) {
   const TrainingRunOptions& options = *run.options;
   const TrainingConfig& config = *run.config;
   if (options.process_group == nullptr) return absl::OkStatus();
-  absl::Status agreed = AgreeOnStart(
-      *options.process_group->store, options.rank, options.world_size,
-      {{"config_fingerprint", run.manifest.config_fingerprint()},
-       {"model_revision", run.manifest.model_revision().revision()},
-       {"data", DataHash(run.inputs.data)},
-       {"sampler", config.sampler().name()},
-       {"loss_weighting", config.loss_weighting().name()},
-       {"reducer", config.reducer().name()},
-       {"metric_dedup", config.metric_dedup().name()}});
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"config_fingerprint", run.manifest.config_fingerprint()},
+      {"model_revision", run.manifest.model_revision().revision()},
+      {"data", DataHash(run.inputs.data)}};
+  for (auto& kind_and_name : SelectedPluginNames(config)) {
+    fields.push_back(std::move(kind_and_name));
+  }
+  absl::Status agreed = AgreeOnStart(*options.process_group->store, options.rank,
+                                     options.world_size, fields);
   if (!agreed.ok()) return agreed;
   LOG(INFO) << "rank " << options.rank << ": all " << options.world_size
             << " ranks agree on config, model revision, data and plugins";

@@ -72,8 +72,10 @@ struct TrainingOutcome {
   int64_t updates = 0;
 };
 
-// Everything a run needs before its first update: the data loads, the
-// plugins exist and accept their options, the model builds. Writes nothing.
+// What loading `loaded` could not check without its data: the data loads
+// (files readable, images of the right size), and this run's plugins and
+// model are made. Writes nothing. (The config, its data and model settings
+// and its plugin selections were checked by LoadTrainingConfig.)
 absl::Status CheckRunnable(const LoadedConfig& loaded);
 
 // Errors name what failed (config field, data file, plugin, rank, peer,

@@ -1,0 +1,64 @@
+#include "data/data_config.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "data/synthetic_receipts.h"
+
+namespace receipt_parity {
+namespace {
+
+absl::Status FieldError(absl::string_view field, absl::string_view message) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("data.", field, ": ", message));
+}
+
+absl::Status ValidateSource(const DataConfig& config) {
+  switch (config.source_case()) {
+    case DataConfig::kSynthetic:
+      return ValidateSyntheticReceipts(config.synthetic());
+    case DataConfig::kManifestPath:
+      if (config.manifest_path().empty()) {
+        return FieldError("manifest_path", "must not be empty");
+      }
+      return absl::OkStatus();
+    case DataConfig::SOURCE_NOT_SET:
+      break;
+  }
+  return FieldError("source", "set data.synthetic { ... } or data.manifest_path");
+}
+
+}  // namespace
+
+void ApplyDataDefaults(DataConfig* config) {
+  if (config->views_per_identity() == 0) config->set_views_per_identity(1);
+  if (config->image_size() == 0) config->set_image_size(kDefaultImageSize);
+}
+
+int ResolvedImageSize(const DataConfig& config) {
+  return config.image_size() == 0 ? kDefaultImageSize : config.image_size();
+}
+
+absl::Status ValidateDataConfig(const DataConfig& config) {
+  if (absl::Status s = ValidateSource(config); !s.ok()) return s;
+  const int views = config.views_per_identity();
+  if (views < 0 || views > kMaxViewsPerIdentity) {
+    return FieldError("views_per_identity",
+                      absl::StrCat("must be in [0, ", kMaxViewsPerIdentity,
+                                   "] (0 means 1), got ", views));
+  }
+  const double fraction = config.validation_fraction();
+  if (!(fraction >= 0.0 && fraction < 1.0)) {
+    return FieldError("validation_fraction",
+                      absl::StrCat("must be in [0, 1), got ", fraction));
+  }
+  const int size = config.image_size();
+  if (size != 0 && (size < kMinImageSize || size > kMaxImageSize)) {
+    return FieldError(
+        "image_size",
+        absl::StrCat("must be in [", kMinImageSize, ", ", kMaxImageSize,
+                     "] (0 means ", kDefaultImageSize, "), got ", size));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace receipt_parity

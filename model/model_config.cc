@@ -1,0 +1,65 @@
+#include "model/model_config.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace receipt_parity {
+
+absl::Status ValidateModelSettings(const ModelSettings& settings) {
+  const ModelConfig& config = settings.config;
+  const std::vector<int64_t>& input_shape = settings.input_shape;
+  const int num_classes = settings.num_classes;
+  const std::string& arch = config.architecture();
+  if (arch != "cnn" && arch != "mlp" && arch != "linear") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.architecture: unknown '", arch,
+        "'; known: cnn, mlp, linear"));
+  }
+  if (num_classes < 1) {
+    return absl::InvalidArgumentError("model: needs at least one class");
+  }
+  if (input_shape.empty()) {
+    return absl::InvalidArgumentError("model: empty input shape");
+  }
+  for (int64_t d : input_shape) {
+    if (d < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model: input shape ", absl::StrJoin(input_shape, "x"),
+                       " has a non-positive side"));
+    }
+  }
+  for (int c : config.conv_channels()) {
+    if (c < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model.conv_channels: must be positive, got ", c));
+    }
+  }
+  for (int h : config.hidden_units()) {
+    if (h < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model.hidden_units: must be positive, got ", h));
+    }
+  }
+  if (arch == "cnn") {
+    if (config.conv_channels_size() == 0) {
+      return absl::InvalidArgumentError(
+          "model.conv_channels: a cnn needs at least one conv layer");
+    }
+    const int64_t divisor = int64_t{1} << config.conv_channels_size();
+    if (input_shape.size() != 3 || input_shape[1] != input_shape[2] ||
+        input_shape[1] % divisor != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model.conv_channels: a cnn with ", config.conv_channels_size(),
+          " conv layers needs [C, S, S] inputs with S divisible by ", divisor,
+          ", got ", absl::StrJoin(input_shape, "x")));
+    }
+  } else if (arch == "linear" && config.hidden_units_size() > 0) {
+    return absl::InvalidArgumentError(
+        "model.hidden_units: a linear model has no hidden layers");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace receipt_parity

@@ -1,0 +1,37 @@
+// The classifier's settings for one run (ModelConfig,
+// model/model_config.proto, plus what the data and the label map decide)
+// and their checks. No LibTorch: a config is checked before anything is
+// built; model/classifier.h builds what passes.
+//
+// Thread safety: pure functions.
+#ifndef RECEIPT_PARITY_MODEL_MODEL_CONFIG_H_
+#define RECEIPT_PARITY_MODEL_MODEL_CONFIG_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "model/model_config.pb.h"
+
+namespace receipt_parity {
+
+struct ModelSettings {
+  ModelConfig config;
+  // One example's shape, e.g. [1, S, S] for S x S grayscale images.
+  std::vector<int64_t> input_shape;
+  int num_classes = 0;
+  // torch's generator is seeded with it before the parameters are made.
+  uint64_t init_seed = 0;
+};
+
+// InvalidArgument naming the field ("model.architecture: unknown 'rnn';
+// known: cnn, mlp, linear") for: an architecture other than cnn, mlp or
+// linear; conv_channels or hidden_units not positive; a cnn without conv
+// layers or on inputs that are not [C, S, S] with S divisible by
+// 2^len(conv_channels); a linear model with hidden units; no classes; an
+// empty or non-positive input shape.
+absl::Status ValidateModelSettings(const ModelSettings& settings);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_MODEL_MODEL_CONFIG_H_

@@ -1,0 +1,56 @@
+#include "model/model_config.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace receipt_parity {
+namespace {
+
+using ::testing::HasSubstr;
+
+ModelSettings Settings(const std::string& architecture,
+                       std::vector<int> conv_channels,
+                       std::vector<int> hidden_units, int64_t side = 32) {
+  ModelSettings s;
+  s.config.set_architecture(architecture);
+  for (int c : conv_channels) s.config.add_conv_channels(c);
+  for (int h : hidden_units) s.config.add_hidden_units(h);
+  s.input_shape = {1, side, side};
+  s.num_classes = 4;
+  return s;
+}
+
+TEST(ValidateModelSettingsTest, AcceptsEveryBuiltInArchitecture) {
+  EXPECT_TRUE(ValidateModelSettings(Settings("cnn", {8, 16}, {32})).ok());
+  EXPECT_TRUE(ValidateModelSettings(Settings("mlp", {}, {64, 8})).ok());
+  EXPECT_TRUE(ValidateModelSettings(Settings("linear", {}, {})).ok());
+}
+
+TEST(ValidateModelSettingsTest, EveryBadSettingNamesItsField) {
+  const std::vector<std::pair<ModelSettings, std::string>> cases = {
+      {Settings("rnn", {}, {}), "model.architecture: unknown 'rnn'; known: cnn, mlp, linear"},
+      {Settings("", {}, {}), "model.architecture: unknown ''"},
+      {Settings("cnn", {8, 0}, {}), "model.conv_channels: must be positive, got 0"},
+      {Settings("mlp", {}, {-3}), "model.hidden_units: must be positive, got -3"},
+      {Settings("cnn", {}, {8}), "model.conv_channels: a cnn needs at least one conv layer"},
+      {Settings("cnn", {4, 4, 4, 4, 4, 4}, {}), "S divisible by 64, got 1x32x32"},
+      {Settings("linear", {}, {8}), "model.hidden_units: a linear model has no hidden layers"},
+      {Settings("mlp", {}, {8}, 0), "model: input shape 1x0x0 has a non-positive side"},
+  };
+  for (const auto& [settings, expected] : cases) {
+    absl::Status status = ValidateModelSettings(settings);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << expected;
+    EXPECT_THAT(status.message(), HasSubstr(expected));
+  }
+  ModelSettings no_classes = Settings("linear", {}, {});
+  no_classes.num_classes = 0;
+  EXPECT_THAT(ValidateModelSettings(no_classes).message(),
+              HasSubstr("needs at least one class"));
+}
+
+}  // namespace
+}  // namespace receipt_parity
