@@ -1,5 +1,5 @@
 // bare_libtorch_step --model='architecture: "cnn" conv_channels: [8, 16]
-//     hidden_units: [32]' --batch=32 --updates=1000 --max_seconds=5 \
+//     hidden_units: [32]' --batch=32 --updates=1000 --max_seconds=5
 //     --pool_images=P.f32 --pool_labels=P.i64 --out=F
 //
 // The floor the harness's per-update time is compared with: the model of

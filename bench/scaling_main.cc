@@ -1,6 +1,6 @@
 // The scaling benchmark of issue 7, side by side in one run:
 //
-//   bazel run //bench:scaling -- --out=out/scaling
+//   bazel run --config=bench //bench:scaling -- --out=out/scaling
 //
 // For two models (bench/scaling_plan.h: the default model of
 // configs/one_worker.pbtxt, and an MLP of ~250 000 parameters on 32x32
@@ -189,7 +189,7 @@ std::string LoadAverage() {
 
 std::string Command(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  return absl::StrCat("bazel run //bench:scaling -- ", absl::StrJoin(args, " "));
+  return absl::StrCat("bazel run --config=bench //bench:scaling -- ", absl::StrJoin(args, " "));
 }
 
 int Main(int argc, char** argv) {

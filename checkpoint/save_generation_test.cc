@@ -67,8 +67,6 @@ bool MustBeFinal(int shard_rank, KillPoint point, int killed) {
   return shard_rank < killed;
 }
 
-void PrintTo(KillPoint point, std::ostream* os) { *os << KillPointName(point); }
-
 class KillPointTest
     : public ::testing::TestWithParam<std::tuple<KillPoint, int>> {};
 

@@ -4,9 +4,18 @@ plugin_library(name, ...) makes two targets (Envoy's extension layout):
   :name               the plugin's logic, a plain cc_library, testable alone;
   :name_registration  the factory and its static registrar, alwayslink = 1.
 A cc_binary links every object of an alwayslink library, so the registrar
-runs even though nothing refers to it by name. Link the _registration
-target into binaries (see plugins/builtin_plugins.bzl), never only :name.
+runs even though nothing refers to it by name. Binaries link every
+built-in registration through //plugins:builtin_plugins (the list in
+plugins/builtin_plugins.bzl), never only :name. A _registration target is
+visible only to its own package (its tests), to //plugins (the list and
+the plugin framework's tests) and to //parity's tests, so no other target
+can link a single plugin behind the list's back.
 """
+
+REGISTRATION_VISIBILITY = [
+    "//plugins:__subpackages__",
+    "//parity:__pkg__",
+]
 
 def plugin_library(
         name,
@@ -31,5 +40,5 @@ def plugin_library(
             "//plugins:plugin_registry",
         ] + registration_deps,
         alwayslink = 1,
-        visibility = visibility,
+        visibility = REGISTRATION_VISIBILITY,
     )
