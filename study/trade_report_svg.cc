@@ -283,85 +283,103 @@ struct Bar {
 };
 
 // Right panel: examples/s, and time per update split into compute + sync.
-std::string BarsPanel(const TradeReport& report) {
-  constexpr double label_x = 640, bar_x = 730, bar_max = 150;
+// Where the right-hand panels draw: labels, then bars up to bar_max wide.
+constexpr double kLabelX = 640, kBarX = 730, kBarMax = 150;
+
+// Examples per second, one bar per run, and the two-over-one ratio.
+std::string ThroughputBars(const TradeReport& report) {
   const RunFigures& one = report.one_worker();
   const RunFigures& two = report.two_workers();
-  std::string svg;
-
-  // Throughput.
   double y = 125;
-  absl::StrAppend(&svg, Text(label_x, y - 12, "Examples per second", 15,
-                             "font-weight=\"bold\""));
+  std::string svg = Text(kLabelX, y - 12, "Examples per second", 15,
+                         "font-weight=\"bold\"");
   const double max_rate =
       std::max({one.examples_per_second(), two.examples_per_second(), 1e-12});
   const std::vector<Bar> rates = {
       {"one worker", kOneColor, one.examples_per_second()},
       {"two workers", kTwoColor, two.examples_per_second()}};
   for (const Bar& bar : rates) {
-    const double w = bar_max * bar.value / max_rate;
-    absl::StrAppend(&svg, Text(label_x, y + 22, bar.label, 13),
-                    Rect(bar_x, y + 6, w, 24, bar.color),
-                    Text(bar_x + w + 6, y + 23,
+    const double w = kBarMax * bar.value / max_rate;
+    absl::StrAppend(&svg, Text(kLabelX, y + 22, bar.label, 13),
+                    Rect(kBarX, y + 6, w, 24, bar.color),
+                    Text(kBarX + w + 6, y + 23,
                          absl::StrFormat("%.0f", bar.value), 13,
                          "font-weight=\"bold\""));
     y += 36;
   }
   absl::StrAppend(
-      &svg, Text(label_x, y + 16,
+      &svg, Text(kLabelX, y + 16,
                  absl::StrFormat("two workers = %.2f× one worker",
                                  report.two_over_one_examples_per_second()),
                  13, "fill=\"#57606a\""));
+  return svg;
+}
 
-  // Time per update: compute, then sync.
-  y = 285;
-  absl::StrAppend(&svg, Text(label_x, y - 12, "Time per update (ms)", 15,
-                             "font-weight=\"bold\""));
+// Time per update, compute then sync, one stacked bar per run, and the
+// legend; `*y` ends below the legend.
+std::string UpdateTimeBars(const TradeReport& report, double* y) {
+  const RunFigures& one = report.one_worker();
+  const RunFigures& two = report.two_workers();
+  *y = 285;
+  std::string svg = Text(kLabelX, *y - 12, "Time per update (ms)", 15,
+                         "font-weight=\"bold\"");
   const double max_update =
       std::max({one.update_seconds(), two.update_seconds(), 1e-12});
   for (const RunFigures* run : {&one, &two}) {
     const bool is_one = run == &one;
     const double total = run->update_seconds();
     const double sync = std::min(run->sync_seconds_per_update(), total);
-    const double w_total = bar_max * total / max_update;
-    const double w_sync = bar_max * sync / max_update;
+    const double w_total = kBarMax * total / max_update;
+    const double w_sync = kBarMax * sync / max_update;
     absl::StrAppend(&svg,
-                    Text(label_x, y + 22, is_one ? "one worker" : "two workers",
+                    Text(kLabelX, *y + 22, is_one ? "one worker" : "two workers",
                          13),
-                    Rect(bar_x, y + 6, w_total - w_sync, 24,
+                    Rect(kBarX, *y + 6, w_total - w_sync, 24,
                          is_one ? kOneColor : kTwoColor),
-                    Rect(bar_x + w_total - w_sync, y + 6, w_sync, 24,
+                    Rect(kBarX + w_total - w_sync, *y + 6, w_sync, 24,
                          kSyncColor),
-                    Text(bar_x + w_total + 6, y + 23,
+                    Text(kBarX + w_total + 6, *y + 23,
                          absl::StrFormat("%.2f", 1000 * total), 13,
                          "font-weight=\"bold\""));
     absl::StrAppend(
-        &svg, Text(bar_x, y + 46,
+        &svg, Text(kBarX, *y + 46,
                    absl::StrFormat("sync %.2f ms = %.0f %% of an update",
                                    1000 * run->sync_seconds_per_update(),
                                    100 * run->sync_share()),
                    12, absl::StrCat("fill=\"", kSyncColor, "\"")));
-    y += 62;
+    *y += 62;
   }
-  absl::StrAppend(&svg, Rect(label_x, y + 8, 6, 12, kOneColor),
-                  Rect(label_x + 6, y + 8, 6, 12, kTwoColor),
-                  Text(label_x + 18, y + 18, "forward, backward, step", 12),
-                  Rect(label_x + 175, y + 8, 12, 12, kSyncColor),
-                  Text(label_x + 193, y + 18, "gradient sync", 12));
+  absl::StrAppend(&svg, Rect(kLabelX, *y + 8, 6, 12, kOneColor),
+                  Rect(kLabelX + 6, *y + 8, 6, 12, kTwoColor),
+                  Text(kLabelX + 18, *y + 18, "forward, backward, step", 12),
+                  Rect(kLabelX + 175, *y + 8, 12, 12, kSyncColor),
+                  Text(kLabelX + 193, *y + 18, "gradient sync", 12));
+  return svg;
+}
 
-  // Peak memory, one line per run.
-  y += 50;
-  absl::StrAppend(&svg, Text(label_x, y, "Peak resident memory per rank (MiB)",
-                             15, "font-weight=\"bold\""));
-  for (const RunFigures* run : {&one, &two}) {
-    std::string line = run == &one ? "one worker: " : "two workers: ";
+// Peak memory, one line per run, from `y` down.
+std::string MemoryLines(const TradeReport& report, double y) {
+  std::string svg = Text(kLabelX, y, "Peak resident memory per rank (MiB)", 15,
+                         "font-weight=\"bold\"");
+  for (const RunFigures* run : {&report.one_worker(), &report.two_workers()}) {
+    std::string line =
+        run == &report.one_worker() ? "one worker: " : "two workers: ";
     for (int i = 0; i < run->ranks_size(); ++i) {
       absl::StrAppendFormat(&line, "%srank %d %.0f", i > 0 ? ", " : "",
                             run->ranks(i).rank(), run->ranks(i).peak_rss_mib());
     }
     y += 20;
-    absl::StrAppend(&svg, Text(label_x, y, line, 13));
+    absl::StrAppend(&svg, Text(kLabelX, y, line, 13));
   }
+  return svg;
+}
+
+// The right-hand panels: throughput, time per update, peak memory.
+std::string BarsPanel(const TradeReport& report) {
+  double y = 0;
+  std::string svg = ThroughputBars(report);
+  absl::StrAppend(&svg, UpdateTimeBars(report, &y));
+  absl::StrAppend(&svg, MemoryLines(report, y + 50));
   return svg;
 }
 
