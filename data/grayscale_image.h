@@ -27,9 +27,21 @@ struct GrayImage {
 // Largest width or height accepted (guards against absurd headers).
 inline constexpr int kMaxImageSide = 16384;
 
+// The width and height an image file's header claims, read from the header
+// alone: nothing the size of the pixels is allocated, so a tiny file that
+// claims a huge size is cheap to refuse. Callers that expect one size check
+// it here before DecodeGrayscaleImage. Errors as DecodeGrayscaleImage's
+// (a side above kMaxImageSide is one).
+struct ImageSize {
+  int width = 0;
+  int height = 0;
+};
+absl::StatusOr<ImageSize> ReadGrayscaleImageSize(absl::string_view bytes);
+
 // Decodes the contents of an image file. Errors (InvalidArgument) say what is
 // wrong ("not a PNG or PGM file", "PGM: truncated pixel data: ...", libpng's
-// message); they do not name a file: the caller adds that.
+// message); they do not name a file: the caller adds that. A binary PGM is
+// checked for truncation before its pixels are allocated.
 absl::StatusOr<GrayImage> DecodeGrayscaleImage(absl::string_view bytes);
 
 }  // namespace receipt_parity

@@ -72,5 +72,38 @@ TEST(GrayscaleImageTest, RejectsCorruptFiles) {
   ExpectError(png.substr(0, png.size() - 20), "PNG: ");
 }
 
+TEST(GrayscaleImageTest, SizeComesFromTheHeaderAlone) {
+  // 20 bytes claiming 16384x16384: the size is read, nothing is decoded.
+  const std::string pgm = "P5\n16384 16384\n255\n\x01";
+  ASSERT_EQ(pgm.size(), 20u);
+  absl::StatusOr<ImageSize> size = ReadGrayscaleImageSize(pgm);
+  ASSERT_TRUE(size.ok()) << size.status();
+  EXPECT_EQ(size->width, 16384);
+  EXPECT_EQ(size->height, 16384);
+
+  size = ReadGrayscaleImageSize(PngClaimingSize(16384, 12000));
+  ASSERT_TRUE(size.ok()) << size.status();
+  EXPECT_EQ(size->width, 16384);
+  EXPECT_EQ(size->height, 12000);
+
+  size = ReadGrayscaleImageSize(EncodePgmP2(12, 7, RampSamples(12, 7)));
+  ASSERT_TRUE(size.ok()) << size.status();
+  EXPECT_EQ(size->width, 12);
+  EXPECT_EQ(size->height, 7);
+
+  EXPECT_THAT(ReadGrayscaleImageSize("GIF89a").status().message(),
+              HasSubstr("not a PNG or PGM"));
+  EXPECT_THAT(
+      ReadGrayscaleImageSize(PngClaimingSize(16385, 8)).status().message(),
+      HasSubstr("larger than 16384 a side"));
+  EXPECT_THAT(ReadGrayscaleImageSize("P5\n8\n").status().message(),
+              HasSubstr("missing height"));
+}
+
+TEST(GrayscaleImageTest, TruncatedHugePgmIsRefusedBeforeItsPixels) {
+  ExpectError("P5\n16384 16384\n255\n\x01",
+              "truncated pixel data: expected 268435456 bytes, got 1");
+}
+
 }  // namespace
 }  // namespace receipt_parity

@@ -2,9 +2,11 @@
 
 #include <filesystem>
 #include <map>
+#include <system_error>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -38,8 +40,72 @@ struct FirstSeen {
   int label = 0;
 };
 
+// What a path that exists but is not a regular file is, for messages.
+const char* NonRegularKind(fs::file_type type) {
+  switch (type) {
+    case fs::file_type::directory:
+      return "a folder";
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::socket:
+      return "a socket";
+    default:
+      return "not a file";
+  }
+}
+
+// Checks with stat (following links), before anything opens `file`, that it
+// is a regular file: opening a FIFO would block, reading /dev/zero never
+// ends.
+absl::Status CheckRegularImageFile(const fs::path& file, int line,
+                                   const LineErrors& error) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(file, ec);
+  if (status.type() == fs::file_type::not_found) {
+    return error(line, absl::StrCat("image file not found: ", file.string()));
+  }
+  if (ec) {
+    return error(line, absl::StrCat("cannot read image ", file.string(), ": ",
+                                    ec.message()));
+  }
+  if (status.type() != fs::file_type::regular) {
+    return error(line, absl::StrCat("image ", file.string(), " is ",
+                                    NonRegularKind(status.type()),
+                                    ", not a regular file"));
+  }
+  return absl::OkStatus();
+}
+
+// The header's claimed size is checked before any pixel is allocated.
+absl::StatusOr<GrayPixels> DecodeCapture(const fs::path& file,
+                                         absl::string_view bytes,
+                                         int image_size, int line,
+                                         const LineErrors& error) {
+  absl::StatusOr<ImageSize> size = ReadGrayscaleImageSize(bytes);
+  if (size.ok() && (size->width != image_size || size->height != image_size)) {
+    return error(line, absl::StrCat("image ", file.string(), " is ",
+                                    size->width, "x", size->height,
+                                    ", expected ", image_size, "x", image_size,
+                                    " (data.image_size); refused by its "
+                                    "header, before decoding"));
+  }
+  absl::StatusOr<GrayImage> image =
+      size.ok() ? DecodeGrayscaleImage(bytes) : size.status();
+  if (!image.ok()) {
+    return error(line, absl::StrCat("unreadable image ", file.string(), ": ",
+                                    image.status().message()));
+  }
+  return std::move(image->pixels);
+}
+
 absl::StatusOr<GrayPixels> LoadCapture(const fs::path& file, int image_size,
                                        int line, const LineErrors& error) {
+  absl::Status regular = CheckRegularImageFile(file, line, error);
+  if (!regular.ok()) return regular;
   absl::StatusOr<std::string> bytes = ReadFileToString(file.string());
   if (absl::IsNotFound(bytes.status())) {
     return error(line, absl::StrCat("image file not found: ", file.string()));
@@ -48,18 +114,52 @@ absl::StatusOr<GrayPixels> LoadCapture(const fs::path& file, int image_size,
     return error(line, absl::StrCat("cannot read image ", file.string(), ": ",
                                     bytes.status().message()));
   }
-  absl::StatusOr<GrayImage> image = DecodeGrayscaleImage(*bytes);
-  if (!image.ok()) {
-    return error(line, absl::StrCat("unreadable image ", file.string(), ": ",
-                                    image.status().message()));
+  return DecodeCapture(file, *bytes, image_size, line, error);
+}
+
+// The position of the first byte of `text` that does not begin or continue
+// a well-formed UTF-8 sequence (no overlong forms, surrogates or code points
+// above U+10FFFF), or npos.
+size_t FirstInvalidUtf8Byte(absl::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const unsigned char lead = text[i];
+    int length = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
+    if (lead < 0x80) {
+      length = 1;
+    } else if (lead >= 0xC2 && lead <= 0xDF) {
+      length = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      length = 3;
+      if (lead == 0xE0) lo = 0xA0;
+      if (lead == 0xED) hi = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      length = 4;
+      if (lead == 0xF0) lo = 0x90;
+      if (lead == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    for (int k = 1; k < length; ++k) {
+      if (i + k >= text.size()) return i + k;
+      const unsigned char next = text[i + k];
+      const bool ok =
+          k == 1 ? (next >= lo && next <= hi) : (next >= 0x80 && next <= 0xBF);
+      if (!ok) return i + k;
+    }
+    i += length;
   }
-  if (image->width != image_size || image->height != image_size) {
-    return error(
-        line, absl::StrCat("image ", file.string(), " is ", image->width, "x",
-                           image->height, ", expected ", image_size, "x",
-                           image_size, " (data.image_size)"));
-  }
-  return std::move(image->pixels);
+  return absl::string_view::npos;
+}
+
+absl::Status CheckUtf8ReceiptId(absl::string_view receipt_id, int line,
+                                const LineErrors& error) {
+  const size_t bad = FirstInvalidUtf8Byte(receipt_id);
+  if (bad == absl::string_view::npos) return absl::OkStatus();
+  return error(line,
+               absl::StrCat("receipt_id \"", absl::CHexEscape(receipt_id),
+                            "\" is not valid UTF-8 (byte ", bad + 1, ")"));
 }
 
 }  // namespace
@@ -104,6 +204,8 @@ absl::StatusOr<std::vector<ReceiptIdentity>> LoadReceiptManifest(
         return error(line, absl::StrCat("empty ", kColumns[c], " field"));
       }
     }
+    absl::Status utf8 = CheckUtf8ReceiptId(fields[0], line, error);
+    if (!utf8.ok()) return utf8;
     const std::string receipt_id(fields[0]);
     absl::StatusOr<int> label = LabelId(fields[2]);
     if (!label.ok()) return error(line, label.status().message());

@@ -13,9 +13,12 @@
 // missing or wrong header, wrong column count, empty field, an exact
 // duplicate row (same receipt_id and image: the message names the first
 // line), unknown label (listing the valid ones), conflicting labels for one
-// receipt_id (naming the earlier line), image file missing, unreadable or
-// corrupt, image not image_size x image_size. A manifest that cannot be read
-// or has no rows is an error naming the manifest.
+// receipt_id (naming the earlier line), receipt_id not valid UTF-8, image
+// file missing, not a regular file (a folder, FIFO or device: refused from
+// stat, before it is opened), unreadable or corrupt, image not image_size x
+// image_size (refused from its header, before its pixels are allocated). A
+// manifest that cannot be read or has no rows is an error naming the
+// manifest.
 // Thread safety: a pure function (reads files).
 #ifndef RECEIPT_PARITY_DATA_RECEIPT_MANIFEST_H_
 #define RECEIPT_PARITY_DATA_RECEIPT_MANIFEST_H_

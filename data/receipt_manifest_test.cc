@@ -1,5 +1,9 @@
 #include "data/receipt_manifest.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -125,6 +129,77 @@ TEST(ReceiptManifestTest, MissingOrEmptyManifestNamesIt) {
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(got.status().message(), HasSubstr(missing));
+}
+
+// `body` after the header in a manifest of folder `name`; the error must
+// name the manifest line and contain `message`.
+void ExpectLineError(const std::string& name, const std::string& body, int line,
+                     const std::string& message) {
+  const std::string path = WriteManifest(name, body);
+  absl::StatusOr<std::vector<ReceiptIdentity>> identities =
+      LoadReceiptManifest(path, kSize);
+  ASSERT_FALSE(identities.ok()) << name;
+  EXPECT_THAT(std::string(identities.status().message()),
+              StartsWith(absl::StrCat(path, ":", line, ": ")))
+      << name;
+  EXPECT_THAT(identities.status().message(), HasSubstr(message)) << name;
+}
+
+TEST(ReceiptManifestTest, HugeClaimedSizeIsRefusedFromTheHeader) {
+  const std::string dir = MakeTestDir("huge_headers");
+  WriteTestFile(dir, "huge.pgm", "P5\n16384 16384\n255\n\x01");
+  WriteTestFile(dir, "huge.png", PngClaimingSize(16384, 16384));
+  WriteTestFile(dir, "a.pgm",
+                EncodePgmP5(kSize, kSize, RampSamples(kSize, kSize)));
+  for (const std::string image : {"huge.pgm", "huge.png"}) {
+    const std::string path =
+        WriteTestFile(dir, "manifest.csv",
+                      absl::StrCat("receipt_id,image,label\nr1,a.pgm,ok\nr2,",
+                                   image, ",ok\n"));
+    absl::StatusOr<std::vector<ReceiptIdentity>> got =
+        LoadReceiptManifest(path, kSize);
+    ASSERT_FALSE(got.ok()) << image;
+    EXPECT_THAT(std::string(got.status().message()),
+                StartsWith(absl::StrCat(path, ":3: image ", dir, "/", image,
+                                        " is 16384x16384, expected 8x8 "
+                                        "(data.image_size); refused by its "
+                                        "header, before decoding")));
+  }
+}
+
+TEST(ReceiptManifestTest, PathsThatAreNotRegularFilesAreRefusedUnopened) {
+  const std::string dir = MakeTestDir("fifo_dir");
+  const std::string fifo = dir + "/pipe.pgm";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  // Opening the FIFO for reading would block this test until its timeout.
+  ExpectLineError(
+      "fifo", absl::StrCat("r1,a.pgm,ok\nr2,", fifo, ",ok\n"), 3,
+      absl::StrCat("image ", fifo, " is a FIFO, not a regular file"));
+  ExpectLineError("dev_zero", "r1,a.pgm,ok\n\nr2,/dev/zero,ok\n", 4,
+                  "image /dev/zero is a character device, not a regular file");
+  ExpectLineError("folder", "r1,sub,ok\n", 2,
+                  "sub is a folder, not a regular file");
+}
+
+TEST(ReceiptManifestTest, ReceiptIdsMustBeValidUtf8) {
+  ExpectLineError("utf8_ff_fe", "r1,a.pgm,ok\n\xff\xfe,b.png,ok\n", 3,
+                  "receipt_id \"\\xff\\xfe\" is not valid UTF-8 (byte 1)");
+  ExpectLineError("utf8_overlong", "r\xc0\xaf,a.pgm,ok\n", 2,
+                  "is not valid UTF-8 (byte 2)");
+  ExpectLineError("utf8_surrogate", "r\xed\xa0\x80,a.pgm,ok\n", 2,
+                  "is not valid UTF-8 (byte 3)");
+  ExpectLineError("utf8_cut", "r1,a.pgm,ok\nr\xc3,b.png,ok\n", 3,
+                  "is not valid UTF-8 (byte 3)");
+
+  const std::string path = WriteManifest("utf8_good",
+                                         "re\xc3\xa7u,a.pgm,ok\n\xe2\x82\xac"
+                                         "\xf0\x9f\xa7\xbe,b.png,faded\n");
+  absl::StatusOr<std::vector<ReceiptIdentity>> got =
+      LoadReceiptManifest(path, kSize);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0].receipt_id, "re\xc3\xa7u");
+  EXPECT_EQ((*got)[1].receipt_id, "\xe2\x82\xac\xf0\x9f\xa7\xbe");
 }
 
 }  // namespace

@@ -61,6 +61,38 @@ std::string EncodePng(int width, int height,
   return out;
 }
 
+namespace {
+
+uint32_t Crc32(const std::string& bytes) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char byte : bytes) {
+    crc ^= byte;
+    for (int bit = 0; bit < 8; ++bit) {
+      crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+  }
+  return ~crc;
+}
+
+void PutBigEndian32(uint32_t value, std::string& out, size_t at) {
+  for (int i = 0; i < 4; ++i) {
+    out[at + i] = static_cast<char>((value >> (24 - 8 * i)) & 0xFF);
+  }
+}
+
+}  // namespace
+
+std::string PngClaimingSize(int width, int height) {
+  std::string png = EncodePng(8, 8, RampSamples(8, 8));
+  // Signature (8), IHDR length (4), "IHDR" (4), width (4), height (4), ...,
+  // the 13-byte IHDR data ends at 29, its CRC (over type and data) follows.
+  CHECK_EQ(png.substr(12, 4), "IHDR");
+  PutBigEndian32(width, png, 16);
+  PutBigEndian32(height, png, 20);
+  PutBigEndian32(Crc32(png.substr(12, 17)), png, 29);
+  return png;
+}
+
 std::string MakeTestDir(const std::string& name) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string dir =

@@ -19,6 +19,9 @@ std::string EncodePgmP2(int width, int height,
 // An 8-bit grayscale PNG written by libpng. CHECK-fails if libpng fails.
 std::string EncodePng(int width, int height,
                       const std::vector<uint8_t>& samples);
+// A valid 8x8 PNG whose IHDR is rewritten to claim width x height (its CRC
+// recomputed), so only the header says so: the file stays a few hundred bytes.
+std::string PngClaimingSize(int width, int height);
 
 // A fresh folder under TEST_TMPDIR (created; `name` must be unique per test).
 std::string MakeTestDir(const std::string& name);
