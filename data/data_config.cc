@@ -1,5 +1,9 @@
 #include "data/data_config.h"
 
+#include <unistd.h>
+
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "data/synthetic_receipts.h"
@@ -27,7 +31,41 @@ absl::Status ValidateSource(const DataConfig& config) {
   return FieldError("source", "set data.synthetic { ... } or data.manifest_path");
 }
 
+int ResolvedViews(const DataConfig& config) {
+  return config.views_per_identity() == 0 ? 1 : config.views_per_identity();
+}
+
 }  // namespace
+
+absl::Status ValidateDataFitsInMemory(const DataConfig& config) {
+  const int64_t bytes = SyntheticTensorBytes(config);
+  const int64_t limit = DataMemoryLimitBytes();
+  if (bytes <= limit) return absl::OkStatus();
+  const int size = ResolvedImageSize(config);
+  return FieldError(
+      "synthetic.num_identities",
+      absl::StrCat(config.synthetic().num_identities(), " identities x ",
+                   ResolvedViews(config), " views of ", size, "x", size,
+                   " float pixels (plus an int64 label each) need ", bytes,
+                   " bytes of example tensors, more than the limit of ", limit,
+                   " bytes (half of this machine's physical memory)"));
+}
+
+int64_t SyntheticTensorBytes(const DataConfig& config) {
+  if (config.source_case() != DataConfig::kSynthetic) return 0;
+  const int64_t side = ResolvedImageSize(config);
+  const int64_t bytes_per_slot = side * side * int64_t{sizeof(float)} + int64_t{sizeof(int64_t)};
+  // At most 1e6 identities x 1000 views x (512^2 x 4 + 8) bytes < 2^61.
+  return int64_t{config.synthetic().num_identities()} * ResolvedViews(config) *
+         bytes_per_slot;
+}
+
+int64_t DataMemoryLimitBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(pages) / 2 * page_size;
+}
 
 void ApplyDataDefaults(DataConfig* config) {
   if (config->views_per_identity() == 0) config->set_views_per_identity(1);

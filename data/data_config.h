@@ -11,6 +11,8 @@
 #ifndef RECEIPT_PARITY_DATA_DATA_CONFIG_H_
 #define RECEIPT_PARITY_DATA_DATA_CONFIG_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "data/data_config.pb.h"
 
@@ -33,6 +35,25 @@ int ResolvedImageSize(const DataConfig& config);
 // views_per_identity in [0, kMaxViewsPerIdentity]; validation_fraction in
 // [0, 1); image_size 0 or in [kMinImageSize, kMaxImageSize].
 absl::Status ValidateDataConfig(const DataConfig& config);
+
+// A synthetic source's example tensors (SyntheticTensorBytes) fit in
+// DataMemoryLimitBytes(); the error (InvalidArgument) names
+// data.synthetic.num_identities and says the figures. Allocates nothing.
+// The config loader calls it last (trainer/config_loader.h, step 6).
+// REQUIRES: ValidateDataConfig(config).ok().
+absl::Status ValidateDataFitsInMemory(const DataConfig& config);
+
+// Bytes of the example tensors (trainer/receipt_tensors.h) a synthetic
+// source makes: num_identities x views slots (views 0 means 1), each
+// image_size^2 float pixels and one int64 label; exact in int64 for every
+// value ValidateDataConfig's range checks let through. 0 for a manifest
+// (its size is not known before it is read).
+int64_t SyntheticTensorBytes(const DataConfig& config);
+
+// The most bytes a dataset may take: half of this machine's physical memory
+// (sysconf(_SC_PHYS_PAGES) x sysconf(_SC_PAGESIZE)); INT64_MAX when the
+// system does not say.
+int64_t DataMemoryLimitBytes();
 
 }  // namespace receipt_parity
 

@@ -1,5 +1,10 @@
 #include "data/data_config.h"
 
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -38,6 +43,42 @@ TEST(ValidateDataConfigTest, NamesTheFieldAndReadsNoFile) {
   config.set_validation_fraction(1.0);
   EXPECT_THAT(ValidateDataConfig(config).message(),
               HasSubstr("data.validation_fraction: must be in [0, 1), got 1"));
+}
+
+TEST(ValidateDataConfigTest, NonFiniteValidationFractionIsRefused) {
+  DataConfig config;
+  config.mutable_synthetic()->set_num_identities(10);
+  config.set_validation_fraction(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_THAT(ValidateDataConfig(config).message(),
+              HasSubstr("data.validation_fraction: must be in [0, 1), got nan"));
+}
+
+TEST(SyntheticTensorBytesTest, CountsEveryViewsPixelsAndLabelInInt64) {
+  DataConfig config;
+  config.mutable_synthetic()->set_num_identities(1000000);
+  config.set_views_per_identity(1000);
+  // 1e9 slots x (32 x 32 x 4 + 8) bytes: far past 32 bits.
+  EXPECT_EQ(SyntheticTensorBytes(config), int64_t{1000000000} * 4104);
+  config.set_image_size(512);
+  EXPECT_EQ(SyntheticTensorBytes(config), int64_t{1000000000} * (512 * 512 * 4 + 8));
+  DataConfig manifest;
+  manifest.set_manifest_path("receipts.csv");
+  EXPECT_EQ(SyntheticTensorBytes(manifest), 0);
+}
+
+TEST(ValidateDataConfigTest, ADatasetThatCannotFitInMemoryIsRefusedWithItsFigures) {
+  ASSERT_LT(DataMemoryLimitBytes(), int64_t{4104} * 1000000000);
+  DataConfig config;
+  config.mutable_synthetic()->set_num_identities(1000000);
+  config.set_views_per_identity(1000);
+  ASSERT_TRUE(ValidateDataConfig(config).ok());
+  const std::string message(ValidateDataFitsInMemory(config).message());
+  EXPECT_THAT(message, HasSubstr("data.synthetic.num_identities: 1000000 identities x "
+                                 "1000 views of 32x32 float pixels"));
+  EXPECT_THAT(message, HasSubstr("need 4104000000000 bytes"));
+  EXPECT_THAT(message, HasSubstr(absl::StrCat("limit of ", DataMemoryLimitBytes(), " bytes")));
+  config.set_views_per_identity(1);  // 4.1 GB: fits on any machine that builds this
+  EXPECT_TRUE(ValidateDataFitsInMemory(config).ok()) << ValidateDataFitsInMemory(config);
 }
 
 }  // namespace

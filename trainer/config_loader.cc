@@ -57,13 +57,16 @@ class LenientAnyFinder : public TextFormat::Finder {
   }
 };
 
-// Steps 3-5 of the header.
+// Steps 3-6 of the header.
 absl::StatusOr<LoadedConfig> Validate(
     TrainingConfig config, std::shared_ptr<const ConfigLocator> locator) {
   ApplyDefaults(&config);
   if (absl::Status s = ValidateConfig(config); !s.ok()) return locator->Locate(s);
   absl::StatusOr<RunPluginSelections> plugins = SelectRunPlugins(config);
   if (!plugins.ok()) return locator->Locate(plugins.status());
+  if (absl::Status s = ValidateDataFitsInMemory(config.data()); !s.ok()) {
+    return locator->Locate(s);
+  }
   LoadedConfig loaded;
   loaded.model = ModelSettingsOf(config);
   loaded.config = std::move(config);
@@ -96,6 +99,11 @@ absl::Status ValidateBatches(const TrainingConfig& c) {
   if (c.world_size() < 1) {
     return Invalid("world_size", absl::StrCat("must be >= 1, got ", c.world_size()));
   }
+  if (c.world_size() > kMaxWorldSize) {
+    return Invalid("world_size", absl::StrCat("must be <= ", kMaxWorldSize,
+                                              " (the most ranks a run may start), got ",
+                                              c.world_size()));
+  }
   if (c.global_batch() < 1) {
     return Invalid("global_batch",
                    absl::StrCat("must be >= 1, got ", c.global_batch()));
@@ -114,7 +122,7 @@ absl::Status ValidateBatches(const TrainingConfig& c) {
                    absl::StrCat("has ", c.local_batch_sizes_size(),
                                 " entries for world_size ", c.world_size()));
   }
-  int sum = 0;
+  int64_t sum = 0;  // at most kMaxWorldSize int32 values: no overflow
   for (int i = 0; i < c.local_batch_sizes_size(); ++i) {
     if (c.local_batch_sizes(i) < 0) {
       return Invalid(absl::StrCat("local_batch_sizes[", i, "]"),
@@ -130,27 +138,65 @@ absl::Status ValidateBatches(const TrainingConfig& c) {
   return absl::OkStatus();
 }
 
+// A hyperparameter must be finite: nan and inf compare false with every
+// bound, so each check below is written to refuse them too.
+absl::Status CheckPositive(const std::string& field, double value) {
+  if (!(std::isfinite(value) && value > 0)) {
+    return Invalid(field, absl::StrCat("must be > 0 and finite, got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckNonNegative(const std::string& field, double value,
+                              const std::string& note = "") {
+  if (!(std::isfinite(value) && value >= 0)) {
+    return Invalid(field, absl::StrCat("must be >= 0 and finite", note, ", got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckUnitInterval(const std::string& field, double value,
+                               const std::string& note = "") {
+  if (!(std::isfinite(value) && value >= 0 && value < 1)) {
+    return Invalid(field, absl::StrCat("must be in [0, 1)", note, ", got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSgd(const SgdConfig& sgd) {
+  if (absl::Status s = CheckPositive("optimizer.sgd.learning_rate", sgd.learning_rate());
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckUnitInterval("optimizer.sgd.momentum", sgd.momentum());
+      !s.ok()) {
+    return s;
+  }
+  return CheckNonNegative("optimizer.sgd.weight_decay", sgd.weight_decay());
+}
+
+// 0 (unset) beta1, beta2 and eps mean 0.9, 0.999 and 1e-8
+// (trainer/optimizer_factory.cc).
+absl::Status ValidateAdamW(const AdamWConfig& adamw) {
+  const absl::Status checks[] = {
+      CheckPositive("optimizer.adamw.learning_rate", adamw.learning_rate()),
+      CheckUnitInterval("optimizer.adamw.beta1", adamw.beta1(), " (0 means 0.9)"),
+      CheckUnitInterval("optimizer.adamw.beta2", adamw.beta2(), " (0 means 0.999)"),
+      CheckNonNegative("optimizer.adamw.eps", adamw.eps(), " (0 means 1e-8)"),
+      CheckNonNegative("optimizer.adamw.weight_decay", adamw.weight_decay()),
+  };
+  for (const absl::Status& status : checks) {
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateOptimizer(const OptimizerConfig& o) {
   switch (o.kind_case()) {
     case OptimizerConfig::kSgd:
-      if (o.sgd().learning_rate() <= 0) {
-        return Invalid("optimizer.sgd.learning_rate", "must be > 0");
-      }
-      if (o.sgd().momentum() < 0 || o.sgd().momentum() >= 1) {
-        return Invalid("optimizer.sgd.momentum", "must be in [0, 1)");
-      }
-      if (o.sgd().weight_decay() < 0) {
-        return Invalid("optimizer.sgd.weight_decay", "must be >= 0");
-      }
-      return absl::OkStatus();
+      return ValidateSgd(o.sgd());
     case OptimizerConfig::kAdamw:
-      if (o.adamw().learning_rate() <= 0) {
-        return Invalid("optimizer.adamw.learning_rate", "must be > 0");
-      }
-      if (o.adamw().weight_decay() < 0) {
-        return Invalid("optimizer.adamw.weight_decay", "must be >= 0");
-      }
-      return absl::OkStatus();
+      return ValidateAdamW(o.adamw());
     case OptimizerConfig::KIND_NOT_SET:
       break;
   }

@@ -15,8 +15,10 @@
 //     (model/model_config.h);
 //  5. every plugin selection (trainer/run_plugins.h): the name is
 //     registered, the options are the plugin's own type, and the plugin is
-//     created once from them.
-// Errors of steps 4 and 5 name FILE:LINE:COLUMN (where the field is
+//     created once from them;
+//  6. the data fits in memory (ValidateDataFitsInMemory,
+//     data/data_config.h), before anything is allocated.
+// Errors of steps 4 to 6 name FILE:LINE:COLUMN (where the field is
 // written in the file) and the field path, e.g.
 // "configs/x.pbtxt:7:3: precision: only fp32 is supported for now, got
 // 'bf16'"; a field left unset is named with FILE alone.
@@ -74,11 +76,11 @@ struct LoadedConfig {
   ModelSettings model;
 };
 
-// Steps 1-5 above. Plugin lookups in step 5 use whatever is registered in
+// Steps 1-6 above. Plugin lookups in step 5 use whatever is registered in
 // this binary plus the loaded libraries.
 absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path);
 
-// Steps 3-5 for a config built in code (e.g. the benchmark's generated
+// Steps 3-6 for a config built in code (e.g. the benchmark's generated
 // configs, before they are written for the trainer): errors read
 // "NAME: field: message". Uses the plugin libraries loaded so far.
 absl::StatusOr<LoadedConfig> ValidateTrainingConfig(TrainingConfig config,
@@ -94,6 +96,10 @@ absl::StatusOr<LoadedConfig> ValidateTrainingConfig(TrainingConfig config,
 // run.collective_timeout_seconds 60, run.intra_op_threads 1,
 // run.master_addr "127.0.0.1", run.fault.kill_generation 1.
 void ApplyDefaults(TrainingConfig* config);
+
+// The most ranks a config may ask for (world_size), on one host or many;
+// more is refused at load with the figure.
+inline constexpr int kMaxWorldSize = 4096;
 
 // Every field check, with field-path-prefixed errors ("world_size: ...",
 // "data.image_size: ...", "model.conv_channels: ..."); no locations, no

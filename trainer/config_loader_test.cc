@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/atomic_file.h"
@@ -114,6 +115,83 @@ TEST(ConfigLoaderTest, ValidationErrorsNameTheFieldAndWhereItIsWritten) {
       "i.pbtxt");
   EXPECT_THAT(indivisible.status().message(),
               HasSubstr("i.pbtxt:1:15: global_batch: 3 slots do not split"));
+}
+
+TEST(ConfigLoaderTest, NonFiniteOrOutOfRangeHyperparametersAreRefusedWithTheirLocation) {
+  const std::string head =
+      "world_size: 1 global_batch: 2 model { architecture: \"linear\" }\n"
+      "data { synthetic { num_identities: 3 } }\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"optimizer { sgd { learning_rate: nan } }",
+       "h.pbtxt:3:19: optimizer.sgd.learning_rate: must be > 0 and finite, got nan"},
+      {"optimizer { sgd { learning_rate: inf } }",
+       "h.pbtxt:3:19: optimizer.sgd.learning_rate: must be > 0 and finite, got inf"},
+      {"optimizer { sgd { learning_rate: 0.1 momentum: nan } }",
+       "h.pbtxt:3:38: optimizer.sgd.momentum: must be in [0, 1), got nan"},
+      {"optimizer { sgd { learning_rate: 0.1 weight_decay: -inf } }",
+       "h.pbtxt:3:38: optimizer.sgd.weight_decay: must be >= 0 and finite, got -inf"},
+      {"optimizer { adamw { learning_rate: inf } }",
+       "h.pbtxt:3:21: optimizer.adamw.learning_rate: must be > 0 and finite, got inf"},
+      {"optimizer { adamw { learning_rate: 0.1 beta1: 1 } }",
+       "h.pbtxt:3:40: optimizer.adamw.beta1: must be in [0, 1) (0 means 0.9), got 1"},
+      {"optimizer { adamw { learning_rate: 0.1 beta2: nan } }",
+       "h.pbtxt:3:40: optimizer.adamw.beta2: must be in [0, 1) (0 means 0.999), got nan"},
+      {"optimizer { adamw { learning_rate: 0.1 eps: inf } }",
+       "h.pbtxt:3:40: optimizer.adamw.eps: must be >= 0 and finite (0 means 1e-8), got inf"},
+      {"optimizer { adamw { learning_rate: 0.1 weight_decay: nan } }",
+       "h.pbtxt:3:40: optimizer.adamw.weight_decay: must be >= 0 and finite, got nan"},
+      {"optimizer { sgd { learning_rate: 0.1 } } parity { rtol: nan }",
+       "h.pbtxt:3:51: parity.rtol: must be finite and >= 0"},
+      {"optimizer { sgd { learning_rate: 0.1 } } parity { atol: inf }",
+       "h.pbtxt:3:51: parity.atol: must be finite and >= 0"},
+  };
+  for (const auto& [optimizer, expected] : cases) {
+    auto loaded = Load(head + optimizer + "\n", "h.pbtxt");
+    EXPECT_THAT(Message(loaded), HasSubstr(expected)) << optimizer;
+  }
+  auto adamw_defaults = Load(head + "optimizer { adamw { learning_rate: 0.1 } }\n", "a.pbtxt");
+  EXPECT_TRUE(adamw_defaults.ok()) << adamw_defaults.status();
+}
+
+TEST(ConfigLoaderTest, LocalBatchSizesThatOverflowAnIntAreRefused) {
+  auto wrapped = Load(
+      "world_size: 3 global_batch: 1 model { architecture: \"linear\" }\n"
+      "data { synthetic { num_identities: 20 } }\n"
+      "optimizer { sgd { learning_rate: 0.1 } }\n"
+      "local_batch_sizes: [2147483647, 2147483647, 3]\n",
+      "wrap.pbtxt");
+  EXPECT_THAT(Message(wrapped),
+              HasSubstr("wrap.pbtxt:4:1: local_batch_sizes: add up to 4294967297, "
+                        "not global_batch 1"));
+}
+
+TEST(ConfigLoaderTest, MoreRanksThanTheHardMaximumAreRefusedWithTheFigures) {
+  auto many = Load(
+      "world_size: 100000 global_batch: 100000 model { architecture: \"linear\" }\n"
+      "data { synthetic { num_identities: 20 } }\n"
+      "optimizer { sgd { learning_rate: 0.1 } }\n",
+      "many.pbtxt");
+  EXPECT_THAT(Message(many), HasSubstr(absl::StrCat("many.pbtxt:1:1: world_size: must be <= ",
+                                                    kMaxWorldSize, " (the most ranks a run "
+                                                    "may start), got 100000")));
+  auto three = Load(
+      "world_size: 3 global_batch: 3 model { architecture: \"linear\" }\n"
+      "data { synthetic { num_identities: 20 } }\n"
+      "optimizer { sgd { learning_rate: 0.1 } }\n",
+      "three.pbtxt");
+  EXPECT_TRUE(three.ok()) << three.status();
+}
+
+TEST(ConfigLoaderTest, ADatasetThatCannotFitInMemoryIsRefusedAtLoadWithTheFigures) {
+  auto huge = Load(
+      "world_size: 1 global_batch: 2 model { architecture: \"linear\" }\n"
+      "data {\n  synthetic { num_identities: 1000000 }\n  views_per_identity: 1000\n}\n"
+      "optimizer { sgd { learning_rate: 0.1 } }\n",
+      "huge.pbtxt");
+  EXPECT_THAT(Message(huge),
+              HasSubstr("huge.pbtxt:3:15: data.synthetic.num_identities: 1000000 identities x "
+                        "1000 views of 32x32 float pixels (plus an int64 label each) need "
+                        "4104000000000 bytes"));
 }
 
 TEST(ConfigLoaderTest, AFieldLeftAtItsDefaultIsNamedWithTheFileOnly) {
