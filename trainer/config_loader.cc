@@ -150,7 +150,7 @@ absl::Status CheckPositive(const std::string& field, double value) {
 absl::Status CheckNonNegative(const std::string& field, double value,
                               const std::string& note = "") {
   if (!(std::isfinite(value) && value >= 0)) {
-    return Invalid(field, absl::StrCat("must be >= 0 and finite", note, ", got ", value));
+    return Invalid(field, absl::StrCat("must be finite and >= 0", note, ", got ", value));
   }
   return absl::OkStatus();
 }
@@ -216,14 +216,6 @@ absl::Status ValidatePlatform(const TrainingConfig& c) {
   if (c.backend() != "gloo") {
     return Invalid("backend", absl::StrCat("unknown '", c.backend(),
                                            "'; known: gloo, nccl"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateTolerance(const std::string& field, double value) {
-  if (!std::isfinite(value) || value < 0) {
-    return Invalid(field, absl::StrCat("must be finite and >= 0 (rtol 0 and atol "
-                                       "0: exact equality), got ", value));
   }
   return absl::OkStatus();
 }
@@ -402,7 +394,10 @@ absl::Status ValidateConfig(const TrainingConfig& c) {
   if (absl::Status s = ValidateModelSettings(ModelSettingsOf(c)); !s.ok()) return s;
   for (const auto& [field, value] : {std::make_pair("parity.rtol", c.parity().rtol()),
                                      std::make_pair("parity.atol", c.parity().atol())}) {
-    if (absl::Status s = ValidateTolerance(field, value); !s.ok()) return s;
+    if (absl::Status s = CheckNonNegative(field, value, " (rtol 0 and atol 0: exact equality)");
+        !s.ok()) {
+      return s;
+    }
   }
   if (absl::Status s = ValidateCheckpoint(c.checkpoint()); !s.ok()) return s;
   return ValidateRunOptions(c.run(), c.world_size());
