@@ -23,7 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "cli/command_line.h"
 #include "data/receipt_dataset.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "google/protobuf/message.h"
 #include "io/json_file.h"
 #include "plugins/plugin_registry.h"

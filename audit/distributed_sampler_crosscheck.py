@@ -2,13 +2,13 @@
 
 Runs the audit binary for several (n, world size, seed, epochs, shuffle)
 cases and each built-in policy, and compares every epoch's indices rank by
-rank with torch.utils.data.DistributedSampler (Debian's python3-torch 1.13)
+rank with torch.utils.data.DistributedSampler (the project's torch 2.11)
 after set_epoch(epoch):
   duplicate_pad == DistributedSampler(drop_last=False), every slot valid;
   masked_tail   == the same indices, valid exactly for global positions < n;
   drop_tail     == DistributedSampler(drop_last=True), and the dropped
                    indices are the permutation's cut tail.
-Exits 1 on any mismatch. Run with /usr/bin/python3 (it has torch).
+Exits 1 on any mismatch. Run with the Python of the project's LibTorch (@libtorch//:python).
 
 Usage: distributed_sampler_crosscheck.py PATH_TO_AUDIT
 """

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Runs distributed_sampler_crosscheck.py with Debian's /usr/bin/python3, the
-# interpreter that has torch (the python3 first on PATH may lack it).
-# Usage: distributed_sampler_crosscheck_test.sh PATH_TO_AUDIT PATH_TO_SCRIPT
+# Runs distributed_sampler_crosscheck.py with the Python of the project's
+# LibTorch (@libtorch//:python), so the C++ sampler is checked against the
+# DistributedSampler of the same torch.
+# Usage: distributed_sampler_crosscheck_test.sh AUDIT SCRIPT TORCH_PYTHON
 set -euo pipefail
-exec /usr/bin/python3 "$2" "$1"
+exec "$3" "$2" "$1"

@@ -13,7 +13,8 @@
 //      for two workers;
 //   2. trainer/train, one worker and two workers (generated configs with
 //      run.max_updates);
-//   3. bench/ddp_baseline.py under /usr/bin/python3, one and two workers.
+//   3. bench/ddp_baseline.py under the project's torch (@libtorch//:python),
+//      one and two workers.
 // Every child runs with one intra-op thread and OMP/OpenBLAS/MKL threads 1.
 // Then it prints the table and writes DIR/scaling.json (ScalingReport,
 // bench/scaling_report.proto); the generated configs, each run's log and
@@ -70,9 +71,10 @@ ABSL_FLAG(bool, smoke, false,
 ABSL_FLAG(std::string, base_config, "",
           "Config whose data, optimizer, seeds, plugins and model the "
           "benchmark uses; default: configs/one_worker.pbtxt.");
-ABSL_FLAG(std::string, python, "/usr/bin/python3",
-          "Interpreter with torch (Debian's python3-torch) for the DDP "
-          "baseline.");
+ABSL_FLAG(std::string, python, "",
+          "Interpreter with torch for the DDP baseline; default: the Python "
+          "of the project's LibTorch (@libtorch//:python), so DDP runs on the "
+          "same torch 2.11.");
 
 namespace receipt_parity {
 namespace {
@@ -96,7 +98,9 @@ Programs FindPrograms(const RunfilesLocator& runfiles) {
                       : fs::absolute(absl::GetFlag(FLAGS_base_config))
                             .lexically_normal()
                             .string();
-  p.python = absl::GetFlag(FLAGS_python);
+  p.python = absl::GetFlag(FLAGS_python).empty()
+                 ? runfiles.LocateExternal("libtorch/python")
+                 : absl::GetFlag(FLAGS_python);
   return p;
 }
 

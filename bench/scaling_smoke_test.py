@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """//bench:scaling end to end at tiny sizes (--smoke): every piece runs for
-real (the trainer, the bare LibTorch loop, the DDP script under
-/usr/bin/python3), scaling.json has every model, run, ratio and target, and
+real (the trainer, the bare LibTorch loop, the DDP script under the
+project's torch), scaling.json has every model, run, ratio and target, and
 bad input is refused with a message. No timing is asserted.
 
-Arguments: the scaling binary, the bare step binary, the DDP script.
+Arguments: the scaling binary, the bare step binary, the DDP script, the
+Python with the project's torch.
 """
 import json
 import os
@@ -13,8 +14,8 @@ import sys
 import tempfile
 import unittest
 
-SCALING, BARE, DDP = (os.path.abspath(p) for p in sys.argv[1:4])
-del sys.argv[1:4]
+SCALING, BARE, DDP, TORCH_PYTHON = (os.path.abspath(p) for p in sys.argv[1:5])
+del sys.argv[1:5]
 
 RUNS = ("ours_one_worker", "ours_two_workers", "ddp_one_worker",
         "ddp_two_workers", "bare_libtorch", "bare_two_processes")
@@ -153,10 +154,10 @@ class BadInputTest(unittest.TestCase):
     self.assertIn("--batch", r.stderr)
 
   def test_ddp_script_refuses_a_cnn_without_convs(self):
-    r = run(["/usr/bin/python3", DDP, "--architecture=cnn", "--updates=3"])
+    r = run([TORCH_PYTHON, DDP, "--architecture=cnn", "--updates=3"])
     self.assertEqual(r.returncode, 2, r.stderr)
     self.assertIn("--conv-channels", r.stderr)
-    r = run(["/usr/bin/python3", DDP, "--architecture=mlp", "--hidden-units=8,x",
+    r = run([TORCH_PYTHON, DDP, "--architecture=mlp", "--hidden-units=8,x",
              "--updates=3"])
     self.assertEqual(r.returncode, 2, r.stderr)
     self.assertIn("--hidden-units", r.stderr)

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 
 namespace receipt_parity {
 

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 
 namespace receipt_parity {
 namespace {

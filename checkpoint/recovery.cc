@@ -8,7 +8,7 @@
 #include "checkpoint/generation_layout.h"
 #include "checkpoint/manifest_file.h"
 #include "checkpoint/shard_file.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "io/atomic_file.h"
 
 namespace receipt_parity {

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 
 namespace receipt_parity {
 namespace {

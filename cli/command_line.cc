@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "glog/logging.h"
+#include "logging/glog.h"
 
 namespace receipt_parity {
 

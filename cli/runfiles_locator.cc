@@ -40,4 +40,8 @@ std::string RunfilesLocator::Locate(const std::string& path) const {
       .string();
 }
 
+std::string RunfilesLocator::LocateExternal(const std::string& path) const {
+  return fs::absolute(runfiles_->Rlocation(path)).lexically_normal().string();
+}
+
 }  // namespace receipt_parity

@@ -35,6 +35,10 @@ class RunfilesLocator {
   // exists: a caller that runs it reports a missing program by this path.
   std::string Locate(const std::string& path) const;
 
+  // The same for a file of an external repository, `path` starting with the
+  // repository's name (e.g. "libtorch/python" for @libtorch//:python).
+  std::string LocateExternal(const std::string& path) const;
+
  private:
   explicit RunfilesLocator(
       std::shared_ptr<const bazel::tools::cpp::runfiles::Runfiles> runfiles)

@@ -6,7 +6,7 @@
 
 #include "data/label_map.h"
 #include "data/random_stream.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 
 namespace receipt_parity {
 

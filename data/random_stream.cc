@@ -1,6 +1,6 @@
 #include "data/random_stream.h"
 
-#include "glog/logging.h"
+#include "logging/glog.h"
 
 namespace receipt_parity {
 

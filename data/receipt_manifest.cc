@@ -13,7 +13,7 @@
 #include "absl/strings/strip.h"
 #include "data/grayscale_image.h"
 #include "data/label_map.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "io/atomic_file.h"
 
 namespace receipt_parity {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "data/label_map.h"
 #include "data/random_stream.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 
 namespace receipt_parity {
 namespace {

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "io/atomic_file.h"
 
 namespace receipt_parity {

@@ -33,7 +33,7 @@
 #include "checkpoint/recovery.h"
 #include "cli/command_line.h"
 #include "cli/runfiles_locator.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "io/atomic_file.h"
 #include "io/json_file.h"
 #include "parity/tensor_comparison.h"

@@ -20,7 +20,7 @@ c10::Error TorchError(const std::string& message) {
   } catch (const c10::Error& e) {
     return e;
   }
-  return c10::Error("unreachable", "");
+  return c10::Error(std::string("unreachable"));
 }
 
 TEST(LibTorchErrorTest, KeepsTheMessageWithoutTheBacktrace) {

@@ -9,6 +9,8 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
+#include "runtime/gloo_process_group.h"
+
 #include "absl/strings/str_cat.h"
 #include "reducers/collective_error.h"
 
@@ -49,18 +51,16 @@ absl::Status RunOnLocalGroupWithStore(int world_size,
 
   // The groups outlive every rank's body: a rank that finishes first must
   // not tear its connections down under a peer still in a collective.
-  std::vector<c10::intrusive_ptr<c10d::ProcessGroupGloo>> groups(world_size);
+  std::vector<c10::intrusive_ptr<c10d::ProcessGroup>> groups(world_size);
   std::vector<absl::Status> statuses(world_size);
   std::vector<std::thread> threads;
   threads.reserve(world_size);
   for (int rank = 0; rank < world_size; ++rank) {
     threads.emplace_back([&, rank] {
       try {
-        auto options = c10d::ProcessGroupGloo::Options::create(timeout_ms);
-        options->devices.push_back(
+        groups[rank] = MakeGlooProcessGroup(
+            store, rank, world_size, timeout_ms,
             c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-        groups[rank] = c10::make_intrusive<c10d::ProcessGroupGloo>(
-            store, rank, world_size, options);
       } catch (const std::exception& e) {
         statuses[rank] =
             CollectiveErrorToStatus(e, "creating the Gloo process group");

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "runtime/distributed_env.h"
 #include "runtime/wait_status.h"
 

@@ -11,6 +11,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/gloo_process_group.h"
 
 namespace receipt_parity {
 namespace {
@@ -45,10 +46,8 @@ absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
     options.timeout = timeout;
     ProcessGroupHandle handle;
     handle.store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
-    auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
-    gloo_options->devices.push_back(GlooDevice(env));
-    handle.group = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        handle.store, env.rank, env.world_size, gloo_options);
+    handle.group = MakeGlooProcessGroup(handle.store, env.rank, env.world_size,
+                                        timeout, GlooDevice(env));
     return handle;
   } catch (const std::exception& e) {
     return absl::DeadlineExceededError(absl::StrCat(

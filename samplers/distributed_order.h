@@ -1,4 +1,4 @@
-// The global order of torch.utils.data.DistributedSampler (PyTorch 1.13),
+// The global order of torch.utils.data.DistributedSampler (PyTorch 2.11, unchanged since 1.13),
 // shared by the built-in sampler policies, which differ only in the tail.
 //
 // For n examples on W ranks (the Python code, distributed.py):

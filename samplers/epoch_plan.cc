@@ -4,7 +4,7 @@
 #include <numeric>
 #include <utility>
 
-#include "glog/logging.h"
+#include "logging/glog.h"
 
 namespace receipt_parity {
 namespace {

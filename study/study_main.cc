@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "cli/command_line.h"
 #include "cli/runfiles_locator.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "study/study_driver.h"
 #include "study/study_stages.h"
 #include "trainer/config_loader.h"

@@ -1,13 +1,18 @@
 #!/usr/bin/python3
 """Real multi-worker runs: separate processes, a c10d Gloo process group,
-the comparison with the one-worker reference. Nothing here is simulated."""
+the comparison with the one-worker reference. Nothing here is simulated.
+
+Arguments: the train binary, the Python with the project's torch (torchrun)."""
 import os
 import signal
 import subprocess
+import sys
 import time
 import unittest
 
 import integration_support as support
+
+TORCH_PYTHON = os.path.abspath(sys.argv.pop(1))
 
 
 def launch(tmp, name, **config):
@@ -212,16 +217,14 @@ class FailureTest(unittest.TestCase):
 class TorchrunTest(unittest.TestCase):
 
   def test_the_same_binary_runs_under_torchrun_no_python(self):
-    # PyTorch 1.13 spells it --no_python (later versions also --no-python).
-    # --redirects/--tee: Debian's torchrun 1.13 on Python 3.11 cannot parse
-    # their default "0" (Std.from_str returns None) and crashes before
-    # starting any worker; "2" (stderr) parses.
+    # torchrun of the project's torch 2.11; --no_python (2.x also spells it
+    # --no-python). --redirects/--tee=2: the workers' stderr.
     tmp = support.temp_dir("torchrun")
     config = support.write(os.path.join(tmp, "t.pbtxt"),
                            support.small_config(world=2))
     out = os.path.join(tmp, "out")
     result = subprocess.run(
-        ["/usr/bin/python3", "-m", "torch.distributed.run", "--nproc_per_node=2",
+        [TORCH_PYTHON, "-m", "torch.distributed.run", "--nproc_per_node=2",
          "--master_port=%d" % support.free_port(), "--redirects=2", "--tee=2",
          "--no_python", support.TRAIN,
          "--config=" + config, "--out=" + out],

@@ -1,6 +1,7 @@
 #include "trainer/optimizer_state.h"
 
 #include <exception>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/optim/adamw.h>
@@ -14,9 +15,10 @@ namespace {
 
 constexpr char kPrefix[] = "optimizer/";
 
-// The key LibTorch's optimizers use for a parameter's state.
-std::string StateKey(const at::Tensor& parameter) {
-  return c10::guts::to_string(parameter.unsafeGetTensorImpl());
+// The key LibTorch's optimizers use for a parameter's state (its
+// TensorImpl's address).
+void* StateKey(const at::Tensor& parameter) {
+  return parameter.unsafeGetTensorImpl();
 }
 
 const at::Tensor* Find(const std::map<std::string, at::Tensor>& tensors,
@@ -98,7 +100,7 @@ absl::StatusOr<std::map<std::string, at::Tensor>> OptimizerStateTensors(
         }
       } else {
         auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
-        out[base + "step"] = at::tensor({s.step()}, at::kLong);
+        out[base + "step"] = at::tensor(std::vector<int64_t>{s.step()});
         out[base + "exp_avg"] = s.exp_avg().detach().clone();
         out[base + "exp_avg_sq"] = s.exp_avg_sq().detach().clone();
         if (s.max_exp_avg_sq().defined()) {

@@ -27,7 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/command_line.h"
 #include "data/receipt_dataset.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "io/json_file.h"
 #include "model/classifier.h"
 #include "parity/simulated_parity.h"

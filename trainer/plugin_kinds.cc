@@ -1,6 +1,6 @@
 #include "trainer/plugin_kinds.h"
 
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "metrics/metric_dedup.h"
 #include "reducers/gradient_reducer.h"
 #include "samplers/sampler_policy.h"

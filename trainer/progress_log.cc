@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "glog/logging.h"
+#include "logging/glog.h"
 
 namespace receipt_parity {
 

@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "io/json_file.h"
 
 namespace receipt_parity {

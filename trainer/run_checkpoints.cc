@@ -18,7 +18,7 @@
 #include "checkpoint/recovery.h"
 #include "checkpoint/save_generation.h"
 #include "checkpoint/shard_state.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "reducers/collective_error.h"
 #include "runtime/process_group.h"
 #include "trainer/config_loader.h"

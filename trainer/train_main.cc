@@ -25,7 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/fault_injection.h"
 #include "cli/command_line.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "io/json_file.h"
 #include "plugins/plugin_registry.h"
 #include "runtime/distributed_env.h"

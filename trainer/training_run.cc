@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "data/label_map.h"
 #include "data/receipt_dataset.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "metrics/metric_dedup.h"
 #include "model/classifier.h"
 #include "reducers/collective_error.h"

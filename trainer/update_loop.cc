@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "glog/logging.h"
+#include "logging/glog.h"
 
 namespace receipt_parity {
 namespace {

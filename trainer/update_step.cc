@@ -4,7 +4,7 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "model/weighted_loss.h"
 #include "reducers/collective_error.h"
 #include "trainer/epoch_accounting.h"

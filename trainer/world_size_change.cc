@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "glog/logging.h"
+#include "logging/glog.h"
 #include "io/json_file.h"
 
 namespace receipt_parity {

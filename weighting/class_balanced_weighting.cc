@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include <glog/logging.h>
+#include "logging/glog.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -1,6 +1,6 @@
 #include "weighting/rank_mean_weighting.h"
 
-#include <glog/logging.h>
+#include "logging/glog.h"
 
 #include "weighting/accepted_count.h"
 
