@@ -6,6 +6,13 @@
 // CPU tensors and for CUDA tensors (Gloo stages CUDA tensors through host
 // memory, which is how two ranks share one GPU), so reducers and gathers
 // call c10d's ProcessGroup interface only and work unchanged on either.
+//
+// c10d's flight recorder (a process-wide trace of every collective, for
+// debugging hangs) is turned off unless TORCH_FR_BUFFER_SIZE is set: in
+// LibTorch 2.11 its record races when several groups of one process enqueue
+// at once (a segfault in FlightRecorder::recordWithResetEnabled, in about
+// one run in five of the tests whose ranks are threads), and a run reports
+// its own timeouts.
 #ifndef RECEIPT_PARITY_RUNTIME_GLOO_PROCESS_GROUP_H_
 #define RECEIPT_PARITY_RUNTIME_GLOO_PROCESS_GROUP_H_
 
