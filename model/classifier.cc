@@ -104,7 +104,7 @@ absl::StatusOr<std::shared_ptr<Classifier>> BuildClassifier(
 std::string ParameterHash(const torch::nn::Module& model) {
   std::string bytes;
   for (const auto& item : model.named_parameters(/*recurse=*/true)) {
-    at::Tensor t = item.value().detach().to(at::kFloat).contiguous();
+    at::Tensor t = item.value().detach().to(at::kCPU, at::kFloat).contiguous();
     absl::StrAppend(&bytes, item.key(), "[", absl::StrJoin(t.sizes(), ","),
                     "]");
     bytes.append(static_cast<const char*>(t.data_ptr()),

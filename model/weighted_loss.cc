@@ -27,7 +27,7 @@ absl::StatusOr<WeightedBackwardResult> WeightedBackward(
       }
     }
     if (n == 0) return result;
-    at::Tensor w = at::tensor(weights, at::kDouble).to(at::kFloat);
+    at::Tensor w = at::tensor(weights, at::kDouble).to(images.device(), at::kFloat);
     at::Tensor logits = model.forward(images);
     at::Tensor per_example = at::cross_entropy_loss(
         logits, labels, /*weight=*/{}, at::Reduction::None);

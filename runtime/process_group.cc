@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -31,7 +32,8 @@ std::shared_ptr<::gloo::transport::Device> GlooDevice(
 }  // namespace
 
 absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
-    const DistributedEnv& env, std::chrono::seconds timeout) {
+    const DistributedEnv& env, std::chrono::seconds timeout,
+    const CudaSupport* nccl) {
   try {
     c10d::TCPStoreOptions options;
     options.port = static_cast<uint16_t>(env.master_port);
@@ -48,6 +50,13 @@ absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
     handle.store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
     handle.group = MakeGlooProcessGroup(handle.store, env.rank, env.world_size,
                                         timeout, GlooDevice(env));
+    if (nccl != nullptr) {
+      // Its own key space in the shared store, as c10d does per backend.
+      auto nccl_store = c10::make_intrusive<c10d::PrefixStore>("nccl", handle.store);
+      handle.group->setBackend(
+          c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL,
+          nccl->MakeNcclBackend(nccl_store, env.rank, env.world_size, timeout));
+    }
     return handle;
   } catch (const std::exception& e) {
     return absl::DeadlineExceededError(absl::StrCat(

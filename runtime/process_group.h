@@ -2,7 +2,9 @@
 //
 // Rank 0 hosts a c10d TCPStore at MASTER_ADDR:MASTER_PORT (unless
 // TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent hosts it); every rank
-// joins it and builds a Gloo ProcessGroup over it. Nothing here implements a
+// joins it and builds a c10d ProcessGroup over it: Gloo for CPU tensors,
+// and for CUDA tensors either Gloo too or, for `backend: "nccl"`, c10d's
+// NCCL backend (runtime/cuda_support.h). Nothing here implements a
 // collective: small metadata goes through the store, tensors through the
 // process group.
 //
@@ -23,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/cuda_support.h"
 #include "runtime/distributed_env.h"
 
 namespace receipt_parity {
@@ -35,8 +38,11 @@ struct ProcessGroupHandle {
 // Blocks until every rank has joined or `timeout` passes (then
 // DeadlineExceeded naming the address). The timeout also bounds every later
 // collective and store read.
+// `nccl` non-null: CUDA tensors are reduced by the NCCL backend it makes
+// (REQUIRES: this rank's GPU is the current device); else by Gloo.
 absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
-    const DistributedEnv& env, std::chrono::seconds timeout);
+    const DistributedEnv& env, std::chrono::seconds timeout,
+    const CudaSupport* nccl = nullptr);
 
 // Start-of-run agreement. Every rank publishes `fields` (name, value) and
 // compares every other rank's with its own. On a mismatch EVERY rank gets

@@ -19,6 +19,7 @@
 #include "data/data_config.h"
 #include "data/label_map.h"
 #include "io/atomic_file.h"
+#include "trainer/device_check.h"
 #include "plugins/plugin_library.h"
 #include "trainer/plugin_kinds.h"
 
@@ -57,7 +58,7 @@ class LenientAnyFinder : public TextFormat::Finder {
   }
 };
 
-// Steps 3-6 of the header.
+// Steps 3-7 of the header.
 absl::StatusOr<LoadedConfig> Validate(
     TrainingConfig config, std::shared_ptr<const ConfigLocator> locator) {
   ApplyDefaults(&config);
@@ -65,6 +66,10 @@ absl::StatusOr<LoadedConfig> Validate(
   absl::StatusOr<RunPluginSelections> plugins = SelectRunPlugins(config);
   if (!plugins.ok()) return locator->Locate(plugins.status());
   if (absl::Status s = ValidateDataFitsInMemory(config.data()); !s.ok()) {
+    return locator->Locate(s);
+  }
+  if (absl::Status s = CheckDevicesAvailable(config, LocalRankCount(config));
+      !s.ok()) {
     return locator->Locate(s);
   }
   LoadedConfig loaded;
@@ -208,14 +213,18 @@ absl::Status ValidatePlatform(const TrainingConfig& c) {
     return Invalid("precision", absl::StrCat("only fp32 is supported for now, got '",
                                              c.precision(), "'"));
   }
-  if (c.backend() == "nccl") {
-    return Invalid("backend",
-                   "nccl needs a CUDA build of LibTorch with NCCL; this build "
-                   "(Debian's LibTorch) is CPU-only: use gloo");
+  if (c.device() != "cpu" && c.device() != "cuda") {
+    return Invalid("device", absl::StrCat("unknown '", c.device(),
+                                          "'; known: cpu, cuda"));
   }
-  if (c.backend() != "gloo") {
+  if (c.backend() != "gloo" && c.backend() != "nccl") {
     return Invalid("backend", absl::StrCat("unknown '", c.backend(),
                                            "'; known: gloo, nccl"));
+  }
+  if (c.backend() == "nccl" && c.device() != "cuda") {
+    return Invalid("backend",
+                   "nccl reduces CUDA tensors only: set device: \"cuda\", or "
+                   "use backend: \"gloo\" on the CPU");
   }
   return absl::OkStatus();
 }
@@ -363,6 +372,7 @@ absl::StatusOr<LoadedConfig> ValidateTrainingConfig(TrainingConfig config,
 void ApplyDefaults(TrainingConfig* c) {
   if (!c->has_precision()) c->set_precision("fp32");
   if (!c->has_backend()) c->set_backend("gloo");
+  if (!c->has_device()) c->set_device("cpu");
   if (!c->has_world_size()) c->set_world_size(1);
   if (!c->has_epochs()) c->set_epochs(1);
   ApplyDataDefaults(c->mutable_data());
@@ -420,6 +430,9 @@ std::string ConfigFingerprint(const TrainingConfig& config) {
   canonical.clear_run();
   canonical.clear_plugin_library();
   canonical.clear_checkpoint();
+  // Where a run computes and how it reduces do not change what it trains.
+  canonical.clear_device();
+  if (canonical.has_backend()) canonical.set_backend("gloo");
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream stream(&bytes);

@@ -17,8 +17,12 @@
 //     registered, the options are the plugin's own type, and the plugin is
 //     created once from them;
 //  6. the data fits in memory (ValidateDataFitsInMemory,
-//     data/data_config.h), before anything is allocated.
-// Errors of steps 4 to 6 name FILE:LINE:COLUMN (where the field is
+//     data/data_config.h), before anything is allocated;
+//  7. the devices it asks for are here (CheckDevicesAvailable,
+//     trainer/device_check.h): `device: "cuda"` or `backend: "nccl"` loads
+//     the CUDA support library and needs a visible GPU (one per local rank
+//     for NCCL); a CPU config loads nothing.
+// Errors of steps 4 to 7 name FILE:LINE:COLUMN (where the field is
 // written in the file) and the field path, e.g.
 // "configs/x.pbtxt:7:3: precision: only fp32 is supported for now, got
 // 'bf16'"; a field left unset is named with FILE alone.
@@ -76,11 +80,11 @@ struct LoadedConfig {
   ModelSettings model;
 };
 
-// Steps 1-6 above. Plugin lookups in step 5 use whatever is registered in
+// Steps 1-7 above. Plugin lookups in step 5 use whatever is registered in
 // this binary plus the loaded libraries.
 absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path);
 
-// Steps 3-6 for a config built in code (e.g. the benchmark's generated
+// Steps 3-7 for a config built in code (e.g. the benchmark's generated
 // configs, before they are written for the trainer): errors read
 // "NAME: field: message". Uses the plugin libraries loaded so far.
 absl::StatusOr<LoadedConfig> ValidateTrainingConfig(TrainingConfig config,
@@ -88,7 +92,8 @@ absl::StatusOr<LoadedConfig> ValidateTrainingConfig(TrainingConfig config,
 
 // Fills the fields left unset with their documented defaults (fields marked
 // `optional` in trainer/config.proto; a written value, zero included, is
-// kept and checked): precision "fp32", backend "gloo", world_size 1,
+// kept and checked): precision "fp32", backend "gloo", device "cpu",
+// world_size 1,
 // epochs 1, the data's defaults (ApplyDataDefaults), every plugin kind's
 // default (trainer/plugin_kinds.h: masked_tail / global_count /
 // allreduce_sum / by_receipt_id), parity rtol 1e-6 atol 1e-7,
@@ -117,8 +122,10 @@ std::vector<int> LocalBatchSizes(const TrainingConfig& config);
 
 // Hex SHA-1 of the deterministic serialization of `config` without the
 // fields that do not change what is trained: `run` (output folder, logging,
-// fault injection, limits), `checkpoint` (how often and how many to keep)
-// and `plugin_library` (paths differ by host).
+// fault injection, limits), `checkpoint` (how often and how many to keep),
+// `plugin_library` (paths differ by host), `device` and `backend` (a CPU
+// reference over Gloo serves a GPU run over NCCL; backend hashes as "gloo",
+// so fingerprints from before `device` existed still match).
 std::string ConfigFingerprint(const TrainingConfig& config);
 
 // The one-worker reference run of `config`: world_size 1, no uneven split,

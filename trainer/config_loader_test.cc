@@ -92,7 +92,11 @@ TEST(ConfigLoaderTest, ValidationErrorsNameTheFieldAndWhereItIsWritten) {
 
   auto nccl = Load(std::string(kValid) + "backend: \"nccl\"\n", "b.pbtxt");
   EXPECT_THAT(nccl.status().message(),
-              HasSubstr("b.pbtxt:7:1: backend: nccl needs a CUDA build"));
+              HasSubstr("b.pbtxt:7:1: backend: nccl reduces CUDA tensors only"));
+
+  auto tpu = Load(std::string(kValid) + "device: \"tpu\"\n", "d.pbtxt");
+  EXPECT_THAT(tpu.status().message(),
+              HasSubstr("d.pbtxt:7:1: device: unknown 'tpu'; known: cpu, cuda"));
 
   auto uneven = Load(std::string(kValid) + "local_batch_sizes: [3, 2]\n", "u.pbtxt");
   EXPECT_THAT(uneven.status().message(),
@@ -410,6 +414,23 @@ TEST(ConfigFingerprintTest, IgnoresRunOptionsButNotTraining) {
   EXPECT_EQ(ConfigFingerprint(a->config), ConfigFingerprint(b->config));
   EXPECT_NE(ConfigFingerprint(a->config), ConfigFingerprint(c->config));
   EXPECT_EQ(ConfigFingerprint(a->config).size(), 40u);
+}
+
+TEST(ConfigFingerprintTest, DeviceAndBackendAreNotInIt) {
+  auto a = Load(kValid, "a");
+  ASSERT_TRUE(a.ok()) << a.status();
+  // Built in code: loading a cuda config on a machine without a GPU is
+  // refused (device_check.h), and the fingerprint does not need a load.
+  TrainingConfig gpu = a->config;
+  gpu.set_device("cuda");
+  gpu.set_backend("nccl");
+  EXPECT_EQ(ConfigFingerprint(gpu), ConfigFingerprint(a->config));
+  TrainingConfig unset = a->config;
+  unset.clear_device();
+  EXPECT_EQ(ConfigFingerprint(unset), ConfigFingerprint(a->config));
+  TrainingConfig other = a->config;
+  other.set_global_batch(other.global_batch() * 2);
+  EXPECT_NE(ConfigFingerprint(other), ConfigFingerprint(a->config));
 }
 
 TEST(ConfigFingerprintTest, ExactParityIsAnotherConfig) {

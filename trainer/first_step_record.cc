@@ -50,7 +50,7 @@ void StoreNamedTensors(const NamedTensors& tensors,
     entry.clear_shape();
     entry.clear_values();
     for (int64_t d : tensor.sizes()) entry.add_shape(static_cast<int32_t>(d));
-    at::Tensor flat = tensor.to(at::kFloat).contiguous().view(-1);
+    at::Tensor flat = tensor.to(at::kCPU, at::kFloat).contiguous().view(-1);
     const float* data = flat.data_ptr<float>();
     entry.mutable_values()->Add(data, data + flat.numel());
   }

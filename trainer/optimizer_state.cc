@@ -36,6 +36,11 @@ absl::Status CheckShape(const std::string& name, const at::Tensor& saved,
   return absl::OkStatus();
 }
 
+// A copy of saved state (read on the CPU) where `parameter` lives.
+at::Tensor OnParameterDevice(const at::Tensor& saved, const at::Tensor& parameter) {
+  return saved.to(parameter.options(), /*non_blocking=*/false, /*copy=*/true);
+}
+
 // RestoreOptimizerState without the conversion of LibTorch's exceptions.
 absl::Status RestoreOrThrow(const torch::nn::Module& model,
                             torch::optim::Optimizer& optimizer,
@@ -53,7 +58,7 @@ absl::Status RestoreOrThrow(const torch::nn::Module& model,
         return s;
       }
       auto s = std::make_unique<torch::optim::SGDParamState>();
-      s->momentum_buffer(momentum->clone());
+      s->momentum_buffer(OnParameterDevice(*momentum, p));
       state[StateKey(p)] = std::move(s);
       continue;
     }
@@ -67,10 +72,10 @@ absl::Status RestoreOrThrow(const torch::nn::Module& model,
     }
     auto s = std::make_unique<torch::optim::AdamWParamState>();
     s->step(step->item<int64_t>());
-    s->exp_avg(exp_avg->clone());
-    s->exp_avg_sq(exp_avg_sq->clone());
+    s->exp_avg(OnParameterDevice(*exp_avg, p));
+    s->exp_avg_sq(OnParameterDevice(*exp_avg_sq, p));
     if (const at::Tensor* max_sq = Find(tensors, base + "max_exp_avg_sq")) {
-      s->max_exp_avg_sq(max_sq->clone());
+      s->max_exp_avg_sq(OnParameterDevice(*max_sq, p));
     }
     state[StateKey(p)] = std::move(s);
   }

@@ -26,7 +26,7 @@ ExampleTensors SelectSlots(const ExampleTensors& all,
   std::vector<int64_t> rows;
   rows.reserve(slots.size());
   for (const Slot& slot : slots) rows.push_back(slot.dataset_index);
-  at::Tensor index = at::tensor(rows, at::kLong);
+  at::Tensor index = at::tensor(rows, at::kLong).to(all.images.device());
   return {all.images.index_select(0, index), all.labels.index_select(0, index)};
 }
 

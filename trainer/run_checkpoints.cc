@@ -273,7 +273,8 @@ absl::StatusOr<std::string> ShardBytes(const RunCheckpointContext& c, Classifier
       sized.emplace_back(name, tensor.numel() * static_cast<int64_t>(tensor.element_size()));
     }
     for (const std::string& name : OwnedNamesBySize(sized, c.world_size, c.rank)) {
-      shard.owned_tensors[name] = all.at(name);
+      // Shards hold CPU tensors, whatever device the run computes on.
+      shard.owned_tensors[name] = all.at(name).to(at::kCPU);
     }
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());

@@ -1,11 +1,13 @@
 #include "trainer/run_parity.h"
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "io/json_file.h"
+#include "parity/cross_device_tolerance.h"
 #include "parity/tensor_comparison.h"
 #include "trainer/first_step_record.h"
 
@@ -22,16 +24,53 @@ std::multiset<std::string> AcceptedIds(const FirstStep& step) {
   return ids;
 }
 
+// The device the reference computed on; references written before the
+// platform record existed were all made on the CPU.
+std::string ReferenceDevice(const std::string& reference_dir) {
+  RunManifest manifest;
+  if (!ReadJsonFile(reference_dir + "/run_manifest.json", &manifest).ok() ||
+      manifest.platform().device().empty()) {
+    return "cpu";
+  }
+  return manifest.platform().device();
+}
+
+std::string DeviceKind(const std::string& device) {
+  return device.substr(0, device.find(':'));
+}
+
+// rtol, atol and why, into `report`.
+void SetTolerance(const TrainingConfig& config, const std::string& reference_dir,
+                  ParityReport* report) {
+  report->set_device(config.device() == "cuda" ? "cuda" : "cpu");
+  report->set_reference_device(ReferenceDevice(reference_dir));
+  report->set_rtol(config.parity().rtol());
+  report->set_atol(config.parity().atol());
+  report->set_tolerance_reason(
+      "the config's parity section: every element within atol + rtol * |reference|");
+  if (DeviceKind(report->device()) == DeviceKind(report->reference_device())) return;
+  if (kCrossDeviceRtol > report->rtol() || kCrossDeviceAtol > report->atol()) {
+    report->set_rtol(std::max(report->rtol(), kCrossDeviceRtol));
+    report->set_atol(std::max(report->atol(), kCrossDeviceAtol));
+    report->set_tolerance_reason(absl::StrCat(
+        "the run (", report->device(), ") and the reference (",
+        report->reference_device(),
+        ") computed on different kinds of device, which sum in other orders: "
+        "at least the cross-device tolerance, twice the fp32 error bound "
+        "measured against fp64 (parity/cross_device_tolerance.h)"));
+  }
+}
+
 void DescribeFailures(const TensorListComparison& comparison,
-                      const std::string& what, const TrainingConfig& config,
+                      const std::string& what, double rtol, double atol,
                       ParityReport* report) {
   for (const TensorComparison& t : comparison.tensors) {
     if (t.within_tolerance) continue;
     report->add_failures(absl::StrFormat(
         "%s of %s differs by up to %.3g (relative %.3g; tolerance rtol %g, "
         "atol %g; largest reference value %.3g)",
-        what, t.name, t.max_abs_diff, t.max_rel_diff, config.parity().rtol(),
-        config.parity().atol(), t.max_abs_reference));
+        what, t.name, t.max_abs_diff, t.max_rel_diff, rtol, atol,
+        t.max_abs_reference));
   }
 }
 
@@ -53,7 +92,8 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
   report.set_simulated(false);
   report.set_note(absl::StrCat(
       "real run: ", run.world_size(),
-      " worker processes joined by a c10d Gloo process group; rank 0's "
+      " worker processes joined by a c10d ",
+      config.backend() == "nccl" ? "NCCL" : "Gloo", " process group; rank 0's "
       "reduced first-update gradient and its parameters after the step, "
       "against the one-worker reference in ", path));
   report.set_world_size(run.world_size());
@@ -64,8 +104,7 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
   }
   report.set_weighting(run.loss_weighting());
   report.set_reducer(run.reducer());
-  report.set_rtol(config.parity().rtol());
-  report.set_atol(config.parity().atol());
+  SetTolerance(config, reference_dir, &report);
   report.set_accepted_examples(run.accepted_examples());
   report.set_ranks_agree(ranks_agree);
 
@@ -82,8 +121,8 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
       return absl::FailedPreconditionError(
           absl::StrCat("parity: ", path, ": ", b.status().message()));
     }
-    absl::StatusOr<TensorListComparison> comparison = CompareTensors(
-        *a, *b, config.parity().rtol(), config.parity().atol());
+    absl::StatusOr<TensorListComparison> comparison =
+        CompareTensors(*a, *b, report.rtol(), report.atol());
     if (!comparison.ok()) return comparison.status();
     AppendTensorParity(*comparison, out);
     report.set_max_abs_diff(std::max(report.max_abs_diff(), comparison->max_abs_diff));
@@ -91,7 +130,7 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
     if (std::string(what) == "gradient") {
       report.set_bitwise_equal(comparison->bitwise_equal);
     }
-    DescribeFailures(*comparison, what, config, &report);
+    DescribeFailures(*comparison, what, report.rtol(), report.atol(), &report);
   }
   if (AcceptedIds(run) != AcceptedIds(reference)) {
     report.add_failures(

@@ -13,7 +13,11 @@
 
 namespace receipt_parity {
 
-// Tolerances from config.parity(). `pass` requires every gradient and
+// Tolerances from config.parity(); when the run (config.device()) and the
+// reference (its run_manifest.json's platform.device) are on different
+// kinds of device, at least the cross-device tolerance
+// (parity/cross_device_tolerance.h), and tolerance_reason says which.
+// `pass` requires every gradient and
 // parameter within tolerance, the same receipts in the update as the
 // reference's first update, and `ranks_agree` (every replica ended the run
 // with bitwise-identical parameters). `failures` says by how much it fails.

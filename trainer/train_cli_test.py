@@ -54,9 +54,19 @@ class BadInputTest(unittest.TestCase):
   def test_syntax_error_names_file_line_column(self):
     self.check_refused("world_size: 1\nglobal_batch: many\n", "CONFIG:2:15:")
 
-  def test_nccl_is_refused_on_a_cpu_build(self):
+  def test_nccl_on_the_cpu_is_refused(self):
     self.check_refused(support.small_config() + 'backend: "nccl"\n',
-                       "backend: nccl needs a CUDA build")
+                       "backend: nccl reduces CUDA tensors only")
+
+  @unittest.skipIf(os.path.exists("/dev/nvidia0"), "a GPU is present")
+  def test_cuda_and_nccl_are_refused_without_a_gpu(self):
+    # The CUDA support library is loaded and counts no GPU here.
+    text = support.small_config() + 'device: "cuda"\n'
+    self.check_refused(text, 'CONFIG:%d:1: device: "cuda" needs a GPU, '
+                       "and none is visible here" % text.count("\n"))
+    self.check_refused(support.small_config(world=2) +
+                       'device: "cuda"\nbackend: "nccl"\n',
+                       'device: "cuda" needs a GPU')
 
   def test_unknown_plugin_lists_the_registered_names(self):
     self.check_refused(support.small_config(sampler="round_robin"),

@@ -30,9 +30,11 @@
 #include "plugins/plugin_registry.h"
 #include "runtime/distributed_env.h"
 #include "runtime/launcher.h"
+#include "runtime/cuda_support_loader.h"
 #include "runtime/process_group.h"
 #include "trainer/artifacts.pb.h"
 #include "trainer/config_loader.h"
+#include "trainer/device_check.h"
 #include "trainer/training_run.h"
 
 ABSL_FLAG(std::string, config, "", "Training config (text proto), e.g. configs/one_worker.pbtxt.");
@@ -146,27 +148,32 @@ int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
         ": world_size is ", config.world_size())));
   }
   const std::string reference_dir = out + "/reference";
-  if (env.rank == 0 && env.world_size > 1 &&
-      !ReferenceMatches(reference_dir, config)) {
+  // A one-rank NCCL run is compared too: it proves the NCCL wiring.
+  const bool compares = env.world_size > 1 || config.backend() == "nccl";
+  if (env.rank == 0 && compares && !ReferenceMatches(reference_dir, config)) {
     // Under torchrun nobody made it first; the other ranks wait for rank 0
     // at rendezvous.
     if (absl::Status s = MakeReference(loaded, reference_dir, 1); !s.ok()) {
       return Fail(s);
     }
   }
+  // NCCL binds each rank to the GPU current when it starts.
+  if (config.device() == "cuda") RankDevice(config, env.local_rank);
+  const CudaSupport* nccl = config.backend() == "nccl" ? LoadedCudaSupport() : nullptr;
   absl::StatusOr<ProcessGroupHandle> group = ConnectProcessGroup(
-      env, std::chrono::seconds(config.run().collective_timeout_seconds()));
+      env, std::chrono::seconds(config.run().collective_timeout_seconds()), nccl);
   if (!group.ok()) return Fail(group.status());
-  LOG(INFO) << "rank " << env.rank << "/" << env.world_size
-            << ": joined the Gloo process group at " << env.master_addr << ":"
-            << env.master_port;
+  LOG(INFO) << "rank " << env.rank << "/" << env.world_size << ": joined the "
+            << (nccl != nullptr ? "Gloo (CPU) and NCCL (CUDA)" : "Gloo")
+            << " process group at " << env.master_addr << ":" << env.master_port;
   TrainingRunOptions options;
   if (absl::Status s = FillRunOptions(loaded, out, &options); !s.ok()) return Fail(s);
   options.rank = env.rank;
+  options.local_rank = env.local_rank;
   options.world_size = env.world_size;
   options.process_group = &*group;
   options.artifact_dir = out;
-  options.reference_dir = env.world_size > 1 ? reference_dir : "";
+  options.reference_dir = compares ? reference_dir : "";
   absl::StatusOr<TrainingOutcome> outcome = RunTraining(options);
   if (!outcome.ok()) return Fail(outcome.status());
   if (outcome->parity_checked && !outcome->parity_pass) {

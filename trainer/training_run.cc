@@ -5,7 +5,6 @@
 #include <utility>
 #include <vector>
 
-#include <ATen/Parallel.h>
 #include <torch/optim/optimizer.h>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +19,8 @@
 #include "samplers/sampler_policy.h"
 #include "trainer/artifacts.pb.h"
 #include "trainer/checkpoint_cadence.h"
+#include "trainer/compute_settings.h"
+#include "trainer/device_check.h"
 #include "trainer/optimizer_factory.h"
 #include "trainer/plugin_kinds.h"
 #include "trainer/progress_log.h"
@@ -78,6 +79,8 @@ struct RunData {
 struct Run {
   const TrainingRunOptions* options = nullptr;
   const TrainingConfig* config = nullptr;
+  // Where the model, the batches and the gradients live.
+  c10::Device device = c10::Device(c10::DeviceType::CPU);
   RunInputs inputs;
   RunData data;
   RunManifest manifest;
@@ -133,11 +136,38 @@ absl::Status AgreeWithPeers(const Run& run) {
   return absl::OkStatus();
 }
 
-// Data, plugins, model, manifest, start agreement, optimizer.
+// The model and every example tensor on the run's device (a no-op on the
+// CPU). After the manifest, whose model revision hashes the parameters as
+// they were built.
+absl::Status MoveToDevice(Run* run) {
+  if (run->device.is_cpu()) return absl::OkStatus();
+  try {
+    run->model().to(run->device);
+    for (ExampleTensors* tensors : {&run->data.train, &run->data.validation}) {
+      tensors->images = tensors->images.to(run->device);
+      tensors->labels = tensors->labels.to(run->device);
+    }
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(
+        e, absl::StrCat("moving the model and the receipts to ", run->device.str(),
+                        ": LibTorch"));
+  }
+  return absl::OkStatus();
+}
+
+// Device and compute settings, data, plugins, model, manifest, start
+// agreement, optimizer.
 absl::Status StartRun(const TrainingRunOptions& options, Run* run) {
   const LoadedConfig& loaded = *options.loaded;
   run->options = &options;
   run->config = &loaded.config;
+  try {
+    run->device = RankDevice(loaded.config, options.local_rank);
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(e, "choosing this rank's GPU: LibTorch");
+  }
+  absl::StatusOr<PlatformRecord> platform = ApplyComputeSettings(loaded.config, run->device);
+  if (!platform.ok()) return platform.status();
   absl::StatusOr<RunInputs> inputs = PrepareRun(loaded);
   if (!inputs.ok()) return inputs.status();
   run->inputs = std::move(*inputs);
@@ -150,6 +180,8 @@ absl::Status StartRun(const TrainingRunOptions& options, Run* run) {
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, "run_manifest.json: LibTorch");
   }
+  *run->manifest.mutable_platform() = *std::move(platform);
+  if (absl::Status s = MoveToDevice(run); !s.ok()) return s;
   if (absl::Status s = AgreeWithPeers(*run); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> optimizer =
       BuildOptimizer(run->config->optimizer(), run->model().parameters());
@@ -352,7 +384,6 @@ absl::Status CheckRunnable(const LoadedConfig& loaded) {
 }
 
 absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
-  at::set_num_threads(options.loaded->config.run().intra_op_threads());
   Run run;
   if (absl::Status s = StartRun(options, &run); !s.ok()) return s;
   if (absl::Status s = ResumeRun(&run); !s.ok()) return s;

@@ -47,6 +47,8 @@ namespace receipt_parity {
 struct TrainingRunOptions {
   const LoadedConfig* loaded = nullptr;
   int rank = 0;
+  // This rank's index on its machine (LOCAL_RANK): which GPU it uses.
+  int local_rank = 0;
   int world_size = 1;
   // nullptr when world_size == 1.
   const ProcessGroupHandle* process_group = nullptr;

@@ -22,13 +22,14 @@ at::Tensor PredictRows(Classifier& model, const ValidationInputs& in,
   at::Tensor predicted;
   {
     torch::NoGradGuard no_grad;
-    predicted = model.forward(batch.images).argmax(1);
+    predicted = model.forward(batch.images).argmax(1).to(at::kCPU);
   }
+  const at::Tensor labels = batch.labels.to(at::kCPU);
   auto acc = out.accessor<int64_t, 2>();
   for (size_t i = 0; i < slots.size(); ++i) {
     acc[i][0] = slots[i].dataset_index;
     acc[i][1] = predicted[i].item<int64_t>();
-    acc[i][2] = batch.labels[i].item<int64_t>();
+    acc[i][2] = labels[i].item<int64_t>();
     acc[i][3] = slots[i].valid ? 1 : 0;
   }
   return out;

@@ -1,0 +1,108 @@
+#include "trainer/run_parity.h"
+
+#include <filesystem>
+#include <string>
+
+#include <ATen/ATen.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "io/json_file.h"
+#include "parity/cross_device_tolerance.h"
+#include "trainer/first_step_record.h"
+
+namespace receipt_parity {
+namespace {
+
+using ::testing::HasSubstr;
+
+// One parameter "w" = values, its gradient = values, one receipt.
+FirstStep Step(const std::vector<float>& values) {
+  FirstStep step;
+  step.add_parameter_order("w");
+  const NamedTensors tensors = {{"w", at::tensor(values)}};
+  StoreNamedTensors(tensors, step.mutable_gradients());
+  StoreNamedTensors(tensors, step.mutable_parameters_after());
+  RankBatch* batch = step.add_batch();
+  batch->add_receipt_ids("r1");
+  batch->add_valid(true);
+  return step;
+}
+
+TrainingConfig Config(const std::string& device) {
+  TrainingConfig config;
+  config.set_device(device);
+  config.mutable_parity()->set_rtol(1e-6);
+  config.mutable_parity()->set_atol(1e-7);
+  return config;
+}
+
+class RunParityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::string(std::getenv("TEST_TMPDIR")) + "/reference";
+    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(WriteJsonFile(dir_ + "/first_step.json", Step({1.0f, -2.0f})).ok());
+  }
+  void ReferenceOn(const std::string& device) {
+    RunManifest manifest;
+    manifest.mutable_platform()->set_device(device);
+    ASSERT_TRUE(WriteJsonFile(dir_ + "/run_manifest.json", manifest).ok());
+  }
+  std::string dir_;
+};
+
+// Off by 1e-5 relative: beyond the configured 1e-6, within the
+// cross-device 2e-5.
+const std::vector<float> kSlightlyOff = {1.00001f, -2.00002f};
+
+TEST_F(RunParityTest, SameKindOfDeviceUsesTheConfiguredTolerance) {
+  ReferenceOn("cpu");
+  absl::StatusOr<ParityReport> report =
+      CheckRunParity(Step(kSlightlyOff), dir_, Config("cpu"), true);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_FALSE(report->pass());
+  EXPECT_EQ(report->rtol(), 1e-6);
+  EXPECT_EQ(report->device(), "cpu");
+  EXPECT_EQ(report->reference_device(), "cpu");
+  EXPECT_THAT(report->tolerance_reason(), HasSubstr("the config's parity section"));
+}
+
+TEST_F(RunParityTest, AGpuRunAgainstACpuReferenceUsesTheCrossDeviceTolerance) {
+  ReferenceOn("cpu");
+  absl::StatusOr<ParityReport> report =
+      CheckRunParity(Step(kSlightlyOff), dir_, Config("cuda"), true);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->pass()) << report->failures(0);
+  EXPECT_EQ(report->rtol(), kCrossDeviceRtol);
+  EXPECT_EQ(report->atol(), kCrossDeviceAtol);
+  EXPECT_EQ(report->reference_device(), "cpu");
+  EXPECT_THAT(report->tolerance_reason(), HasSubstr("different kinds of device"));
+  // Beyond it still fails, saying by how much against which tolerance.
+  absl::StatusOr<ParityReport> far =
+      CheckRunParity(Step({1.001f, -2.0f}), dir_, Config("cuda"), true);
+  ASSERT_TRUE(far.ok());
+  EXPECT_FALSE(far->pass());
+  EXPECT_THAT(far->failures(0), HasSubstr("rtol 2e-05"));
+}
+
+TEST_F(RunParityTest, AReferenceWithoutAPlatformRecordWasMadeOnTheCpu) {
+  absl::StatusOr<ParityReport> report =
+      CheckRunParity(Step(kSlightlyOff), dir_, Config("cuda"), true);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->reference_device(), "cpu");
+  EXPECT_TRUE(report->pass());
+}
+
+TEST_F(RunParityTest, TwoGpusAreTheSameKind) {
+  ReferenceOn("cuda:0");
+  absl::StatusOr<ParityReport> report =
+      CheckRunParity(Step(kSlightlyOff), dir_, Config("cuda"), true);
+  ASSERT_TRUE(report.ok());
+  EXPECT_FALSE(report->pass());
+  EXPECT_EQ(report->rtol(), 1e-6);
+}
+
+}  // namespace
+}  // namespace receipt_parity
