@@ -155,4 +155,31 @@ absl::StatusOr<std::vector<std::string>> CleanUpPartialGenerations(
   return removed;
 }
 
+absl::StatusOr<std::vector<std::string>> SetAsideCorruptGenerations(
+    const RecoveryDecision& decision) {
+  std::vector<std::string> moved;
+  for (const SkippedGeneration& skipped : decision.skipped) {
+    const fs::path from = GenerationPath(decision.root, skipped.generation);
+    std::error_code ec;
+    if (!fs::exists(fs::path(from) / kManifestFileName, ec)) continue;  // partial
+    const std::string base = "corrupt-" + GenerationFolderName(skipped.generation);
+    fs::path to = fs::path(decision.root) / base;
+    for (int n = 2; fs::exists(to, ec); ++n) {
+      to = fs::path(decision.root) / absl::StrCat(base, ".", n);
+    }
+    fs::rename(from, to, ec);
+    if (ec) {
+      return absl::InternalError(absl::StrCat("cannot set aside the corrupt generation ",
+                                              from.string(), ": ", ec.message()));
+    }
+    moved.push_back(absl::StrCat(from.filename().string(), " -> ",
+                                 to.filename().string(), ": ", skipped.reason));
+    LOG(WARNING) << "checkpoint: set aside " << moved.back();
+  }
+  if (moved.empty()) return moved;
+  absl::Status synced = SyncDirectory(decision.root);
+  if (!synced.ok()) return synced;
+  return moved;
+}
+
 }  // namespace receipt_parity

@@ -70,6 +70,17 @@ absl::StatusOr<std::string> ReadShardBytes(const RecoveryDecision& decision,
 absl::StatusOr<std::vector<std::string>> CleanUpPartialGenerations(
     const std::string& root);
 
+// Moves every advertised generation newer than the chosen one that failed
+// verification (decision.skipped, partial folders aside) out of the
+// gen-NNNNNN names, to corrupt-gen-NNNNNN (corrupt-gen-NNNNNN.2, .3, ...
+// when taken), so that numbering (NextGeneration), resume and retention
+// only ever see generations that verify, and nothing is deleted that could
+// explain what went wrong. Returns "gen-000007 -> corrupt-gen-000007:
+// <reason>" for each, and logs it. REQUIRES: as CleanUpPartialGenerations.
+// Errors (Internal) name the folder.
+absl::StatusOr<std::vector<std::string>> SetAsideCorruptGenerations(
+    const RecoveryDecision& decision);
+
 }  // namespace receipt_parity
 
 #endif  // RECEIPT_PARITY_CHECKPOINT_RECOVERY_H_

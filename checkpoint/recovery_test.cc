@@ -199,6 +199,42 @@ TEST(RecoveryTest, InterruptedSaveThenASuccessfulOneChoosesTheNewest) {
   EXPECT_TRUE(*ReadShardBytes(*decision, 1) == TestShardBytes(3, 1));
 }
 
+TEST(RecoveryTest, CorruptNewerGenerationsAreSetAsideSoOnlyVerifiedOnesCount) {
+  const std::string root = TwoGenerations("set_aside");
+  ASSERT_TRUE(SaveAllRanks(root, 3, kWorld).ok());
+  FlipByte(fs::path(GenerationPath(root, 3)) / ShardFileName(1), 0);
+  // A stray folder at the top of the range with garbage in its MANIFEST.
+  fs::create_directories(GenerationPath(root, 999999));
+  Overwrite(fs::path(GenerationPath(root, 999999)) / "MANIFEST", "garbage");
+  absl::StatusOr<RecoveryDecision> decision = FindRestorable(root);
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_EQ(decision->generation, 2);
+
+  absl::StatusOr<std::vector<std::string>> moved = SetAsideCorruptGenerations(*decision);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  ASSERT_EQ(moved->size(), 2u);
+  EXPECT_THAT((*moved)[0], HasSubstr("gen-999999 -> corrupt-gen-999999: gen-999999: "));
+  EXPECT_THAT((*moved)[1], HasSubstr("gen-000003 -> corrupt-gen-000003: gen-000003: "));
+  EXPECT_TRUE(fs::exists(fs::path(root) / "corrupt-gen-000003" / ShardFileName(1)));
+  // Numbering continues after the newest generation that verifies.
+  EXPECT_EQ(*NextGeneration(root), 3);
+  ASSERT_TRUE(SaveAllRanks(root, 3, kWorld).ok());
+  // Retention counts verified generations only: keep_last 2 keeps 2 and 3.
+  ASSERT_TRUE(PruneGenerations(root, 2, 3).ok());
+  EXPECT_FALSE(fs::exists(GenerationPath(root, 1)));
+  EXPECT_TRUE(fs::exists(GenerationPath(root, 2)));
+  absl::StatusOr<RecoveryDecision> again = FindRestorable(root, {/*stop_on_corruption=*/true});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->generation, 3);
+  // A second corruption of the same number gets its own name.
+  FlipByte(fs::path(GenerationPath(root, 3)) / ShardFileName(0), 0);
+  absl::StatusOr<RecoveryDecision> third = FindRestorable(root);
+  ASSERT_TRUE(third.ok());
+  absl::StatusOr<std::vector<std::string>> moved_again = SetAsideCorruptGenerations(*third);
+  ASSERT_TRUE(moved_again.ok());
+  EXPECT_THAT(*moved_again, ElementsAre(HasSubstr("-> corrupt-gen-000003.2: ")));
+}
+
 TEST(RecoveryTest, PartialNewestIsNotCorruption) {
   const std::string root = FreshTestDir("partial_newest_stop");
   ASSERT_TRUE(SaveAllRanks(root, 1, kWorld).ok());

@@ -68,14 +68,15 @@ absl::Status Advertise(const std::string& gen_dir, int64_t generation,
             [](const ShardInfo& a, const ShardInfo& b) {
               return a.rank() < b.rank();
             });
+  // The store is not the source of integrity: each confirmation's size and
+  // checksum must be the file's on disk, or nothing is advertised.
   for (const ShardInfo& shard : shards) {
-    std::error_code ec;
-    const uintmax_t size = fs::file_size(fs::path(gen_dir) / shard.file(), ec);
-    if (ec || size != static_cast<uintmax_t>(shard.size_bytes())) {
-      return absl::InternalError(
-          absl::StrCat(gen_dir, "/", shard.file(), " was confirmed with ",
-                       shard.size_bytes(), " bytes but is ",
-                       ec ? ec.message() : absl::StrCat(size, " bytes")));
+    absl::StatusOr<std::string> verified = ReadVerifiedShard(gen_dir, shard);
+    if (!verified.ok()) {
+      return absl::InternalError(absl::StrCat(
+          "generation ", generation, " not advertised: ", gen_dir, "/",
+          shard.file(), " does not match its confirmation from rank ",
+          shard.rank(), " (", verified.status().message(), ")"));
     }
   }
   CheckpointManifest manifest = fields;

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <tuple>
@@ -223,18 +224,38 @@ TEST(SaveGenerationTest, MissingConfirmationAdvertisesNothing) {
   EXPECT_FALSE(fs::exists(GenerationPath(root, 1) + "/MANIFEST"));
 }
 
+// Rank 0 saves generation 1 of 2 ranks; rank 1's confirmation says its
+// shard holds `claimed`.
+absl::Status SaveWithRankOneClaiming(const std::string& root, const std::string& claimed) {
+  ShardInfo claim;
+  claim.set_rank(1);
+  claim.set_file(ShardFileName(1));
+  claim.set_size_bytes(static_cast<int64_t>(claimed.size()));
+  claim.set_checksum(Crc32Checksum(claimed));
+  FixedConfirmations confirmations({claim});
+  return SaveGeneration(root, 1, 0, "bytes", TestManifestFields(2, 1), confirmations);
+}
+
 TEST(SaveGenerationTest, ConfirmedShardThatIsNotOnDiskAdvertisesNothing) {
   const std::string root = FreshTestDir("save_shard_not_on_disk");
-  ShardInfo ghost;
-  ghost.set_rank(1);
-  ghost.set_file(ShardFileName(1));
-  ghost.set_size_bytes(5);
-  ghost.set_checksum(Crc32Checksum("ghost"));
-  FixedConfirmations confirmations({ghost});
-  absl::Status status = SaveGeneration(root, 1, 0, "bytes",
-                                       TestManifestFields(2, 1), confirmations);
+  absl::Status status = SaveWithRankOneClaiming(root, "ghost");
   EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(status.message(), HasSubstr("shard-rank-00001.pt"));
+  EXPECT_FALSE(fs::exists(GenerationPath(root, 1) + "/MANIFEST"));
+}
+
+TEST(SaveGenerationTest, AWrongConfirmationThroughTheStoreAdvertisesNothing) {
+  // Rank 1's shard is on disk, and whoever wrote into the store claims
+  // another checksum of the same size: rank 0 checks the file itself.
+  const std::string root = FreshTestDir("save_wrong_confirmation");
+  fs::create_directories(GenerationPath(root, 1));
+  std::ofstream(fs::path(GenerationPath(root, 1)) / ShardFileName(1), std::ios::binary)
+      << "right";
+  absl::Status status = SaveWithRankOneClaiming(root, "wrong");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(status.message(),
+              HasSubstr("does not match its confirmation from rank 1"));
+  EXPECT_THAT(status.message(), HasSubstr("checksum"));
   EXPECT_FALSE(fs::exists(GenerationPath(root, 1) + "/MANIFEST"));
 }
 

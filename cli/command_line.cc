@@ -20,6 +20,7 @@ int ExitCodeFor(const absl::Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kAlreadyExists:
       return kExitBadInput;
     default:
       return kExitRunFailed;

@@ -25,7 +25,8 @@ inline constexpr int kExitCheckFailed = 3;
 // (cli/runfiles_locator.h) first.
 void ChangeToCallersDirectory();
 
-// kExitBadInput for InvalidArgument and NotFound, kExitRunFailed otherwise.
+// kExitBadInput for InvalidArgument, NotFound and AlreadyExists (e.g. a run
+// folder in use, a plugin name registered twice), kExitRunFailed otherwise.
 // REQUIRES: !status.ok().
 int ExitCodeFor(const absl::Status& status);
 

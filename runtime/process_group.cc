@@ -1,17 +1,26 @@
 #include "runtime/process_group.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "reducers/collective_error.h"
 #include "runtime/gloo_process_group.h"
 
 namespace receipt_parity {
@@ -29,11 +38,113 @@ std::shared_ptr<::gloo::transport::Device> GlooDevice(
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
+using Clock = std::chrono::steady_clock;
+
+// Whether a TCP connection to host:port succeeds within `limit`.
+bool Connects(const std::string& host, int port, std::chrono::milliseconds limit) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) {
+    return false;
+  }
+  bool connected = false;
+  for (addrinfo* a = found; a != nullptr && !connected; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                          a->ai_protocol);
+    if (fd < 0) continue;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      connected = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int error = 0;
+      socklen_t length = sizeof(error);
+      connected = poll(&p, 1, static_cast<int>(limit.count())) == 1 &&
+                  getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 &&
+                  error == 0;
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return connected;
+}
+
+// A rank that is not the store's host waits here, within `deadline`, for
+// the store to listen: c10d's TCPStore client retries its connection past
+// its timeout (about twice it in 2.11), so the wait is the project's.
+absl::Status WaitForStore(const DistributedEnv& env, Clock::time_point deadline) {
+  while (!Connects(env.master_addr, env.master_port, std::chrono::milliseconds(200))) {
+    if (Clock::now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "no store listens at ", env.master_addr, ":", env.master_port));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return absl::OkStatus();
+}
+
+// Every key of a run lives under its attempt's prefix: torchrun's agent
+// keeps its store across elastic restarts, and a restarted rank must never
+// read an earlier attempt's keys (Gloo's addresses, the start agreement,
+// the resume decision, shard confirmations).
+std::string AttemptKeyPrefix() {
+  const char* restarts = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  return absl::StrCat("attempt-", restarts != nullptr && *restarts != '\0' ? restarts : "0");
+}
+
+// A socket listening on MASTER_ADDR's own address and MASTER_PORT, for
+// the store's host: c10d's TCPStore would listen on every interface.
+absl::StatusOr<int> ListenOnMasterAddress(const DistributedEnv& env) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int resolved = getaddrinfo(env.master_addr.c_str(),
+                                   std::to_string(env.master_port).c_str(), &hints, &found);
+  if (resolved != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "MASTER_ADDR=", env.master_addr, " does not resolve: ", gai_strerror(resolved)));
+  }
+  int fd = -1;
+  std::string why = "no address";
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+      why = std::strerror(errno);
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", env.master_addr,
+                                               ":", env.master_port, ": ", why));
+  }
+  return fd;
+}
+
+std::chrono::milliseconds Remaining(Clock::time_point deadline) {
+  return std::max(std::chrono::milliseconds(1),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                      deadline - Clock::now()));
+}
+
+absl::Status JoinFailed(const DistributedEnv& env, absl::string_view why) {
+  return absl::DeadlineExceededError(absl::StrCat(
+      "rank ", env.rank, ": cannot join the process group at ", env.master_addr,
+      ":", env.master_port, " (world size ", env.world_size, "): ", why));
+}
+
 }  // namespace
 
 absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
     const DistributedEnv& env, std::chrono::seconds timeout,
     const CudaSupport* nccl) {
+  const Clock::time_point deadline = Clock::now() + timeout;
   try {
     c10d::TCPStoreOptions options;
     options.port = static_cast<uint16_t>(env.master_port);
@@ -45,9 +156,20 @@ absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
     options.isServer = env.rank == 0 && !agent_hosts_store;
     options.numWorkers = env.world_size;
     options.waitWorkers = true;
-    options.timeout = timeout;
+    if (options.isServer) {
+      absl::StatusOr<int> listening = ListenOnMasterAddress(env);
+      if (!listening.ok()) return JoinFailed(env, listening.status().message());
+      options.masterListenFd = *listening;
+    } else if (absl::Status s = WaitForStore(env, deadline); !s.ok()) {
+      return JoinFailed(env, s.message());
+    }
+    // The rendezvous as a whole within `timeout`; every later store read
+    // and collective gets all of it again.
+    options.timeout = Remaining(deadline);
+    auto tcp_store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+    tcp_store->setTimeout(timeout);
     ProcessGroupHandle handle;
-    handle.store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+    handle.store = c10::make_intrusive<c10d::PrefixStore>(AttemptKeyPrefix(), tcp_store);
     handle.group = MakeGlooProcessGroup(handle.store, env.rank, env.world_size,
                                         timeout, GlooDevice(env));
     if (nccl != nullptr) {
@@ -59,10 +181,7 @@ absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
     }
     return handle;
   } catch (const std::exception& e) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "rank ", env.rank, ": cannot join the process group at ",
-        env.master_addr, ":", env.master_port, " (world size ",
-        env.world_size, "): ", e.what()));
+    return JoinFailed(env, LibTorchErrorMessage(e));
   }
 }
 

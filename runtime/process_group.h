@@ -1,12 +1,19 @@
 // Rendezvous and the c10d process group of one rank.
 //
-// Rank 0 hosts a c10d TCPStore at MASTER_ADDR:MASTER_PORT (unless
-// TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent hosts it); every rank
+// Rank 0 hosts a c10d TCPStore at MASTER_ADDR:MASTER_PORT, listening on
+// that address only (127.0.0.1 for the local launcher: loopback only), not
+// on every interface (unless TORCHELASTIC_USE_AGENT_STORE=True: torchrun's
+// agent hosts it, listening where torchrun's --master_addr says); every rank
 // joins it and builds a c10d ProcessGroup over it: Gloo for CPU tensors,
 // and for CUDA tensors either Gloo too or, for `backend: "nccl"`, c10d's
 // NCCL backend (runtime/cuda_support.h). Nothing here implements a
 // collective: small metadata goes through the store, tensors through the
 // process group.
+//
+// Every key the run writes lives under "attempt-N/", N being
+// TORCHELASTIC_RESTART_COUNT (0 when unset), so that ranks restarted by
+// torchrun's elastic agent, whose store outlives them, never read what an
+// earlier attempt wrote.
 //
 // The Gloo transport device: GLOO_SOCKET_IFNAME names the interface (as in
 // PyTorch); otherwise loopback for a loopback MASTER_ADDR, else the address
@@ -36,8 +43,9 @@ struct ProcessGroupHandle {
 };
 
 // Blocks until every rank has joined or `timeout` passes (then
-// DeadlineExceeded naming the address). The timeout also bounds every later
-// collective and store read.
+// DeadlineExceeded naming the address, within about a second of it, on the
+// store's host and on every other rank). The timeout also bounds every
+// later collective and store read.
 // `nccl` non-null: CUDA tensors are reduced by the NCCL backend it makes
 // (REQUIRES: this rank's GPU is the current device); else by Gloo.
 absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(

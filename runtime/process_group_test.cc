@@ -3,11 +3,16 @@
 // code the trainer's processes run over their TCPStore.
 #include "runtime/process_group.h"
 
+#include <chrono>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/wrappers.pb.h"
 #include "gtest/gtest.h"
@@ -142,6 +147,56 @@ TEST(GatherOnRankZeroTest, BytesThatDoNotParseAreDataLoss) {
   EXPECT_EQ(gathered[0].status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(gathered[0].status().message(),
               HasSubstr("reports/1 from rank 1 does not parse"));
+}
+
+}  // namespace
+}  // namespace receipt_parity
+
+namespace receipt_parity {
+namespace {
+
+// The local addresses (hex, as /proc/net/tcp{,6} write them) of the
+// sockets listening on `port`.
+std::vector<std::string> ListeningAddresses(int port) {
+  std::vector<std::string> addresses;
+  const std::string hex_port = absl::StrFormat(":%04X", port);
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      if (state == "0A" && absl::EndsWith(local, hex_port)) {
+        addresses.push_back(local.substr(0, local.size() - hex_port.size()));
+      }
+    }
+  }
+  return addresses;
+}
+
+TEST(ConnectProcessGroupTest, TheStoreListensOnMasterAddrOnly) {
+  absl::StatusOr<int> port = PickFreePort();
+  ASSERT_TRUE(port.ok());
+  DistributedEnv env;
+  env.master_addr = "127.0.0.1";
+  env.master_port = *port;
+  absl::StatusOr<ProcessGroupHandle> handle =
+      ConnectProcessGroup(env, std::chrono::seconds(20));
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  // 127.0.0.1 in /proc/net/tcp's byte order; never 0.0.0.0 or [::].
+  EXPECT_THAT(ListeningAddresses(*port), ElementsAre("0100007F"));
+}
+
+TEST(ConnectProcessGroupTest, AnAddressThatDoesNotResolveIsNamed) {
+  DistributedEnv env;
+  env.master_addr = "no-such-host.invalid";
+  env.master_port = 29999;
+  absl::StatusOr<ProcessGroupHandle> handle =
+      ConnectProcessGroup(env, std::chrono::seconds(2));
+  EXPECT_THAT(std::string(handle.status().message()),
+              HasSubstr("MASTER_ADDR=no-such-host.invalid does not resolve"));
 }
 
 }  // namespace

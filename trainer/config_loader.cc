@@ -68,8 +68,11 @@ absl::StatusOr<LoadedConfig> Validate(
   if (absl::Status s = ValidateDataFitsInMemory(config.data()); !s.ok()) {
     return locator->Locate(s);
   }
-  if (absl::Status s = CheckDevicesAvailable(config, LocalRankCount(config));
-      !s.ok()) {
+  const int local_ranks = LocalRankCount(config);
+  if (absl::Status s = CheckRanksFitThisMachine(config, local_ranks); !s.ok()) {
+    return locator->Locate(s);
+  }
+  if (absl::Status s = CheckDevicesAvailable(config, local_ranks); !s.ok()) {
     return locator->Locate(s);
   }
   LoadedConfig loaded;
@@ -348,10 +351,13 @@ absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path) {
   }
   const std::filesystem::path folder =
       std::filesystem::path(path).parent_path();
+  std::vector<std::string> library_hashes;
   for (const std::string& library : first_pass.plugin_library()) {
+    // A relative path names a file beside the config, never one in the
+    // working directory or on the loader's search path.
     std::filesystem::path resolved(library);
-    if (resolved.is_relative() && !std::filesystem::exists(resolved)) {
-      resolved = folder / resolved;
+    if (resolved.is_relative()) {
+      resolved = std::filesystem::absolute(folder / resolved).lexically_normal();
     }
     absl::StatusOr<std::vector<std::string>> added =
         LoadPluginLibrary(resolved.string());
@@ -359,9 +365,14 @@ absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path) {
       return absl::InvalidArgumentError(absl::StrCat(
           path, ": plugin_library: ", added.status().message()));
     }
+    absl::StatusOr<std::string> bytes = ReadFileToString(resolved.string());
+    if (!bytes.ok()) return bytes.status();
+    library_hashes.push_back(c10::sha1(*bytes).str());
   }
-  // Steps 2-4.
-  return Parse(*text, path);
+  // Steps 2-7.
+  absl::StatusOr<LoadedConfig> loaded = Parse(*text, path);
+  if (loaded.ok()) loaded->plugin_library_hashes = std::move(library_hashes);
+  return loaded;
 }
 
 absl::StatusOr<LoadedConfig> ValidateTrainingConfig(TrainingConfig config,

@@ -3,7 +3,8 @@
 //
 // Steps, in order:
 //  1. a first parse that only reads `plugin_library` (plugin options of
-//     types not known yet are skipped), and loads those shared libraries,
+//     types not known yet are skipped), and loads those shared libraries
+//     (a relative path is relative to the config's folder, only),
 //     so their options types are in the descriptor pool and their
 //     factories in the registries;
 //  2. the real parse: syntax errors come back as
@@ -18,7 +19,9 @@
 //     created once from them;
 //  6. the data fits in memory (ValidateDataFitsInMemory,
 //     data/data_config.h), before anything is allocated;
-//  7. the devices it asks for are here (CheckDevicesAvailable,
+//  7. the ranks it starts on this machine fit in its memory
+//     (CheckRanksFitThisMachine), and the devices it asks for are here
+//     (CheckDevicesAvailable,
 //     trainer/device_check.h): `device: "cuda"` or `backend: "nccl"` loads
 //     the CUDA support library and needs a visible GPU (one per local rank
 //     for NCCL); a CPU config loads nothing.
@@ -78,6 +81,9 @@ struct LoadedConfig {
   RunPluginSelections plugins;
   // The classifier the run builds (ModelSettingsOf(config)), checked.
   ModelSettings model;
+  // Hex SHA-1 of each loaded plugin library's file, in config order: ranks
+  // compare them at start (the paths may differ by host).
+  std::vector<std::string> plugin_library_hashes;
 };
 
 // Steps 1-7 above. Plugin lookups in step 5 use whatever is registered in

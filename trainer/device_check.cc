@@ -3,8 +3,14 @@
 #include <cstdlib>
 #include <string>
 
+#include <unistd.h>
+
+#include <limits>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "data/data_config.h"
 #include "runtime/cuda_support_loader.h"
 
 namespace receipt_parity {
@@ -28,7 +34,31 @@ std::string CudaValue(const TrainingConfig& config) {
   return config.device() == "cuda" ? "\"cuda\"" : "\"nccl\"";
 }
 
+double GiB(double bytes) { return bytes / double(int64_t{1} << 30); }
+
+int64_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(pages) * page_size;
+}
+
 }  // namespace
+
+absl::Status CheckRanksFitThisMachine(const TrainingConfig& config, int local_ranks) {
+  const int64_t per_rank = kRankBaselineBytes + SyntheticTensorBytes(config.data());
+  const int64_t physical = PhysicalMemoryBytes();
+  // In double: local_ranks x per_rank may not fit in int64.
+  const double needed = static_cast<double>(local_ranks) * static_cast<double>(per_rank);
+  if (needed <= static_cast<double>(physical)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "world_size: %d ranks on this machine need about %.1f GiB (%d x (%d MiB "
+      "per LibTorch process + %.1f MiB of receipts)); it has %.1f GiB. Start "
+      "fewer ranks per machine (several hosts: RANK, WORLD_SIZE, MASTER_ADDR)",
+      local_ranks, GiB(needed), local_ranks, static_cast<int>(kRankBaselineBytes >> 20),
+      static_cast<double>(SyntheticTensorBytes(config.data())) / (1 << 20),
+      GiB(static_cast<double>(physical))));
+}
 
 bool NeedsCuda(const TrainingConfig& config) {
   return config.device() == "cuda" || config.backend() == "nccl";

@@ -52,6 +52,19 @@ TEST_F(DeviceCheckTest, LocalRanksFollowTheLauncher) {
   EXPECT_EQ(LocalRankCount(config), 3);
 }
 
+TEST_F(DeviceCheckTest, RanksThatCannotFitInThisMachineAreRefusedWithTheFigures) {
+  TrainingConfig config = Config("cpu", "gloo", 1000000);
+  config.mutable_data()->mutable_synthetic()->set_num_identities(400);
+  config.mutable_data()->set_views_per_identity(2);
+  config.mutable_data()->set_image_size(32);
+  EXPECT_TRUE(CheckRanksFitThisMachine(config, 3).ok());  // 3 ranks on 2 cores
+  const absl::Status refused = CheckRanksFitThisMachine(config, 1000000);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("world_size: 1000000 ranks on this machine need about"));
+  EXPECT_THAT(refused.message(), HasSubstr("(1000000 x (150 MiB per LibTorch process + "));
+  EXPECT_THAT(refused.message(), HasSubstr("GiB. Start fewer ranks per machine"));
+}
+
 TEST_F(DeviceCheckTest, CudaOrNcclWithoutAGpuIsRefusedSayingWhy) {
   EXPECT_TRUE(NeedsCuda(Config("cuda", "gloo", 1)));
   EXPECT_TRUE(NeedsCuda(Config("cpu", "nccl", 1)));

@@ -3,6 +3,7 @@
 the comparison with the one-worker reference. Nothing here is simulated.
 
 Arguments: the train binary, the Python with the project's torch (torchrun)."""
+import glob
 import os
 import signal
 import subprocess
@@ -194,24 +195,121 @@ class FailureTest(unittest.TestCase):
                        "zombie" not in open("/proc/%d/status" % pid).read(),
                        "worker %d still running" % pid)
 
+  def run_two_ranks(self, tmp, config_a, config_b):
+    port = str(support.free_port())
+    procs = []
+    for rank, config in ((0, config_a), (1, config_b)):
+      env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
+                 MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+      procs.append(subprocess.Popen(
+          [support.TRAIN, "--config=" + config, "--out=" + os.path.join(tmp, "o")],
+          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    results = []
+    for proc in procs:
+      _, stderr = proc.communicate(timeout=120)
+      results.append((proc.returncode, stderr))
+    return results
+
+  def test_ranks_with_other_operational_settings_are_refused_at_start(self):
+    # Outside the fingerprint, yet they keep ranks in step: a different
+    # checkpoint schedule would deadlock at the first save, a different
+    # update limit at the end.
+    base = support.small_config(world=2)
+    for name, b_text, field in (
+        ("ckpt", base + "checkpoint { every_updates: 3 }\n", "checkpoint"),
+        ("limit", base.replace("log_every_updates: 1000",
+                               "log_every_updates: 1000 max_updates: 2"), "max_updates"),
+        ("timeout", base.replace("collective_timeout_seconds: 30",
+                                 "collective_timeout_seconds: 31"),
+         "collective_timeout_seconds")):
+      tmp = support.temp_dir("lockstep_" + name)
+      a = support.write(os.path.join(tmp, "a.pbtxt"),
+                        base + ("checkpoint { every_updates: 2 }\n" if name == "ckpt" else ""))
+      b = support.write(os.path.join(tmp, "b.pbtxt"), b_text)
+      started = time.time()
+      for code, stderr in self.run_two_ranks(tmp, a, b):
+        self.assertNotEqual(code, 0, stderr[-2000:])
+        self.assertIn("rank 1 differs from rank 0 in %s" % field, stderr)
+      self.assertLess(time.time() - started, 25, name)  # at start, not at a timeout
+
   def test_a_rank_with_a_different_config_is_refused(self):
     tmp = support.temp_dir("mismatch")
     a = support.write(os.path.join(tmp, "a.pbtxt"), support.small_config(world=2))
     b = support.write(os.path.join(tmp, "b.pbtxt"),
                       support.small_config(world=2).replace("model_init: 37",
                                                             "model_init: 38"))
-    port = str(support.free_port())
-    procs = []
-    for rank, config in ((0, a), (1, b)):
-      env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
-                 MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
-      procs.append(subprocess.Popen(
-          [support.TRAIN, "--config=" + config, "--out=" + os.path.join(tmp, "o")],
-          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
-    for proc in procs:
-      _, stderr = proc.communicate(timeout=120)
-      self.assertNotEqual(proc.returncode, 0)
+    for code, stderr in self.run_two_ranks(tmp, a, b):
+      self.assertNotEqual(code, 0)
       self.assertIn("rank 1 differs from rank 0 in config_fingerprint", stderr)
+
+
+class RunFolderLockTest(unittest.TestCase):
+
+  def test_a_second_run_on_a_folder_in_use_is_refused_and_a_dead_holder_never_blocks(self):
+    tmp = support.temp_dir("lock")
+    out = os.path.join(tmp, "o")
+    endless = support.write(os.path.join(tmp, "endless.pbtxt"),
+                            support.small_config(world=2, epochs=100000))
+    first = subprocess.Popen([support.TRAIN, "--config=" + endless, "--out=" + out],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lock = os.path.join(out, "LOCK")
+    deadline = time.time() + 60
+    while time.time() < deadline and not (
+        os.path.exists(lock) and "pid=%d" % first.pid in open(lock).read()):
+      time.sleep(0.2)
+    self.assertIn("pid=%d" % first.pid, open(lock).read())
+    before = sorted(os.listdir(out))
+    for config in (endless, support.write(os.path.join(tmp, "one.pbtxt"),
+                                          support.small_config(world=1))):
+      second = support.run_train("--config=" + config, "--out=" + out, timeout=60)
+      self.assertEqual(second.returncode, 2, second.stderr[-2000:])
+      self.assertIn("%s is in use by another run (host=" % out, second.stderr)
+      self.assertIn("pid=%d" % first.pid, second.stderr)
+    self.assertTrue(set(before) <= set(os.listdir(out)), "the refused runs touched the folder")
+    self.assertIsNone(first.poll(), "the first run was disturbed")
+    first.kill()  # SIGKILL: the launcher dies holding the lock
+    first.communicate(timeout=60)
+    # Its ranks die with it (PR_SET_PDEATHSIG); the LOCK file stays behind.
+    self.assertTrue(os.path.exists(lock))
+    short = support.write(os.path.join(tmp, "short.pbtxt"), support.small_config(
+        world=2, epochs=100000, run_extra="max_updates: 2"))
+    third = support.run_train("--config=" + short, "--out=" + out, timeout=120)
+    self.assertEqual(third.returncode, 0, third.stderr[-2000:])
+
+
+class RendezvousTimeoutTest(unittest.TestCase):
+  """A rank whose peer never starts gives up after the configured timeout
+  (10 s here), not twice it, on the store's host and on the other ranks."""
+
+  def run_alone(self, rank):
+    tmp = support.temp_dir("alone%d" % rank)
+    config = support.write(os.path.join(tmp, "c.pbtxt"), support.small_config(
+        world=2, run_extra="").replace("collective_timeout_seconds: 30",
+                                       "collective_timeout_seconds: 10"))
+    port = support.free_port()
+    started = time.time()
+    result = support.run_train(
+        "--config=" + config, "--out=" + os.path.join(tmp, "o"),
+        env={"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
+             "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}, timeout=120)
+    return result, time.time() - started, port
+
+  def test_a_rank_without_its_store_gives_up_after_the_timeout(self):
+    result, seconds, port = self.run_alone(1)
+    self.assertEqual(result.returncode, 1, result.stderr[-2000:])
+    self.assertIn("rank 1: cannot join the process group at 127.0.0.1:%d" % port,
+                  result.stderr)
+    self.assertIn("no store listens at 127.0.0.1:%d" % port, result.stderr)
+    self.assertLess(seconds, 14)
+
+  def test_the_store_host_gives_up_after_the_timeout_without_a_backtrace(self):
+    result, seconds, port = self.run_alone(0)
+    self.assertEqual(result.returncode, 1, result.stderr[-2000:])
+    self.assertIn("rank 0: cannot join the process group at 127.0.0.1:%d" % port,
+                  result.stderr)
+    self.assertNotIn("frame #", result.stderr)
+    # Rank 0 makes the reference (about a second) before it waits.
+    self.assertLess(seconds, 17)
 
 
 class TorchrunTest(unittest.TestCase):
@@ -233,6 +331,54 @@ class TorchrunTest(unittest.TestCase):
     parity = support.load(os.path.join(out, "parity.json"))
     self.assertTrue(parity["pass"], parity["failures"])
     self.assertFalse(parity["simulated"])
+
+  def test_an_elastic_restart_resumes_and_ends_where_an_uninterrupted_run_does(self):
+    # A worker dies after a checkpoint; torchrun's agent (whose store
+    # outlives the workers) restarts both; they must not read the first
+    # attempt's keys, and must resume from the newest generation.
+    tmp = support.temp_dir("elastic")
+    config = support.write(os.path.join(tmp, "e.pbtxt"), support.small_config(
+        ids=120, world=2, epochs=12) + "checkpoint { every_updates: 5 keep_last: 3 }\n")
+    out = os.path.join(tmp, "out")
+    torchrun = subprocess.Popen(
+        [TORCH_PYTHON, "-m", "torch.distributed.run", "--nproc_per_node=2",
+         "--max_restarts=1", "--master_port=%d" % support.free_port(),
+         "--redirects=2", "--tee=2", "--no_python", support.TRAIN,
+         "--config=" + config, "--out=" + out],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not glob.glob(
+        os.path.join(out, "checkpoints", "gen-*", "MANIFEST")):
+      time.sleep(0.05)
+    rank1 = [pid for pid in self.children(torchrun.pid) if self.rank_of(pid) == "1"]
+    self.assertEqual(len(rank1), 1, "no rank 1 worker to kill")
+    os.kill(rank1[0], signal.SIGKILL)
+    _, stderr = torchrun.communicate(timeout=240)
+    self.assertEqual(torchrun.returncode, 0, stderr[-3000:])
+    resume = support.load(os.path.join(out, "resume.json"))
+    self.assertGreater(resume["generation"], 0, resume)
+    uninterrupted = os.path.join(tmp, "uninterrupted")
+    result = support.run_train("--config=" + config, "--out=" + uninterrupted)
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    self.assertEqual(
+        support.load(os.path.join(out, "run_summary.json"))["final_parameter_hash"],
+        support.load(os.path.join(uninterrupted, "run_summary.json"))["final_parameter_hash"])
+
+  @staticmethod
+  def children(pid):
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return [int(p) for p in found.stdout.split()]
+
+  @staticmethod
+  def rank_of(pid):
+    try:
+      with open("/proc/%d/environ" % pid, "rb") as f:
+        for entry in f.read().split(b"\0"):
+          if entry.startswith(b"RANK="):
+            return entry[5:].decode()
+    except OSError:
+      pass
+    return None
 
 
 if __name__ == "__main__":

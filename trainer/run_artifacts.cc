@@ -11,7 +11,7 @@ namespace receipt_parity {
 
 bool ResumeWorthRecording(const ResumeRecord& resume) {
   return resume.generation() > 0 || resume.skipped_size() > 0 ||
-         resume.cleaned_up_size() > 0;
+         resume.cleaned_up_size() > 0 || resume.set_aside_size() > 0;
 }
 
 absl::Status WriteRunArtifacts(const std::string& dir,

@@ -100,6 +100,9 @@ absl::StatusOr<RecoveryDecision> Decide(const RunCheckpointContext& c,
     absl::StatusOr<std::vector<std::string>> cleaned = CleanUpPartialGenerations(c.root);
     if (!cleaned.ok()) return cleaned.status();
     for (const std::string& p : *cleaned) record->add_cleaned_up(p);
+    absl::StatusOr<std::vector<std::string>> set_aside = SetAsideCorruptGenerations(*decision);
+    if (!set_aside.ok()) return set_aside.status();
+    for (const std::string& s : *set_aside) record->add_set_aside(s);
     absl::StatusOr<int64_t> next = NextGeneration(c.root);
     if (!next.ok()) return next.status();
     record->set_next_generation(static_cast<int32_t>(*next));
@@ -164,8 +167,12 @@ absl::Status RestoreRng(const ShardState& mine) {
   return absl::OkStatus();
 }
 
+absl::Status CheckSameData(const RunCheckpointContext& c,
+                           const CheckpointManifest& manifest);
+
 // FailedPrecondition, naming both sides, unless the generation was written
-// by this run's config and model (another world size only if allowed).
+// by this run's config and model (another world size only if allowed), on
+// the same data (other data only if allowed).
 absl::Status CheckSameRun(const RunCheckpointContext& c,
                           const CheckpointManifest& manifest) {
   const TrainingConfig& config = *c.config;
@@ -193,7 +200,23 @@ absl::Status CheckSameRun(const RunCheckpointContext& c,
         "checkpoint model revision ", manifest.model_revision(), " != ",
         c.model_revision));
   }
-  return absl::OkStatus();
+  return CheckSameData(c, manifest);
+}
+
+// The generation was saved on the receipts this run trains on (a MANIFEST
+// without a data hash predates it and is taken as it is).
+absl::Status CheckSameData(const RunCheckpointContext& c,
+                           const CheckpointManifest& manifest) {
+  if (manifest.data_hash().empty() || manifest.data_hash() == c.data_hash ||
+      c.config->checkpoint().allow_data_change()) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "checkpoint generation ", manifest.generation(), " in ", c.root,
+      " was saved while training on other receipts: data hash ",
+      manifest.data_hash(), " != ", c.data_hash,
+      " (a file of the manifest changed since). Set checkpoint { "
+      "allow_data_change: true } to resume on the new data anyway"));
 }
 
 // Every shard of the generation, verified again and parsed, in rank order.
@@ -300,6 +323,7 @@ CheckpointManifest ManifestFields(const RunCheckpointContext& c,
   fields.set_config_fingerprint(ConfigFingerprint(config));
   fields.set_world_independent_fingerprint(WorldIndependentFingerprint(config));
   fields.set_model_revision(c.model_revision);
+  fields.set_data_hash(c.data_hash);
   for (const auto& [kind, name] : SelectedPluginNames(config)) {
     PluginName* plugin = fields.add_plugins();
     plugin->set_kind(kind);
@@ -366,6 +390,10 @@ absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
   record.set_generation(static_cast<int32_t>(manifest.generation()));
   record.set_saved_world_size(manifest.world_size());
   record.set_world_size_changed(manifest.world_size() != c.world_size);
+  record.set_saved_data_hash(manifest.data_hash());
+  record.set_data_hash(c.data_hash);
+  record.set_data_changed(!manifest.data_hash().empty() &&
+                          manifest.data_hash() != c.data_hash);
   if (absl::Status s = CheckSameRun(c, manifest); !s.ok()) return s;
   absl::StatusOr<std::vector<ShardState>> shards = ReadShards(*decision, &record);
   if (!shards.ok()) return shards.status();

@@ -45,6 +45,8 @@ struct RunCheckpointContext {
   c10d::Store* store = nullptr;
   const TrainingConfig* config = nullptr;
   std::string model_revision;
+  // DataHash (trainer/run_manifest.h) of the receipts this run trains on.
+  std::string data_hash;
   FaultPlan fault;
 };
 

@@ -106,6 +106,50 @@ TEST(RunCheckpointsTest, GenerationOfAnotherConfigIsRefused) {
   EXPECT_EQ(cursor.total_updates, 0);
 }
 
+TEST(RunCheckpointsTest, GenerationSavedOnOtherDataIsRefusedUnlessAllowed) {
+  const std::string root = FreshTestFolder("ckpt_other_data");
+  TrainingConfig config = Config();
+  RunCheckpointContext saving = Context(root, &config);
+  saving.data_hash = "aaaa";
+  Trained saved(/*adamw=*/false);
+  ASSERT_TRUE(SaveCheckpoint(saving, 1, *saved.model, *saved.optimizer, {1, 0, 1}).ok());
+
+  RunCheckpointContext resuming = Context(root, &config);
+  resuming.data_hash = "bbbb";
+  TrainingCursor cursor;
+  absl::StatusOr<ResumeRecord> refused =
+      ResumeFromCheckpoint(resuming, *saved.model, *saved.optimizer, &cursor);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("other receipts: data hash aaaa != bbbb"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("allow_data_change"));
+  EXPECT_EQ(cursor.total_updates, 0);
+
+  config.mutable_checkpoint()->set_allow_data_change(true);
+  absl::StatusOr<ResumeRecord> allowed =
+      ResumeFromCheckpoint(resuming, *saved.model, *saved.optimizer, &cursor);
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_TRUE(allowed->data_changed());
+  EXPECT_EQ(allowed->saved_data_hash(), "aaaa");
+  EXPECT_EQ(allowed->data_hash(), "bbbb");
+  EXPECT_EQ(cursor.total_updates, 1);
+}
+
+TEST(RunCheckpointsTest, TheSameDataResumesAndSaysSo) {
+  const std::string root = FreshTestFolder("ckpt_same_data");
+  const TrainingConfig config = Config();
+  RunCheckpointContext context = Context(root, &config);
+  context.data_hash = "aaaa";
+  Trained saved(/*adamw=*/false);
+  ASSERT_TRUE(SaveCheckpoint(context, 1, *saved.model, *saved.optimizer, {1, 0, 1}).ok());
+  TrainingCursor cursor;
+  absl::StatusOr<ResumeRecord> record =
+      ResumeFromCheckpoint(context, *saved.model, *saved.optimizer, &cursor);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_FALSE(record->data_changed());
+  EXPECT_EQ(record->saved_data_hash(), "aaaa");
+}
+
 // Generation 1 saved normally; generation 2 a valid container (the MANIFEST
 // verifies every shard's size and checksum) whose shard `garble` changed.
 void SaveGarbledSecondGeneration(const RunCheckpointContext& context, Trained& trained,

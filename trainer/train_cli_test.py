@@ -3,6 +3,9 @@
 pinned one-worker reference, and a shared-library plugin chosen by config."""
 import glob
 import os
+import re
+import shutil
+import subprocess
 import sys
 import time
 import unittest
@@ -86,6 +89,12 @@ class BadInputTest(unittest.TestCase):
         "synthetic { num_identities: 40 rare_class_fraction: 0.05 seed: 3 }",
         'manifest_path: "/nonexistent/receipts.csv"')
     self.check_refused(text, "/nonexistent/receipts.csv")
+
+  @unittest.skipIf(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") > 500 << 30,
+                   "a machine this large could start them")
+  def test_more_local_ranks_than_this_machine_can_hold_are_refused(self):
+    text = support.small_config(world=4000, batch=4000)
+    self.check_refused(text, "world_size: 4000 ranks on this machine need about")
 
   def test_missing_plugin_library_is_named(self):
     self.check_refused(
@@ -187,6 +196,55 @@ class ReferenceTest(unittest.TestCase):
 
 
 class SharedLibraryPluginTest(unittest.TestCase):
+
+  def test_a_diverging_run_stops_before_advertising_non_finite_state(self):
+    # A learning rate that passes the load-time checks (finite, positive)
+    # but throws the parameters past the float range within a few updates.
+    tmp = support.temp_dir("diverge")
+    text = support.small_config(ids=40, epochs=3).replace(
+        "learning_rate: 0.05", "learning_rate: 1e38") + (
+        "checkpoint { every_updates: 1 keep_last: 100 }\n")
+    config = support.write(os.path.join(tmp, "d.pbtxt"), text)
+    out = os.path.join(tmp, "out")
+    result = support.run_train("--config=" + config, "--out=" + out)
+    self.assertEqual(result.returncode, 1, result.stderr[-2000:])
+    match = re.search(r"rank 0, update (\d+): .* is not finite", result.stderr)
+    self.assertIsNotNone(match, result.stderr[-2000:])
+    failed_update = int(match.group(1))
+    # Every advertised generation holds a state from before the failed
+    # update (update-indices are 0-based: `failed_update` updates were done).
+    advertised = [int(support.load(m)["update"])
+                  for m in glob.glob(os.path.join(out, "checkpoints", "gen-*", "MANIFEST"))]
+    self.assertTrue(advertised, "nothing was saved before the failure")
+    self.assertTrue(all(u <= failed_update for u in advertised),
+                    (failed_update, sorted(advertised)))
+    self.assertFalse(os.path.exists(os.path.join(out, "reference", "run_summary.json")))
+
+  def test_a_relative_plugin_library_is_the_one_beside_the_config(self):
+    # The working directory has a file of the same relative path that is not
+    # a library; the config's folder has the real one.
+    tmp = support.temp_dir("relative_so")
+    config_dir = os.path.join(tmp, "mydata")
+    os.makedirs(os.path.join(config_dir, "plugins"))
+    shutil.copy(PLUGIN_SO, os.path.join(config_dir, "plugins", "libx.so"))
+    cwd = os.path.join(tmp, "cwd")
+    os.makedirs(os.path.join(cwd, "plugins"))
+    with open(os.path.join(cwd, "plugins", "libx.so"), "w") as f:
+      f.write("not a library\n")
+    text = 'plugin_library: "plugins/libx.so"\n' + support.small_config(
+        world=1, dedup="keep_first_seen")
+    config = support.write(os.path.join(config_dir, "c.pbtxt"), text)
+    result = subprocess.run([support.TRAIN, "--config=" + config, "--validate_only"],
+                            capture_output=True, text=True, cwd=cwd, timeout=120)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    # And a relative path that exists only in the working directory is not
+    # found there.
+    os.remove(os.path.join(config_dir, "plugins", "libx.so"))
+    shutil.copy(PLUGIN_SO, os.path.join(cwd, "plugins", "libx.so"))
+    result = subprocess.run([support.TRAIN, "--config=" + config, "--validate_only"],
+                            capture_output=True, text=True, cwd=cwd, timeout=120)
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertIn(os.path.join(config_dir, "plugins", "libx.so"), result.stderr)
 
   def test_plugin_library_is_loaded_and_selected_through_the_config(self):
     tmp = support.temp_dir("so")

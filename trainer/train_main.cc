@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "absl/flags/flag.h"
@@ -27,6 +28,7 @@
 #include "cli/command_line.h"
 #include "logging/glog.h"
 #include "io/json_file.h"
+#include "io/run_folder_lock.h"
 #include "plugins/plugin_registry.h"
 #include "runtime/distributed_env.h"
 #include "runtime/launcher.h"
@@ -139,6 +141,18 @@ absl::Status MakeReference(const LoadedConfig& loaded,
   return RunTraining(options).status();
 }
 
+// OUT's lock (io/run_folder_lock.h), taken before anything in OUT is read
+// or written; none for a rank whose launcher holds it, or for ranks other
+// than 0.
+absl::StatusOr<std::optional<RunFolderLock>> LockRunFolder(const std::string& out,
+                                                           bool needs_lock) {
+  if (!needs_lock || ParentHoldsRunFolderLock(out)) return std::nullopt;
+  absl::StatusOr<RunFolderLock> lock = RunFolderLock::Acquire(out);
+  if (!lock.ok()) return lock.status();
+  LOG(INFO) << "run folder " << out << " locked (" << lock->holder() << ")";
+  return std::optional<RunFolderLock>(*std::move(lock));
+}
+
 int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
               const std::string& out) {
   const TrainingConfig& config = loaded.config;
@@ -147,6 +161,8 @@ int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
         "WORLD_SIZE=", env.world_size, " but ", loaded.locator->Where("world_size"),
         ": world_size is ", config.world_size())));
   }
+  absl::StatusOr<std::optional<RunFolderLock>> lock = LockRunFolder(out, env.rank == 0);
+  if (!lock.ok()) return Fail(lock.status());
   const std::string reference_dir = out + "/reference";
   // A one-rank NCCL run is compared too: it proves the NCCL wiring.
   const bool compares = env.world_size > 1 || config.backend() == "nccl";
@@ -188,6 +204,12 @@ int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
 int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
            char** argv) {
   const TrainingConfig& config = loaded.config;
+  absl::StatusOr<std::optional<RunFolderLock>> lock = LockRunFolder(out, true);
+  if (!lock.ok()) return Fail(lock.status());
+  // The ranks started below are this run: they do not lock again.
+  if (lock->has_value()) {
+    setenv(kRunLockHeldEnv, absl::StrCat((*lock)->path(), ":", getpid()).c_str(), 1);
+  }
   const std::string reference_dir = out + "/reference";
   if (!ReferenceMatches(reference_dir, config)) {
     if (absl::Status s = MakeReference(loaded, reference_dir, 1); !s.ok()) {
@@ -256,6 +278,8 @@ int Main(int argc, char** argv) {
     if (absl::Status s = FillRunOptions(*loaded, out, &options); !s.ok()) {
       return Fail(s);
     }
+    absl::StatusOr<std::optional<RunFolderLock>> lock = LockRunFolder(out, true);
+    if (!lock.ok()) return Fail(lock.status());
     options.artifact_dir = out + "/reference";
     if (absl::Status s = RunTraining(options).status(); !s.ok()) return Fail(s);
     std::cout << "reference in " << out << "/reference/" << std::endl;

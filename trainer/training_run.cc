@@ -5,9 +5,12 @@
 #include <utility>
 #include <vector>
 
+#include <c10/util/hash.h>
 #include <torch/optim/optimizer.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "io/atomic_file.h"
 #include "data/label_map.h"
 #include "data/receipt_dataset.h"
 #include "logging/glog.h"
@@ -83,6 +86,8 @@ struct Run {
   c10::Device device = c10::Device(c10::DeviceType::CPU);
   RunInputs inputs;
   RunData data;
+  // DataHash of inputs.data: what the ranks agree on and checkpoints keep.
+  std::string data_hash;
   RunManifest manifest;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<int> local_batch;
@@ -115,8 +120,34 @@ absl::StatusOr<RunData> MakeRunData(const ReceiptSplit& split) {
   return data;
 }
 
-// Every rank checks that all ranks start from the same config, model, data
-// and plugins.
+// Hex SHA-1 of this executable's file: ranks built differently differ.
+std::string ThisBinaryHash() {
+  static const std::string* hash = [] {
+    absl::StatusOr<std::string> bytes = ReadFileToString("/proc/self/exe");
+    return new std::string(bytes.ok() ? c10::sha1(*bytes).str()
+                                      : absl::StrCat("unreadable: ", bytes.status().message()));
+  }();
+  return *hash;
+}
+
+// What keeps ranks in step besides the fingerprint, which leaves out the
+// operational settings: the checkpoint schedule, the update limit, the
+// split, the collective timeout, the plugin libraries' contents and the
+// binary.
+std::vector<std::pair<std::string, std::string>> LockstepFields(const Run& run) {
+  const TrainingConfig& config = *run.config;
+  return {
+      {"checkpoint", config.checkpoint().ShortDebugString()},
+      {"max_updates", absl::StrCat(config.run().max_updates())},
+      {"local_batch_sizes", absl::StrJoin(run.local_batch, ",")},
+      {"collective_timeout_seconds",
+       absl::StrCat(config.run().collective_timeout_seconds())},
+      {"plugin_libraries", absl::StrJoin(run.options->loaded->plugin_library_hashes, ",")},
+      {"binary", ThisBinaryHash()}};
+}
+
+// Every rank checks that all ranks start from the same config, model, data,
+// plugins and schedule.
 absl::Status AgreeWithPeers(const Run& run) {
   const TrainingRunOptions& options = *run.options;
   const TrainingConfig& config = *run.config;
@@ -124,15 +155,17 @@ absl::Status AgreeWithPeers(const Run& run) {
   std::vector<std::pair<std::string, std::string>> fields = {
       {"config_fingerprint", run.manifest.config_fingerprint()},
       {"model_revision", run.manifest.model_revision().revision()},
-      {"data", DataHash(run.inputs.data)}};
+      {"data", run.data_hash}};
   for (auto& kind_and_name : SelectedPluginNames(config)) {
     fields.push_back(std::move(kind_and_name));
   }
+  for (auto& field : LockstepFields(run)) fields.push_back(std::move(field));
   absl::Status agreed = AgreeOnStart(*options.process_group->store, options.rank,
                                      options.world_size, fields);
   if (!agreed.ok()) return agreed;
   LOG(INFO) << "rank " << options.rank << ": all " << options.world_size
-            << " ranks agree on config, model revision, data and plugins";
+            << " ranks agree on config, model revision, data, plugins, "
+               "checkpoint schedule, limits, split, timeout and binary";
   return absl::OkStatus();
 }
 
@@ -181,13 +214,14 @@ absl::Status StartRun(const TrainingRunOptions& options, Run* run) {
     return LibTorchErrorToStatus(e, "run_manifest.json: LibTorch");
   }
   *run->manifest.mutable_platform() = *std::move(platform);
+  run->data_hash = DataHash(run->inputs.data);
   if (absl::Status s = MoveToDevice(run); !s.ok()) return s;
+  run->local_batch = LocalBatchSizes(*run->config);
   if (absl::Status s = AgreeWithPeers(*run); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> optimizer =
       BuildOptimizer(run->config->optimizer(), run->model().parameters());
   if (!optimizer.ok()) return loaded.locator->Locate(optimizer.status());
   run->optimizer = std::move(*optimizer);
-  run->local_batch = LocalBatchSizes(*run->config);
   return absl::OkStatus();
 }
 
@@ -226,6 +260,7 @@ absl::Status ResumeRun(Run* run) {
       options.process_group ? options.process_group->store.get() : nullptr;
   checkpoints.config = run->config;
   checkpoints.model_revision = run->manifest.model_revision().revision();
+  checkpoints.data_hash = run->data_hash;
   checkpoints.fault = options.fault;
   absl::StatusOr<ResumeRecord> resumed = ResumeFromCheckpoint(
       checkpoints, run->model(), *run->optimizer, &run->cursor);

@@ -1,7 +1,10 @@
 #include "trainer/update_step.h"
 
 #include <chrono>
+#include <cmath>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "logging/glog.h"
@@ -22,6 +25,33 @@ absl::Status LibTorchError(const std::exception& e, int rank,
                            int64_t total_update) {
   return LibTorchErrorToStatus(
       e, absl::StrCat(Where(rank, total_update), ": LibTorch"));
+}
+
+// Whether every element of `tensors` is finite, with one read of the
+// device: a NaN or an infinity anywhere makes the double-precision sum of
+// all of them non-finite (a sum of finite floats cannot overflow a double).
+bool AllFinite(const std::vector<at::Tensor>& tensors) {
+  if (tensors.empty()) return true;
+  at::Tensor total = at::zeros({}, tensors[0].options().dtype(at::kDouble));
+  for (const at::Tensor& t : tensors) total += t.sum(at::kDouble);
+  return std::isfinite(total.item<double>());
+}
+
+// The name of the first parameter whose tensor (its gradient, or itself)
+// is not finite.
+std::string FirstNonFinite(Classifier& model, bool gradients) {
+  for (const auto& item : model.named_parameters()) {
+    const at::Tensor t = gradients ? item.value().grad() : item.value();
+    if (t.defined() && !at::isfinite(t).all().item<bool>()) return item.key();
+  }
+  return "?";
+}
+
+absl::Status NotFinite(int rank, int64_t total_update, const std::string& what) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      Where(rank, total_update), ": ", what,
+      " is not finite (NaN or infinity): training stops here, before any "
+      "checkpoint holds it"));
 }
 
 }  // namespace
@@ -49,6 +79,7 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
   if (absl::Status s = Reduce(total_update); !s.ok()) return s;
   result.sync_seconds =
       std::chrono::duration<double>(Clock::now() - sync_start).count();
+  if (absl::Status s = CheckReducedUpdate(total_update, *loss); !s.ok()) return s;
   if (observer != nullptr) {
     if (absl::Status s = observer->BeforeOptimizerStep(total_update, *parts_.model);
         !s.ok()) {
@@ -56,6 +87,7 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
     }
   }
   if (absl::Status s = Step(total_update); !s.ok()) return s;
+  if (absl::Status s = CheckParameters(total_update); !s.ok()) return s;
   if (observer != nullptr) {
     if (absl::Status s = observer->AfterOptimizerStep(total_update, plan, update,
                                                       result, *parts_.model);
@@ -96,6 +128,39 @@ absl::Status UpdateStep::Reduce(int64_t total_update) {
   if (reduced.ok()) return reduced;
   return absl::Status(reduced.code(), absl::StrCat(Where(parts_.rank, total_update),
                                                    ": ", reduced.message()));
+}
+
+absl::Status UpdateStep::CheckReducedUpdate(int64_t total_update, double loss) {
+  try {
+    // The reduced gradients first: they are the same on every rank, so
+    // every rank stops at the same update.
+    if (!AllFinite(Gradients(*parts_.model))) {
+      return NotFinite(parts_.rank, total_update,
+                       absl::StrCat("the reduced gradient of ",
+                                    FirstNonFinite(*parts_.model, /*gradients=*/true)));
+    }
+  } catch (const std::exception& e) {
+    return LibTorchError(e, parts_.rank, total_update);
+  }
+  if (!std::isfinite(loss)) {
+    return NotFinite(parts_.rank, total_update,
+                     absl::StrCat("this rank's loss (", loss, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UpdateStep::CheckParameters(int64_t total_update) {
+  try {
+    if (!AllFinite(parts_.model->parameters())) {
+      return NotFinite(parts_.rank, total_update,
+                       absl::StrCat("parameter ",
+                                    FirstNonFinite(*parts_.model, /*gradients=*/false),
+                                    " after the optimizer step"));
+    }
+  } catch (const std::exception& e) {
+    return LibTorchError(e, parts_.rank, total_update);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status UpdateStep::Step(int64_t total_update) {

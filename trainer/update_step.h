@@ -8,9 +8,17 @@
 //   backward of sum_i w_i * loss_i over r's slots (model/weighted_loss.h);
 //              masked slots are computed and weigh zero
 //   reducer.Reduce(gradients, group)          (skipped without a group)
+//   the reduced gradients and this rank's loss are finite
 //   observer->BeforeOptimizerStep(...)        gradients reduced, not stepped
 //   optimizer.step()
+//   the parameters are finite
 //   observer->AfterOptimizerStep(...)
+// A NaN or an infinity in the reduced gradients, the loss or the stepped
+// parameters ends the update with FailedPrecondition naming the rank, the
+// update and the tensor ("rank 1, update 7: the reduced gradient of
+// fc0.weight is not finite ..."); every rank sees the same reduced
+// gradients, so all stop at the same update, and the caller saves no
+// checkpoint after a failed update.
 // Every rank of the group must run the same updates in the same order (the
 // reducer is a collective).
 //
@@ -110,6 +118,8 @@ class UpdateStep {
                                   int64_t total_update);
   absl::Status Reduce(int64_t total_update);
   absl::Status Step(int64_t total_update);
+  absl::Status CheckReducedUpdate(int64_t total_update, double loss);
+  absl::Status CheckParameters(int64_t total_update);
 
   UpdateStepParts parts_;
 };

@@ -1,5 +1,6 @@
 #include "trainer/update_step.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -206,6 +207,43 @@ TEST(UpdateStepTest, ObserverErrorStopsTheUpdateBeforeTheStep) {
   EXPECT_EQ(status, absl::InternalError("disk full"));
   const std::vector<at::Tensor> after = ParameterValues(*rank.model);
   for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(at::equal(before[i], after[i]));
+}
+
+
+TEST(UpdateStepTest, ANanInTheExamplesStopsTheUpdateBeforeTheStepNamingIt) {
+  TinyTrainingSet set = MakeTinyTrainingSet(8);
+  set.examples.images[3].fill_(std::numeric_limits<float>::quiet_NaN());
+  const EpochPlan plan = TinyPlan(8, {4});
+  Rank rank(set);
+  const std::vector<at::Tensor> before = ParameterValues(*rank.model);
+  Recording observer;
+  absl::Status status;
+  int64_t failed_at = -1;
+  for (int64_t u = 0; u < plan.num_updates() && status.ok(); ++u) {
+    status = UpdateStep(rank.parts).Run(plan, u, u, &observer).status();
+    failed_at = u;
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(std::string(status.message()),
+              StartsWith("rank 0, update " + std::to_string(failed_at) +
+                         ": the reduced gradient of "));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("is not finite"));
+  // The failing update never reached the observer's "before the step".
+  EXPECT_EQ(observer.calls.size(), static_cast<size_t>(2 * failed_at));
+}
+
+TEST(UpdateStepTest, AParameterThatOverflowsStopsTheRunAfterTheStep) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(8);
+  const EpochPlan plan = TinyPlan(8, {4});
+  Rank rank(set);
+  // Finite gradients, and a step that throws the parameters out of range.
+  rank.optimizer.param_groups()[0].options().set_lr(
+      std::numeric_limits<double>::infinity());
+  absl::Status status = UpdateStep(rank.parts).Run(plan, 0, 0, nullptr).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(std::string(status.message()), StartsWith("rank 0, update 0: parameter "));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("after the optimizer step is not finite"));
 }
 
 }  // namespace
