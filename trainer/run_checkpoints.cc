@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <chrono>
 #include <exception>
 #include <filesystem>
@@ -291,6 +292,16 @@ absl::StatusOr<std::string> ShardBytes(const RunCheckpointContext& c, Classifier
   ShardState shard;
   try {
     const std::map<std::string, at::Tensor> all = ReplicatedState(model, *optimizer_state);
+    // Every rank holds the same state, so all refuse together, before any
+    // shard is written.
+    for (const auto& [name, tensor] : all) {
+      if (!std::isfinite(tensor.sum(at::kDouble).item<double>())) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "checkpoint: rank ", c.rank, ", after update ", cursor.total_updates, ": ",
+            name, " is not finite (NaN or infinity): training stops here, and "
+            "nothing holding it is saved"));
+      }
+    }
     std::vector<std::pair<std::string, int64_t>> sized;
     for (const auto& [name, tensor] : all) {
       sized.emplace_back(name, tensor.numel() * static_cast<int64_t>(tensor.element_size()));

@@ -435,6 +435,12 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   RankReportBuilder report(options.rank, options.world_size,
                            static_cast<int64_t>(run.inputs.data.train.size()));
   if (absl::Status s = Train(run, &recorder, &cadence, &report); !s.ok()) return s;
+  // No artifact of a model that a last step made non-finite.
+  if (absl::Status s = CheckParametersFinite(run.model(), options.rank,
+                                             run.cursor.total_updates);
+      !s.ok()) {
+    return s;
+  }
 
   absl::StatusOr<ValidationReport> validation = Validate(run);
   if (!validation.ok()) return validation.status();

@@ -27,24 +27,32 @@ absl::Status LibTorchError(const std::exception& e, int rank,
       e, absl::StrCat(Where(rank, total_update), ": LibTorch"));
 }
 
-// Whether every element of `tensors` is finite, with one read of the
-// device: a NaN or an infinity anywhere makes the double-precision sum of
-// all of them non-finite (a sum of finite floats cannot overflow a double).
-bool AllFinite(const std::vector<at::Tensor>& tensors) {
-  if (tensors.empty()) return true;
-  at::Tensor total = at::zeros({}, tensors[0].options().dtype(at::kDouble));
-  for (const at::Tensor& t : tensors) total += t.sum(at::kDouble);
-  return std::isfinite(total.item<double>());
-}
+// Whether every element of `t` is finite: a NaN or an infinity makes its
+// double-precision sum non-finite (a sum of finite floats cannot overflow a
+// double). One small op and one read of the device.
+bool Finite(const at::Tensor& t) { return std::isfinite(t.sum(at::kDouble).item<double>()); }
 
 // The name of the first parameter whose tensor (its gradient, or itself)
-// is not finite.
-std::string FirstNonFinite(Classifier& model, bool gradients) {
+// is not finite; empty when all are.
+std::string FirstNonFinite(const Classifier& model, bool gradients) {
   for (const auto& item : model.named_parameters()) {
     const at::Tensor t = gradients ? item.value().grad() : item.value();
-    if (t.defined() && !at::isfinite(t).all().item<bool>()) return item.key();
+    if (t.defined() && !Finite(t)) return item.key();
   }
-  return "?";
+  return "";
+}
+
+// The gradient with the fewest elements (the output layer's bias): a
+// non-finite loss on any rank makes every element of every reduced
+// gradient NaN, so checking this one catches it on every rank at once.
+at::Tensor SmallestGradient(const Classifier& model) {
+  at::Tensor smallest;
+  for (const at::Tensor& p : model.parameters()) {
+    if (p.grad().defined() && (!smallest.defined() || p.numel() < smallest.numel())) {
+      smallest = p.grad();
+    }
+  }
+  return smallest;
 }
 
 absl::Status NotFinite(int rank, int64_t total_update, const std::string& what) {
@@ -87,7 +95,6 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
     }
   }
   if (absl::Status s = Step(total_update); !s.ok()) return s;
-  if (absl::Status s = CheckParameters(total_update); !s.ok()) return s;
   if (observer != nullptr) {
     if (absl::Status s = observer->AfterOptimizerStep(total_update, plan, update,
                                                       result, *parts_.model);
@@ -134,7 +141,8 @@ absl::Status UpdateStep::CheckReducedUpdate(int64_t total_update, double loss) {
   try {
     // The reduced gradients first: they are the same on every rank, so
     // every rank stops at the same update.
-    if (!AllFinite(Gradients(*parts_.model))) {
+    const at::Tensor probe = SmallestGradient(*parts_.model);
+    if (probe.defined() && !Finite(probe)) {
       return NotFinite(parts_.rank, total_update,
                        absl::StrCat("the reduced gradient of ",
                                     FirstNonFinite(*parts_.model, /*gradients=*/true)));
@@ -149,16 +157,15 @@ absl::Status UpdateStep::CheckReducedUpdate(int64_t total_update, double loss) {
   return absl::OkStatus();
 }
 
-absl::Status UpdateStep::CheckParameters(int64_t total_update) {
+absl::Status CheckParametersFinite(const Classifier& model, int rank,
+                                   int64_t total_update) {
   try {
-    if (!AllFinite(parts_.model->parameters())) {
-      return NotFinite(parts_.rank, total_update,
-                       absl::StrCat("parameter ",
-                                    FirstNonFinite(*parts_.model, /*gradients=*/false),
-                                    " after the optimizer step"));
+    const std::string name = FirstNonFinite(model, /*gradients=*/false);
+    if (!name.empty()) {
+      return NotFinite(rank, total_update, absl::StrCat("parameter ", name));
     }
   } catch (const std::exception& e) {
-    return LibTorchError(e, parts_.rank, total_update);
+    return LibTorchError(e, rank, total_update);
   }
   return absl::OkStatus();
 }

@@ -11,14 +11,15 @@
 //   the reduced gradients and this rank's loss are finite
 //   observer->BeforeOptimizerStep(...)        gradients reduced, not stepped
 //   optimizer.step()
-//   the parameters are finite
 //   observer->AfterOptimizerStep(...)
-// A NaN or an infinity in the reduced gradients, the loss or the stepped
-// parameters ends the update with FailedPrecondition naming the rank, the
-// update and the tensor ("rank 1, update 7: the reduced gradient of
-// fc0.weight is not finite ..."); every rank sees the same reduced
-// gradients, so all stop at the same update, and the caller saves no
-// checkpoint after a failed update.
+// A NaN or an infinity in the reduced gradients or the loss ends the update
+// with FailedPrecondition naming the rank, the update and the tensor ("rank
+// 1, update 7: the reduced gradient of fc0.weight is not finite ..."). A
+// non-finite loss on any rank makes every reduced gradient NaN, so every
+// rank stops at the same update; the check reads one small gradient per
+// update. Parameters that overflow in a step show in the next update's
+// loss; CheckParametersFinite is for the points where state is kept (a
+// checkpoint, the end of the run).
 // Every rank of the group must run the same updates in the same order (the
 // reducer is a collective).
 //
@@ -47,6 +48,11 @@ class ProcessGroup;
 }  // namespace c10d
 
 namespace receipt_parity {
+
+// FailedPrecondition "rank R, update U: parameter NAME is not finite ..."
+// when a parameter of `model` holds a NaN or an infinity.
+absl::Status CheckParametersFinite(const Classifier& model, int rank,
+                                   int64_t total_update);
 
 struct UpdateStepParts {
   Classifier* model = nullptr;
@@ -119,7 +125,6 @@ class UpdateStep {
   absl::Status Reduce(int64_t total_update);
   absl::Status Step(int64_t total_update);
   absl::Status CheckReducedUpdate(int64_t total_update, double loss);
-  absl::Status CheckParameters(int64_t total_update);
 
   UpdateStepParts parts_;
 };

@@ -236,14 +236,19 @@ TEST(UpdateStepTest, AParameterThatOverflowsStopsTheRunAfterTheStep) {
   const TinyTrainingSet set = MakeTinyTrainingSet(8);
   const EpochPlan plan = TinyPlan(8, {4});
   Rank rank(set);
-  // Finite gradients, and a step that throws the parameters out of range.
+  // Finite gradients, and a step that throws the parameters out of range:
+  // the check for kept state sees it at once, the next update stops.
   rank.optimizer.param_groups()[0].options().set_lr(
       std::numeric_limits<double>::infinity());
-  absl::Status status = UpdateStep(rank.parts).Run(plan, 0, 0, nullptr).status();
-  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
-  EXPECT_THAT(std::string(status.message()), StartsWith("rank 0, update 0: parameter "));
-  EXPECT_THAT(std::string(status.message()),
-              HasSubstr("after the optimizer step is not finite"));
+  ASSERT_TRUE(CheckParametersFinite(*rank.model, 0, 0).ok());
+  ASSERT_TRUE(UpdateStep(rank.parts).Run(plan, 0, 0, nullptr).ok());
+  const absl::Status kept = CheckParametersFinite(*rank.model, 0, 1);
+  EXPECT_EQ(kept.code(), absl::StatusCode::kFailedPrecondition) << kept;
+  EXPECT_THAT(std::string(kept.message()), StartsWith("rank 0, update 1: parameter "));
+  const absl::Status next = UpdateStep(rank.parts).Run(plan, 1, 1, nullptr).status();
+  EXPECT_EQ(next.code(), absl::StatusCode::kFailedPrecondition) << next;
+  EXPECT_THAT(std::string(next.message()), StartsWith("rank 0, update 1: "));
+  EXPECT_THAT(std::string(next.message()), HasSubstr("is not finite"));
 }
 
 }  // namespace
