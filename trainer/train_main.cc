@@ -174,7 +174,14 @@ int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
     }
   }
   // NCCL binds each rank to the GPU current when it starts.
-  if (config.device() == "cuda") RankDevice(config, env.local_rank);
+  if (config.device() == "cuda") {
+    try {
+      RankDevice(config, env.local_rank);
+    } catch (const std::exception& e) {
+      return Fail(absl::InternalError(
+          absl::StrCat("rank ", env.rank, ": choosing its GPU: ", e.what())));
+    }
+  }
   const CudaSupport* nccl = config.backend() == "nccl" ? LoadedCudaSupport() : nullptr;
   absl::StatusOr<ProcessGroupHandle> group = ConnectProcessGroup(
       env, std::chrono::seconds(config.run().collective_timeout_seconds()), nccl);
