@@ -7,6 +7,7 @@
 
 #include <c10/util/hash.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -84,8 +85,20 @@ absl::StatusOr<LoadedConfig> Validate(
 }
 
 // Steps 2-5.
-absl::StatusOr<LoadedConfig> Parse(const std::string& text,
-                                   const std::string& name) {
+// What to do about plugin options of a type nobody defines: which
+// libraries were looked in.
+std::string UnknownTypeHint(const std::vector<std::string>& libraries) {
+  if (libraries.empty()) {
+    return "no plugin_library is listed in the config: name the shared "
+           "library that defines this options type there";
+  }
+  return absl::StrCat("neither this binary nor the plugin libraries loaded (",
+                      absl::StrJoin(libraries, ", "),
+                      ") define this options type: is its library listed?");
+}
+
+absl::StatusOr<LoadedConfig> Parse(const std::string& text, const std::string& name,
+                                   const std::vector<std::string>& libraries) {
   TrainingConfig config;
   auto tree = std::make_unique<ConfigLocator::ParseInfoTree>();
   LocatedErrors errors(name);
@@ -93,7 +106,11 @@ absl::StatusOr<LoadedConfig> Parse(const std::string& text,
   parser.RecordErrorsTo(&errors);
   parser.WriteLocationsTo(tree.get());
   if (!parser.ParseFromString(text, &config)) {
-    return absl::InvalidArgumentError(errors.Joined());
+    std::string joined = errors.Joined();
+    if (absl::StrContains(joined, "Could not find type")) {
+      absl::StrAppend(&joined, "; ", UnknownTypeHint(libraries));
+    }
+    return absl::InvalidArgumentError(joined);
   }
   return Validate(std::move(config),
                   std::make_shared<ConfigLocator>(name, std::move(tree)));
@@ -346,13 +363,18 @@ absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path) {
   parser.SetFinder(&lenient);
   parser.AllowUnknownField(true);
   parser.RecordErrorsTo(&errors);
+  auto first_tree = std::make_unique<ConfigLocator::ParseInfoTree>();
+  parser.WriteLocationsTo(first_tree.get());
   if (!parser.ParseFromString(*text, &first_pass)) {
     return absl::InvalidArgumentError(errors.Joined());
   }
+  const ConfigLocator first_locator(path, std::move(first_tree));
   const std::filesystem::path folder =
       std::filesystem::path(path).parent_path();
   std::vector<std::string> library_hashes;
-  for (const std::string& library : first_pass.plugin_library()) {
+  std::vector<std::string> loaded_libraries;
+  for (int i = 0; i < first_pass.plugin_library_size(); ++i) {
+    const std::string& library = first_pass.plugin_library(i);
     // A relative path names a file beside the config, never one in the
     // working directory or on the loader's search path.
     std::filesystem::path resolved(library);
@@ -362,15 +384,17 @@ absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path) {
     absl::StatusOr<std::vector<std::string>> added =
         LoadPluginLibrary(resolved.string());
     if (!added.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": plugin_library: ", added.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(first_locator.Where(absl::StrCat("plugin_library[", i, "]")),
+                       ": plugin_library: ", added.status().message()));
     }
     absl::StatusOr<std::string> bytes = ReadFileToString(resolved.string());
     if (!bytes.ok()) return bytes.status();
     library_hashes.push_back(c10::sha1(*bytes).str());
+    loaded_libraries.push_back(resolved.string());
   }
   // Steps 2-7.
-  absl::StatusOr<LoadedConfig> loaded = Parse(*text, path);
+  absl::StatusOr<LoadedConfig> loaded = Parse(*text, path, loaded_libraries);
   if (loaded.ok()) loaded->plugin_library_hashes = std::move(library_hashes);
   return loaded;
 }

@@ -99,7 +99,18 @@ class BadInputTest(unittest.TestCase):
   def test_missing_plugin_library_is_named(self):
     self.check_refused(
         'plugin_library: "/nonexistent/libx.so"\n' + support.small_config(),
-        "plugin_library: plugin library /nonexistent/libx.so: no such file")
+        "CONFIG:1:1: plugin_library: plugin library /nonexistent/libx.so: no such file")
+
+  def test_options_of_an_unknown_type_say_where_the_library_should_be(self):
+    selection = ('metric_dedup { name: "by_receipt_id" options { '
+                 '[type.googleapis.com/receipt_parity.MySumOptions] { } } }')
+    text = support.small_config().replace('metric_dedup { name: "by_receipt_id" }',
+                                          selection)
+    line = [n for n, l in enumerate(text.split("\n"), 1) if "MySumOptions" in l][0]
+    self.check_refused(text, "CONFIG:%d:" % line,
+                       "no plugin_library is listed in the config")
+    self.check_refused(('plugin_library: "%s"\n' % PLUGIN_SO) + text,
+                       "plugin libraries loaded (%s)" % PLUGIN_SO)
 
 
   def line_of(self, text, needle):
