@@ -60,11 +60,18 @@ int64_t SyntheticTensorBytes(const DataConfig& config) {
          bytes_per_slot;
 }
 
-int64_t DataMemoryLimitBytes() {
+int64_t PhysicalMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_size = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page_size <= 0) return std::numeric_limits<int64_t>::max();
-  return static_cast<int64_t>(pages) / 2 * page_size;
+  return static_cast<int64_t>(pages) * page_size;
+}
+
+int64_t DataMemoryLimitBytes() {
+  const long page_size = sysconf(_SC_PAGESIZE);
+  const int64_t physical = PhysicalMemoryBytes();
+  if (physical == std::numeric_limits<int64_t>::max()) return physical;
+  return physical / page_size / 2 * page_size;  // half of the pages, as before
 }
 
 void ApplyDataDefaults(DataConfig* config) {

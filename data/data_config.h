@@ -50,9 +50,12 @@ absl::Status ValidateDataFitsInMemory(const DataConfig& config);
 // (its size is not known before it is read).
 int64_t SyntheticTensorBytes(const DataConfig& config);
 
-// The most bytes a dataset may take: half of this machine's physical memory
-// (sysconf(_SC_PHYS_PAGES) x sysconf(_SC_PAGESIZE)); INT64_MAX when the
-// system does not say.
+// This machine's physical memory (sysconf(_SC_PHYS_PAGES) x
+// sysconf(_SC_PAGESIZE)); INT64_MAX when the system does not say.
+int64_t PhysicalMemoryBytes();
+
+// The most bytes a dataset may take: half of the physical pages
+// (PhysicalMemoryBytes); INT64_MAX when the system does not say.
 int64_t DataMemoryLimitBytes();
 
 }  // namespace receipt_parity

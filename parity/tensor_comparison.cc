@@ -45,6 +45,10 @@ TensorComparison CompareOne(const std::string& name, const at::Tensor& actual,
 
 }  // namespace
 
+bool AllFinite(const at::Tensor& t) {
+  return std::isfinite(t.sum(at::kDouble).item<double>());
+}
+
 absl::StatusOr<TensorListComparison> CompareTensors(
     const NamedTensors& actual, const NamedTensors& reference, double rtol,
     double atol) {

@@ -23,6 +23,12 @@ namespace receipt_parity {
 // The same alias as trainer/first_step_record.h.
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
+// Whether every element of `t` is finite: a NaN or an infinity makes its
+// double-precision sum non-finite (a sum of finite floats cannot overflow a
+// double). One small op and one read of the device. Throws what LibTorch
+// throws.
+bool AllFinite(const at::Tensor& t);
+
 struct TensorComparison {
   std::string name;
   std::vector<int64_t> shape;

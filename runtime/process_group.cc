@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -39,18 +40,31 @@ std::shared_ptr<::gloo::transport::Device> GlooDevice(
 }
 
 using Clock = std::chrono::steady_clock;
+using Addresses = std::unique_ptr<addrinfo, decltype(&freeaddrinfo)>;
 
-// Whether a TCP connection to host:port succeeds within `limit`.
-bool Connects(const std::string& host, int port, std::chrono::milliseconds limit) {
+// The TCP addresses of MASTER_ADDR:MASTER_PORT. InvalidArgument when the
+// name does not resolve.
+absl::StatusOr<Addresses> MasterAddresses(const DistributedEnv& env) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) {
-    return false;
+  const int resolved = getaddrinfo(env.master_addr.c_str(),
+                                   std::to_string(env.master_port).c_str(), &hints, &found);
+  if (resolved != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "MASTER_ADDR=", env.master_addr, " does not resolve: ", gai_strerror(resolved)));
   }
+  return Addresses(found, &freeaddrinfo);
+}
+
+// Whether a TCP connection to MASTER_ADDR:MASTER_PORT succeeds within
+// `limit`.
+bool Connects(const DistributedEnv& env, std::chrono::milliseconds limit) {
+  absl::StatusOr<Addresses> found = MasterAddresses(env);
+  if (!found.ok()) return false;
   bool connected = false;
-  for (addrinfo* a = found; a != nullptr && !connected; a = a->ai_next) {
+  for (addrinfo* a = found->get(); a != nullptr && !connected; a = a->ai_next) {
     const int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
                           a->ai_protocol);
     if (fd < 0) continue;
@@ -66,7 +80,6 @@ bool Connects(const std::string& host, int port, std::chrono::milliseconds limit
     }
     close(fd);
   }
-  freeaddrinfo(found);
   return connected;
 }
 
@@ -74,7 +87,7 @@ bool Connects(const std::string& host, int port, std::chrono::milliseconds limit
 // the store to listen: c10d's TCPStore client retries its connection past
 // its timeout (about twice it in 2.11), so the wait is the project's.
 absl::Status WaitForStore(const DistributedEnv& env, Clock::time_point deadline) {
-  while (!Connects(env.master_addr, env.master_port, std::chrono::milliseconds(200))) {
+  while (!Connects(env, std::chrono::milliseconds(200))) {
     if (Clock::now() >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
           "no store listens at ", env.master_addr, ":", env.master_port));
@@ -96,19 +109,11 @@ std::string AttemptKeyPrefix() {
 // A socket listening on MASTER_ADDR's own address and MASTER_PORT, for
 // the store's host: c10d's TCPStore would listen on every interface.
 absl::StatusOr<int> ListenOnMasterAddress(const DistributedEnv& env) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int resolved = getaddrinfo(env.master_addr.c_str(),
-                                   std::to_string(env.master_port).c_str(), &hints, &found);
-  if (resolved != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "MASTER_ADDR=", env.master_addr, " does not resolve: ", gai_strerror(resolved)));
-  }
+  absl::StatusOr<Addresses> found = MasterAddresses(env);
+  if (!found.ok()) return found.status();
   int fd = -1;
   std::string why = "no address";
-  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+  for (addrinfo* a = found->get(); a != nullptr && fd < 0; a = a->ai_next) {
     fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) continue;
     const int yes = 1;
@@ -119,7 +124,6 @@ absl::StatusOr<int> ListenOnMasterAddress(const DistributedEnv& env) {
       fd = -1;
     }
   }
-  freeaddrinfo(found);
   if (fd < 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", env.master_addr,
                                                ":", env.master_port, ": ", why));

@@ -3,10 +3,6 @@
 #include <cstdlib>
 #include <string>
 
-#include <unistd.h>
-
-#include <limits>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -35,13 +31,6 @@ std::string CudaValue(const TrainingConfig& config) {
 }
 
 double GiB(double bytes) { return bytes / double(int64_t{1} << 30); }
-
-int64_t PhysicalMemoryBytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page_size <= 0) return std::numeric_limits<int64_t>::max();
-  return static_cast<int64_t>(pages) * page_size;
-}
 
 }  // namespace
 

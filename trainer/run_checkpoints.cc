@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <chrono>
 #include <exception>
 #include <filesystem>
@@ -20,6 +19,7 @@
 #include "checkpoint/save_generation.h"
 #include "checkpoint/shard_state.h"
 #include "logging/glog.h"
+#include "parity/tensor_comparison.h"
 #include "reducers/collective_error.h"
 #include "runtime/process_group.h"
 #include "trainer/config_loader.h"
@@ -295,7 +295,7 @@ absl::StatusOr<std::string> ShardBytes(const RunCheckpointContext& c, Classifier
     // Every rank holds the same state, so all refuse together, before any
     // shard is written.
     for (const auto& [name, tensor] : all) {
-      if (!std::isfinite(tensor.sum(at::kDouble).item<double>())) {
+      if (!AllFinite(tensor)) {
         return absl::FailedPreconditionError(absl::StrCat(
             "checkpoint: rank ", c.rank, ", after update ", cursor.total_updates, ": ",
             name, " is not finite (NaN or infinity): training stops here, and "

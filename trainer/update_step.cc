@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "logging/glog.h"
 #include "model/weighted_loss.h"
+#include "parity/tensor_comparison.h"
 #include "reducers/collective_error.h"
 #include "trainer/epoch_accounting.h"
 
@@ -27,17 +28,12 @@ absl::Status LibTorchError(const std::exception& e, int rank,
       e, absl::StrCat(Where(rank, total_update), ": LibTorch"));
 }
 
-// Whether every element of `t` is finite: a NaN or an infinity makes its
-// double-precision sum non-finite (a sum of finite floats cannot overflow a
-// double). One small op and one read of the device.
-bool Finite(const at::Tensor& t) { return std::isfinite(t.sum(at::kDouble).item<double>()); }
-
 // The name of the first parameter whose tensor (its gradient, or itself)
 // is not finite; empty when all are.
 std::string FirstNonFinite(const Classifier& model, bool gradients) {
   for (const auto& item : model.named_parameters()) {
     const at::Tensor t = gradients ? item.value().grad() : item.value();
-    if (t.defined() && !Finite(t)) return item.key();
+    if (t.defined() && !AllFinite(t)) return item.key();
   }
   return "";
 }
@@ -142,7 +138,7 @@ absl::Status UpdateStep::CheckReducedUpdate(int64_t total_update, double loss) {
     // The reduced gradients first: they are the same on every rank, so
     // every rank stops at the same update.
     const at::Tensor probe = SmallestGradient(*parts_.model);
-    if (probe.defined() && !Finite(probe)) {
+    if (probe.defined() && !AllFinite(probe)) {
       return NotFinite(parts_.rank, total_update,
                        absl::StrCat("the reduced gradient of ",
                                     FirstNonFinite(*parts_.model, /*gradients=*/true)));
