@@ -80,7 +80,8 @@ struct DrillPlan {
   // <out>/interrupted and <out>/uninterrupted, the two run folders.
   std::string interrupted;
   std::string uninterrupted;
-  // Where a run folder's artifacts are: "/reference" for one worker.
+  // Where a run folder's artifacts and checkpoints are: "/reference" for
+  // one worker.
   std::string artifacts_of;
 
   std::string ConfigFlag() const { return "--config=" + config_path; }
@@ -227,7 +228,7 @@ absl::Status RunInterrupted(const DrillPlan& plan, Trace& trace, RecoveryReport&
   trace.Line("  " + LogMessage(fault_line));
   trace.Line("  launcher: " + report.killed_how());
   trace.Line("  on disk after the kill:");
-  const std::string root = plan.interrupted + "/checkpoints";
+  const std::string root = plan.interrupted + plan.artifacts_of + "/checkpoints";
   for (const std::string& line : DescribeDisk(root)) {
     report.add_on_disk_after_kill(line);
     trace.Line("    " + line);

@@ -106,6 +106,10 @@ class FaultDrillTest(unittest.TestCase):
       out = os.path.join(self.tmp, "corrupt-" + name)
       result = support.run_train("--config=" + config, "--out=" + out)
       self.assertEqual(result.returncode, 0, result.stderr)
+      # As if the run had died after its last save: without its finish
+      # record the folder holds an unfinished run, which a restart resumes
+      # (a finished one it would leave alone).
+      os.remove(os.path.join(out, "finished.json"))
       shard = os.path.join(out, "checkpoints", "gen-000002", "shard-rank-00001.pt")
       with open(shard, "r+b") as f:
         f.seek(100)

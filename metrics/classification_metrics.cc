@@ -59,6 +59,7 @@ absl::StatusOr<ValidationReport> BuildValidationReport(
   std::vector<std::vector<int32_t>> confusion(
       num_classes, std::vector<int32_t>(num_classes, 0));
   std::set<std::string> unique_ids;
+  google::protobuf::RepeatedPtrField<ReceiptPrediction> predictions;
   for (const Prediction& p : dedup.counted) {
     if (absl::Status s = CheckClass(p, "label", p.label, num_classes);
         !s.ok()) {
@@ -70,9 +71,16 @@ absl::StatusOr<ValidationReport> BuildValidationReport(
     }
     ++confusion[p.label][p.predicted];
     unique_ids.insert(p.receipt_id);
+    ReceiptPrediction* row = predictions.Add();
+    row->set_receipt_id(p.receipt_id);
+    row->set_label(label_names[p.label]);
+    row->set_predicted(label_names[p.predicted]);
+    row->set_correct(p.label == p.predicted);
+    row->set_rank(p.rank);
   }
 
   ValidationReport report;
+  *report.mutable_predictions() = std::move(predictions);
   report.set_dedup(dedup_name);
   report.set_predictions_gathered(static_cast<int32_t>(predictions_gathered));
   report.set_unique_ids_counted(static_cast<int32_t>(unique_ids.size()));
@@ -106,6 +114,8 @@ absl::StatusOr<ValidationReport> BuildValidationReport(
     for (int32_t count : confusion[c]) row->add_counts(count);
     report.add_label_names(label_names[c]);
   }
+  report.set_confusion_matrix_axes(
+      "rows: true label, columns: predicted label, both in label_names order");
   report.set_accuracy(SafeRatio(correct, counted));
   report.set_macro_f1(f1_sum / num_classes);
   return report;

@@ -22,7 +22,9 @@ namespace receipt_parity {
 
 // Builds the report of `dedup.counted`: accuracy, macro F1, per-class
 // support / precision / recall / F1 (0, never NaN, when undefined), the
-// confusion matrix (rows = label, columns = predicted), and the counts
+// confusion matrix (rows = label, columns = predicted; the report says
+// so in confusion_matrix_axes), every counted receipt's id, label and
+// prediction (in `dedup.counted`'s order), and the counts
 // (predictions_gathered, unique ids, duplicates dropped, counted).
 //
 // `label_names[i]` names class i. `dedup_name` is recorded as `dedup`.

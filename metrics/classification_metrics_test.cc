@@ -96,6 +96,25 @@ TEST(ClassificationMetricsTest, HandComputedExample) {
               ElementsAre("ok", "blurred", "faded", "cropped"));
 }
 
+TEST(ClassificationMetricsTest, ListsEveryCountedReceiptAndNamesTheAxes) {
+  absl::StatusOr<ValidationReport> report =
+      BuildValidationReport(HandExample(), 9, kLabels, "by_receipt_id");
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(report->confusion_matrix_axes(), HasSubstr("rows: true label"));
+  EXPECT_THAT(report->confusion_matrix_axes(), HasSubstr("columns: predicted label"));
+  ASSERT_EQ(report->predictions_size(), 9);
+  // r3: label ok, predicted blurred (HandExample's {kBlurred, kOk}).
+  const ReceiptPrediction& wrong = report->predictions(3);
+  EXPECT_EQ(wrong.receipt_id(), "r3");
+  EXPECT_EQ(wrong.label(), "ok");
+  EXPECT_EQ(wrong.predicted(), "blurred");
+  EXPECT_FALSE(wrong.correct());
+  EXPECT_EQ(wrong.rank(), 1);
+  int correct = 0;
+  for (const ReceiptPrediction& p : report->predictions()) correct += p.correct();
+  EXPECT_EQ(correct, 6);  // accuracy 6/9
+}
+
 TEST(ClassificationMetricsTest, PredictedClassWithoutSupportHasZeroScores) {
   DedupResult result;
   result.counted = {{"a", 1, 0, 0, 0}, {"b", 0, 0, 0, 1}};

@@ -176,6 +176,8 @@ ParityReport ReportHeader(const SimulatedParityRequest& request, int total) {
   ParityReport report;
   report.set_simulated(true);
   report.set_note(kSimulatedParityNote);
+  report.set_pass_rule(kParityPassRule);
+  report.set_reducer_stats_scope("the one simulated update, rank 0's reducer");
   for (int n : request.split) report.add_split(n);
   report.set_world_size(static_cast<int>(request.split.size()));
   report.set_weighting(request.weighting_name);

@@ -53,6 +53,13 @@ struct TensorListComparison {
   bool bitwise_equal = true;
 };
 
+// The rule CompareTensors passes by, as parity.json states it.
+inline constexpr char kParityPassRule[] =
+    "element-wise |run - ref| <= atol + rtol * |ref| for every gradient and "
+    "every parameter after the step (torch.allclose); max_rel_diff is "
+    "max |run - ref| / |ref| and may exceed rtol where atol dominates "
+    "(|ref| near 0)";
+
 // Compares actual[i] with reference[i] for every i. InvalidArgument
 // (naming the tensor) if the lists differ in length, names or shapes, or
 // rtol/atol are negative or not finite. Tensors may be of any floating

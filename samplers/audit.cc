@@ -170,6 +170,13 @@ absl::StatusOr<SamplerAudit> AuditSampler(
   }
   SamplerAudit audit;
   audit.set_num_ids(static_cast<int32_t>(receipt_ids.size()));
+  audit.set_num_training_views(static_cast<int32_t>(receipt_ids.size()));
+  audit.set_num_receipts(static_cast<int32_t>(
+      std::set<std::string>(receipt_ids.begin(), receipt_ids.end()).size()));
+  audit.set_id_meaning(
+      "an id is a training view (a dataset index); a receipt with several "
+      "views has several ids, so duplicated_ids lists views dealt twice in "
+      "one epoch, not the views of one receipt");
   audit.set_world_size(world_size);
   audit.set_seed(static_cast<double>(seed));
   audit.set_seed_exact(seed);

@@ -69,6 +69,20 @@ TEST(AuditTest, DuplicatePadRepeatsExactlyOneIdPerEpoch) {
                         " twice (rank 0 slot 0, rank 2 slot 15)\n"));
 }
 
+TEST(AuditTest, CountsReceiptsAndTrainingViewsApart) {
+  // 6 views of 3 receipts (two views each), as views_per_identity: 2 gives.
+  const std::vector<std::string> views = {"a", "a", "b", "b", "c", "c"};
+  absl::StatusOr<SamplerAudit> audit = AuditSampler(
+      *Policy<MaskedTailFactory>(), "masked_tail", views, 2, kSeed, 1, {1, 1});
+  ASSERT_TRUE(audit.ok()) << audit.status();
+  EXPECT_EQ(audit->num_ids(), 6);
+  EXPECT_EQ(audit->num_training_views(), 6);
+  EXPECT_EQ(audit->num_receipts(), 3);
+  EXPECT_THAT(audit->id_meaning(), HasSubstr("training view"));
+  // No view is dealt twice, though every receipt is seen twice.
+  EXPECT_THAT(audit->epochs(0).duplicated_ids(), IsEmpty());
+}
+
 TEST(AuditTest, MaskedTailHas47ValidSlotsOneMaskedNoDuplicate) {
   SamplerAudit audit = Audit(*Policy<MaskedTailFactory>(), "masked_tail");
   for (const EpochAudit& epoch : audit.epochs()) {

@@ -460,7 +460,7 @@ std::vector<int> LocalBatchSizes(const TrainingConfig& c) {
   return std::vector<int>(c.world_size(), c.global_batch() / c.world_size());
 }
 
-std::string ConfigFingerprint(const TrainingConfig& config) {
+TrainingConfig FingerprintedConfig(const TrainingConfig& config) {
   TrainingConfig canonical = config;
   canonical.clear_run();
   canonical.clear_plugin_library();
@@ -468,6 +468,11 @@ std::string ConfigFingerprint(const TrainingConfig& config) {
   // Where a run computes and how it reduces do not change what it trains.
   canonical.clear_device();
   if (canonical.has_backend()) canonical.set_backend("gloo");
+  return canonical;
+}
+
+std::string ConfigFingerprint(const TrainingConfig& config) {
+  const TrainingConfig canonical = FingerprintedConfig(config);
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream stream(&bytes);

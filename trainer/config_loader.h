@@ -134,6 +134,11 @@ std::vector<int> LocalBatchSizes(const TrainingConfig& config);
 // so fingerprints from before `device` existed still match).
 std::string ConfigFingerprint(const TrainingConfig& config);
 
+// `config` as ConfigFingerprint sees it: those fields cleared, backend
+// "gloo" when set. Two configs train the same model exactly when these are
+// equal (run folders compare them field by field to say what differs).
+TrainingConfig FingerprintedConfig(const TrainingConfig& config);
+
 // The one-worker reference run of `config`: world_size 1, no uneven split,
 // no checkpointing, no fault injection; same data, model, optimizer, seeds,
 // global batch and loss weighting.

@@ -31,6 +31,7 @@ void RankReportBuilder::AddUpdate(const UpdateResult& result, int epoch,
 
 void RankReportBuilder::AddEpoch(const EpochPlan& plan, int64_t first_update,
                                  int64_t end_update) {
+  if (end_update == plan.num_updates()) ++totals_.epochs_finished;
   for (const EpochRankRecord& record :
        AccountEpoch(plan, first_update, end_update)) {
     if (record.rank() == rank_) *report_.add_per_rank() = record;

@@ -57,6 +57,8 @@ TEST(RankReportBuilderTest, KeepsOnlyItsOwnRanksEpochRecords) {
   EXPECT_EQ(report.per_rank(0).slots(), 16);  // 48 slots over 3 ranks
   EXPECT_EQ(report.per_rank(1).updates(), 1);
   EXPECT_EQ(report.per_rank(1).slots(), 4);
+  // The first epoch ran to its end; the second stopped inside.
+  EXPECT_EQ(builder.totals().epochs_finished, 1);
 }
 
 TEST(RankReportBuilderTest, FinishAddsTheFinalFigures) {

@@ -1,6 +1,7 @@
 #include "trainer/run_artifacts.h"
 
 #include <filesystem>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -31,7 +32,10 @@ absl::Status WriteRunArtifacts(const std::string& dir,
                   {"first_step.json", artifacts.first_step}};
   for (const auto& [name, message] : in_order) {
     if (message == nullptr) continue;
-    if (absl::Status s = WriteJsonFile(dir + "/" + name, *message); !s.ok()) {
+    std::unique_ptr<google::protobuf::Message> stamped(message->New());
+    stamped->CopyFrom(*message);
+    StampArtifact(artifacts.stamp, stamped.get());
+    if (absl::Status s = WriteJsonFile(dir + "/" + name, *stamped); !s.ok()) {
       return s;
     }
   }

@@ -5,8 +5,10 @@
 //                       checkpoint generations
 //   run_manifest.json, run_summary.json, validation.json,
 //   sampler_audit.json  every run
-//   first_step.json     a fresh run
-// in this order, each atomically (io/json_file.h). update-K.json are
+//   first_step.json     when given (a run's recorder writes it right after
+//                       its first update: trainer/update_recorder.h)
+// in this order, each atomically (io/json_file.h), each stamped with the
+// run and attempt. update-K.json are
 // written during the run (trainer/update_recorder.h),
 // world_size_change.json at its start (trainer/world_size_change.h).
 #ifndef RECEIPT_PARITY_TRAINER_RUN_ARTIFACTS_H_
@@ -18,6 +20,7 @@
 #include "metrics/validation_report.pb.h"
 #include "parity/parity_report.pb.h"
 #include "samplers/audit.pb.h"
+#include "trainer/artifact_stamp.h"
 #include "trainer/artifacts.pb.h"
 
 namespace receipt_parity {
@@ -32,6 +35,8 @@ struct RunArtifactMessages {
   const ParityReport* parity = nullptr;
   const ResumeRecord* resume = nullptr;
   const FirstStep* first_step = nullptr;
+  // Set on every artifact written (trainer/artifact_stamp.h).
+  ArtifactStamp stamp;
 };
 
 // Whether a run's ResumeRecord is worth resume.json: it resumed from a

@@ -90,6 +90,7 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
                                        run.parameter_order().end());
   ParityReport report;
   report.set_simulated(false);
+  report.set_pass_rule(kParityPassRule);
   report.set_note(absl::StrCat(
       "real run: ", run.world_size(),
       " worker processes joined by a c10d ",

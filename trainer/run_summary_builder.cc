@@ -79,7 +79,7 @@ void AddEpochs(const RunTotals& totals, const std::vector<RankReport>& reports,
     record.set_mean_loss(count > 0 ? sum / count : 0);
     *summary->add_epochs() = record;
   }
-  summary->set_epochs_completed(static_cast<int32_t>(epochs.size()));
+  summary->set_epochs_completed(static_cast<int32_t>(totals.epochs_finished));
 }
 
 // Throughput: every rank steps in lockstep; the slowest rank's update time

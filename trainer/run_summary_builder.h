@@ -15,6 +15,9 @@ struct RunTotals {
   std::vector<int64_t> accepted_per_update;
   // The epoch of every update run, in order.
   std::vector<int64_t> epoch_of_update;
+  // Epochs whose last update this run trained (a run stopped by
+  // run.max_updates inside an epoch has not finished it).
+  int64_t epochs_finished = 0;
   int warmup_updates = 2;
   // Updates per throughput window (median over windows).
   int window_updates = 5;

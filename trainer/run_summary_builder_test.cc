@@ -22,6 +22,7 @@ struct TwoRanks {
     totals.training_views = 10;
     totals.accepted_per_update = {6, 4, 6, 4};
     totals.epoch_of_update = {0, 0, 1, 1};
+    totals.epochs_finished = 2;
     totals.warmup_updates = 0;
     totals.window_updates = 2;
     for (int r = 0; r < 2; ++r) {

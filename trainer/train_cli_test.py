@@ -225,7 +225,8 @@ class SharedLibraryPluginTest(unittest.TestCase):
     # Every advertised generation holds a state from before the failed
     # update (update-indices are 0-based: `failed_update` updates were done).
     advertised = [int(support.load(m)["update"])
-                  for m in glob.glob(os.path.join(out, "checkpoints", "gen-*", "MANIFEST"))]
+                  for m in glob.glob(os.path.join(out, "reference", "checkpoints", "gen-*",
+                                                  "MANIFEST"))]
     self.assertTrue(advertised, "nothing was saved before the failure")
     self.assertTrue(all(u <= failed_update for u in advertised),
                     (failed_update, sorted(advertised)))

@@ -2,11 +2,14 @@
 //
 // world_size 1: trains the one-worker reference into DIR/reference/.
 // world_size W > 1, no RANK in the environment: makes DIR/reference/ first
-//   when it is missing or of another config (its first update: all that
-//   parity needs), then launches W local worker processes (torchrun
-//   conventions) and watches them.
+//   when it does not hold a finished reference of this config (its first
+//   update: all that parity needs), then launches W local worker processes
+//   (torchrun conventions) and watches them.
 // RANK set (this launcher, `torchrun --no-python`, a scheduler, another
 //   host): runs as that one rank and writes DIR/ (rank 0).
+// The folder's states (fresh, resume, finished, another config) and
+// --overwrite: trainer/run_folder_setup.h. A finished run asked for no
+// more updates trains nothing and exits 0.
 //
 // Exit codes: 0 done; 1 a run failed (a rank died, a peer timed out); 2 bad
 // input (flags, config, data); 3 the run finished but first-step parity
@@ -37,6 +40,8 @@
 #include "trainer/artifacts.pb.h"
 #include "trainer/config_loader.h"
 #include "trainer/device_check.h"
+#include "trainer/run_folder.h"
+#include "trainer/run_folder_setup.h"
 #include "trainer/training_run.h"
 
 ABSL_FLAG(std::string, config, "", "Training config (text proto), e.g. configs/one_worker.pbtxt.");
@@ -55,6 +60,9 @@ ABSL_FLAG(int32_t, kill_generation, 0,
           "run.fault.kill_generation; default 1).");
 ABSL_FLAG(std::vector<std::string>, record_update, {},
           "Global update indices to record as OUT/update-K.json.");
+ABSL_FLAG(bool, overwrite, false,
+          "Remove the run held in --out (under its lock) and train it afresh. "
+          "Ignored on a torchrun restart.");
 ABSL_FLAG(bool, list_plugins, false, "Print every registered plugin as kind/name and exit.");
 
 namespace receipt_parity {
@@ -63,18 +71,6 @@ namespace {
 namespace fs = std::filesystem;
 
 int Fail(const absl::Status& status) { return ReportFailure(status); }
-
-// DIR/reference holds the one-worker reference of `config`?
-bool ReferenceMatches(const std::string& reference_dir,
-                      const TrainingConfig& config) {
-  RunManifest manifest;
-  if (!fs::exists(reference_dir + "/first_step.json") ||
-      !ReadJsonFile(reference_dir + "/run_manifest.json", &manifest).ok()) {
-    return false;
-  }
-  return manifest.config_fingerprint() ==
-         ConfigFingerprint(ReferenceConfig(config));
-}
 
 // The run's fault plan: flags over the config's run.fault.
 absl::StatusOr<FaultPlan> FaultPlanFor(const LoadedConfig& loaded) {
@@ -115,42 +111,30 @@ absl::StatusOr<std::set<int64_t>> RecordedUpdates() {
 }
 
 // What every run of this invocation shares: checkpoints, fault, records.
-absl::Status FillRunOptions(const LoadedConfig& loaded, const std::string& out,
+absl::Status FillRunOptions(const LoadedConfig& loaded, const std::string& run_dir,
                             TrainingRunOptions* options) {
   absl::StatusOr<FaultPlan> fault = FaultPlanFor(loaded);
   if (!fault.ok()) return fault.status();
   absl::StatusOr<std::set<int64_t>> records = RecordedUpdates();
   if (!records.ok()) return records.status();
   options->loaded = &loaded;
-  options->checkpoint_dir = out + "/checkpoints";
+  options->checkpoint_dir = run_dir + "/checkpoints";
   options->fault = *fault;
   options->record_updates = *records;
   return absl::OkStatus();
 }
 
-absl::Status MakeReference(const LoadedConfig& loaded,
-                           const std::string& reference_dir,
-                           int64_t max_updates) {
-  LoadedConfig reference = loaded;
-  reference.config = ReferenceConfig(loaded.config);
-  if (max_updates > 0) reference.config.mutable_run()->set_max_updates(max_updates);
-  LOG(INFO) << "making the one-worker reference in " << reference_dir;
-  TrainingRunOptions options;
-  options.loaded = &reference;
-  options.artifact_dir = reference_dir;
-  return RunTraining(options).status();
+// --overwrite in any of the forms absl accepts: not passed on to the
+// ranks, whose folder the launcher has already prepared.
+bool IsOverwriteFlag(const std::string& arg) {
+  return arg == "--overwrite" || arg == "-overwrite" || arg == "--overwrite=true" ||
+         arg == "--overwrite=1" || arg == "-overwrite=true";
 }
 
-// OUT's lock (io/run_folder_lock.h), taken before anything in OUT is read
-// or written; none for a rank whose launcher holds it, or for ranks other
-// than 0.
-absl::StatusOr<std::optional<RunFolderLock>> LockRunFolder(const std::string& out,
-                                                           bool needs_lock) {
-  if (!needs_lock || ParentHoldsRunFolderLock(out)) return std::nullopt;
-  absl::StatusOr<RunFolderLock> lock = RunFolderLock::Acquire(out);
-  if (!lock.ok()) return lock.status();
-  LOG(INFO) << "run folder " << out << " locked (" << lock->holder() << ")";
-  return std::optional<RunFolderLock>(*std::move(lock));
+// What a finished run prints instead of training.
+int ReportFinished(const RunFolderDecision& decision) {
+  std::cout << decision.description << std::endl;
+  return 0;
 }
 
 int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
@@ -161,17 +145,25 @@ int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
         "WORLD_SIZE=", env.world_size, " but ", loaded.locator->Where("world_size"),
         ": world_size is ", config.world_size())));
   }
-  absl::StatusOr<std::optional<RunFolderLock>> lock = LockRunFolder(out, env.rank == 0);
-  if (!lock.ok()) return Fail(lock.status());
-  const std::string reference_dir = out + "/reference";
   // A one-rank NCCL run is compared too: it proves the NCCL wiring.
   const bool compares = env.world_size > 1 || config.backend() == "nccl";
-  if (env.rank == 0 && compares && !ReferenceMatches(reference_dir, config)) {
-    // Under torchrun nobody made it first; the other ranks wait for rank 0
-    // at rendezvous.
-    if (absl::Status s = MakeReference(loaded, reference_dir, 1); !s.ok()) {
-      return Fail(s);
-    }
+  const std::string reference_dir = compares ? out + "/reference" : "";
+  // Under torchrun or a scheduler rank 0 prepares the folder (the other
+  // ranks wait for it at rendezvous); under this binary's launcher the
+  // launcher did.
+  std::optional<PreparedRunFolder> folder;
+  if (env.rank == 0 && !ParentHoldsRunFolderLock(out)) {
+    absl::StatusOr<PreparedRunFolder> prepared = PrepareRunFolder(
+        {&loaded, out, out, reference_dir, absl::GetFlag(FLAGS_overwrite)});
+    if (!prepared.ok()) return Fail(prepared.status());
+    folder = *std::move(prepared);
+  } else if (env.rank == 0) {
+    // The launcher holds the lock and has decided; deciding again reads the
+    // same folder (nothing was written since) and gives its decision.
+    absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(out, config);
+    if (!decision.ok()) return Fail(decision.status());
+    folder.emplace();
+    folder->decision = *std::move(decision);
   }
   // NCCL binds each rank to the GPU current when it starts.
   if (config.device() == "cuda") {
@@ -189,14 +181,27 @@ int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
   LOG(INFO) << "rank " << env.rank << "/" << env.world_size << ": joined the "
             << (nccl != nullptr ? "Gloo (CPU) and NCCL (CUDA)" : "Gloo")
             << " process group at " << env.master_addr << ":" << env.master_port;
+  absl::StatusOr<bool> finished = AgreeRunFinished(
+      *group, env.rank, env.world_size, folder.has_value() && folder->decision.finished);
+  if (!finished.ok()) return Fail(finished.status());
+  if (*finished) {
+    if (folder.has_value()) return ReportFinished(folder->decision);
+    std::cout << "rank " << env.rank << ": the run in " << out
+              << " is finished; nothing to train" << std::endl;
+    return 0;
+  }
   TrainingRunOptions options;
   if (absl::Status s = FillRunOptions(loaded, out, &options); !s.ok()) return Fail(s);
+  if (folder.has_value()) {
+    options.attempt = folder->decision.attempt;
+    options.folder = &folder->decision;
+  }
   options.rank = env.rank;
   options.local_rank = env.local_rank;
   options.world_size = env.world_size;
   options.process_group = &*group;
   options.artifact_dir = out;
-  options.reference_dir = compares ? reference_dir : "";
+  options.reference_dir = reference_dir;
   absl::StatusOr<TrainingOutcome> outcome = RunTraining(options);
   if (!outcome.ok()) return Fail(outcome.status());
   if (outcome->parity_checked && !outcome->parity_pass) {
@@ -211,25 +216,23 @@ int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
 int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
            char** argv) {
   const TrainingConfig& config = loaded.config;
-  absl::StatusOr<std::optional<RunFolderLock>> lock = LockRunFolder(out, true);
-  if (!lock.ok()) return Fail(lock.status());
-  // The ranks started below are this run: they do not lock again.
-  if (lock->has_value()) {
-    setenv(kRunLockHeldEnv, absl::StrCat((*lock)->path(), ":", getpid()).c_str(), 1);
-  }
   const std::string reference_dir = out + "/reference";
-  if (!ReferenceMatches(reference_dir, config)) {
-    if (absl::Status s = MakeReference(loaded, reference_dir, 1); !s.ok()) {
-      return Fail(s);
-    }
-  }
+  absl::StatusOr<PreparedRunFolder> folder = PrepareRunFolder(
+      {&loaded, out, out, reference_dir, absl::GetFlag(FLAGS_overwrite)});
+  if (!folder.ok()) return Fail(folder.status());
+  if (folder->decision.finished) return ReportFinished(folder->decision);
+  // The ranks started below are this run and its attempt: they do not lock
+  // or decide again.
+  setenv(kRunLockHeldEnv, absl::StrCat(folder->locks[0].path(), ":", getpid()).c_str(), 1);
   absl::StatusOr<int> port = PickFreePort();
   if (!port.ok()) return Fail(port.status());
   LaunchOptions options;
   options.world_size = config.world_size();
   options.master_addr = config.run().master_addr();
   options.master_port = *port;
-  for (int i = 1; i < argc; ++i) options.args.push_back(argv[i]);
+  for (int i = 1; i < argc; ++i) {
+    if (!IsOverwriteFlag(argv[i])) options.args.push_back(argv[i]);
+  }
   options.args.push_back("--out=" + out);
   LOG(INFO) << "launching " << options.world_size << " workers (MASTER_ADDR="
             << options.master_addr << " MASTER_PORT=" << options.master_port << ")";
@@ -281,13 +284,18 @@ int Main(int argc, char** argv) {
   if (env->has_value()) return RunAsRank(*loaded, **env, out);
   if (loaded->config.world_size() == 1) {
     // One worker: this run is the reference (with its checkpoints, if any).
+    const std::string run_dir = out + "/reference";
     TrainingRunOptions options;
-    if (absl::Status s = FillRunOptions(*loaded, out, &options); !s.ok()) {
+    if (absl::Status s = FillRunOptions(*loaded, run_dir, &options); !s.ok()) {
       return Fail(s);
     }
-    absl::StatusOr<std::optional<RunFolderLock>> lock = LockRunFolder(out, true);
-    if (!lock.ok()) return Fail(lock.status());
-    options.artifact_dir = out + "/reference";
+    absl::StatusOr<PreparedRunFolder> folder = PrepareRunFolder(
+        {&*loaded, out, run_dir, "", absl::GetFlag(FLAGS_overwrite)});
+    if (!folder.ok()) return Fail(folder.status());
+    if (folder->decision.finished) return ReportFinished(folder->decision);
+    options.attempt = folder->decision.attempt;
+    options.folder = &folder->decision;
+    options.artifact_dir = run_dir;
     if (absl::Status s = RunTraining(options).status(); !s.ok()) return Fail(s);
     std::cout << "reference in " << out << "/reference/" << std::endl;
     return 0;

@@ -1,7 +1,9 @@
 #include "trainer/training_run.h"
 
+#include <algorithm>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "io/atomic_file.h"
+#include "io/json_file.h"
 #include "data/label_map.h"
 #include "data/receipt_dataset.h"
 #include "logging/glog.h"
@@ -31,6 +34,7 @@
 #include "trainer/receipt_tensors.h"
 #include "trainer/run_artifacts.h"
 #include "trainer/run_checkpoints.h"
+#include "trainer/run_folder.h"
 #include "trainer/run_manifest.h"
 #include "trainer/run_parity.h"
 #include "trainer/run_plugins.h"
@@ -97,6 +101,9 @@ struct Run {
   ResumeRecord resume;
 
   bool writer() const { return options->rank == 0; }
+  ArtifactStamp stamp() const {
+    return {manifest.config_fingerprint(), options->attempt};
+  }
   bool fresh() const { return cursor.total_updates == 0; }
   Classifier& model() const { return *inputs.model; }
   RunPlugins& plugins() { return inputs.plugins; }
@@ -241,6 +248,7 @@ absl::Status ReportWorldSizeChange(Run& run) {
   const int saved_world = run.resume.saved_world_size();
   change.old_local_batch.assign(saved_world, config.global_batch() / saved_world);
   change.new_local_batch = run.local_batch;
+  change.stamp = run.stamp();
   return WriteWorldSizeChangeReport(
       change, run.options->artifact_dir + "/world_size_change.json");
 }
@@ -266,9 +274,22 @@ absl::Status ResumeRun(Run* run) {
       checkpoints, run->model(), *run->optimizer, &run->cursor);
   if (!resumed.ok()) return resumed.status();
   run->resume = *std::move(resumed);
-  if (run->resume.world_size_changed() && run->writer()) {
-    return ReportWorldSizeChange(*run);
+  return absl::OkStatus();
+}
+
+// Rank 0, once the run knows where it starts: nothing an earlier attempt
+// wrote is left stale beside this attempt's artifacts.
+absl::Status PrepareArtifactFolder(Run& run) {
+  if (!run.writer()) return absl::OkStatus();
+  absl::StatusOr<std::vector<std::string>> removed =
+      RemoveStaleArtifacts(run.options->artifact_dir, !run.fresh());
+  if (!removed.ok()) return removed.status();
+  if (!removed->empty()) {
+    LOG(INFO) << "attempt " << run.options->attempt << ": removed what earlier attempts "
+              << "left in " << run.options->artifact_dir << ": "
+              << absl::StrJoin(*removed, ", ");
   }
+  if (run.resume.world_size_changed()) return ReportWorldSizeChange(run);
   return absl::OkStatus();
 }
 
@@ -282,6 +303,7 @@ UpdateRecorderOptions RecorderOptions(const Run& run) {
   options.record_updates = run.options->record_updates;
   options.artifact_dir = run.options->artifact_dir;
   options.receipt_ids = &run.data.train_ids;
+  options.stamp = run.stamp();
   return options;
 }
 
@@ -362,18 +384,64 @@ absl::StatusOr<ParityReport> CheckParity(const Run& run,
   for (const RankReport& r : reports) {
     ranks_agree &= r.final_parameter_hash() == reports[0].final_parameter_hash();
   }
-  return CheckRunParity(first_step, run.options->reference_dir, *run.config,
-                        ranks_agree);
+  absl::StatusOr<ParityReport> report =
+      CheckRunParity(first_step, run.options->reference_dir, *run.config, ranks_agree);
+  if (!report.ok()) return report;
+  // Every update reduces the same tensors: per update is the total / N.
+  const RankTiming& timing = reports[0].timing();
+  const int updates = reports[0].update_loss_size();
+  if (updates > 0) {
+    report->set_reducer_collectives(timing.collectives() / updates);
+    report->set_reducer_bytes(static_cast<int64_t>(timing.bytes_reduced()) / updates);
+    report->set_reducer_stats_scope(absl::StrCat(
+        "rank 0's reducer per update: its totals over this attempt's ", updates,
+        " updates (", timing.collectives(), " collectives, ",
+        static_cast<int64_t>(timing.bytes_reduced()), " bytes) divided by ", updates));
+  }
+  report->add_not_measured("rank_weight_sums");
+  return report;
 }
 
-// Rank 0: the summary, parity, the sampler audit and every artifact.
+// The first update a run with a reference is compared by: this attempt's,
+// or, on a resume, the one its first attempt recorded (none when that
+// attempt left no first_step.json).
+std::optional<FirstStep> FirstStepToCompare(const Run& run, const FirstStep& recorded) {
+  if (run.fresh()) return recorded;
+  FirstStep earlier;
+  const std::string path = run.options->artifact_dir + "/first_step.json";
+  if (absl::Status s = ReadJsonFile(path, &earlier); !s.ok()) {
+    LOG(WARNING) << "parity not checked: this attempt resumed and " << s.message();
+    return std::nullopt;
+  }
+  return earlier;
+}
+
+// finished.json: the run reached its stopping point (written last).
+absl::Status RecordFinish(const Run& run, int64_t total_updates) {
+  const TrainingConfig& config = *run.config;
+  FinishRecord finish;
+  finish.set_config_fingerprint(run.manifest.config_fingerprint());
+  finish.set_attempt(run.options->attempt);
+  finish.set_updates(static_cast<int32_t>(total_updates));
+  const int64_t max_updates = config.run().max_updates();
+  finish.set_stopped_by(max_updates > 0 && total_updates >= max_updates ? "max_updates"
+                                                                        : "epochs");
+  finish.set_max_updates(static_cast<int32_t>(max_updates));
+  finish.set_epochs(config.epochs());
+  return WriteFinishRecord(run.options->artifact_dir, finish);
+}
+
+// Rank 0: the summary, parity, the sampler audit and every artifact, then
+// the finish record.
 absl::StatusOr<TrainingOutcome> WriteArtifacts(
     Run& run, const RankReportBuilder& builder,
-    const std::vector<RankReport>& reports, const ValidationReport& validation,
+    const std::vector<RankReport>& reports, ValidationReport validation,
     const FirstStep& first_step, const CheckpointCost& cost) {
   const TrainingConfig& config = *run.config;
   TrainingOutcome outcome;
   outcome.updates = builder.updates();
+  const int64_t total_updates = run.cursor.total_updates + builder.updates();
+  validation.set_update(static_cast<int32_t>(total_updates));
   run.manifest.set_updates(static_cast<int32_t>(builder.updates()));
   for (int64_t accepted : builder.totals().accepted_per_update) {
     run.manifest.add_accepted_examples_per_update(static_cast<int32_t>(accepted));
@@ -383,21 +451,39 @@ absl::StatusOr<TrainingOutcome> WriteArtifacts(
   summary.set_final_parameter_hash(reports[0].final_parameter_hash());
   summary.set_resumed_from_generation(run.resume.generation());
   summary.set_first_update(static_cast<int32_t>(run.cursor.total_updates));
+  summary.set_total_updates(static_cast<int32_t>(total_updates));
+  summary.set_purpose(run.options->purpose);
+  summary.set_loss_meaning(
+      "the whole update's weighted loss, sum_i w_i * loss_i over every rank's "
+      "slots (the ranks' shares added)");
+  run.manifest.set_purpose(run.options->purpose);
+  validation.set_purpose(run.options->purpose);
   *summary.mutable_checkpoint() = cost;
   RunArtifactMessages artifacts;
   ParityReport parity;
-  if (!run.options->reference_dir.empty() && run.fresh()) {
-    absl::StatusOr<ParityReport> checked = CheckParity(run, reports, first_step);
+  const std::optional<FirstStep> compared =
+      run.options->reference_dir.empty() ? std::nullopt
+                                         : FirstStepToCompare(run, first_step);
+  if (compared.has_value()) {
+    absl::StatusOr<ParityReport> checked = CheckParity(run, reports, *compared);
     if (!checked.ok()) return checked.status();
     parity = *std::move(checked);
+    parity.set_first_step_attempt(run.fresh() ? run.options->attempt : compared->attempt());
     outcome.parity_checked = true;
     outcome.parity_pass = parity.pass();
     summary.set_parity(parity.pass() ? "pass" : "fail");
     artifacts.parity = &parity;
   }
+  // The epochs the run trained (a run stopped by run.max_updates audits
+  // the epochs it reached, not every epoch of the config).
+  const std::vector<int64_t>& epoch_of_update = builder.totals().epoch_of_update;
+  const int trained_epochs = std::min<int>(
+      config.epochs(),
+      1 + (epoch_of_update.empty() ? run.cursor.epoch
+                                   : static_cast<int>(epoch_of_update.back())));
   absl::StatusOr<SamplerAudit> audit = AuditSampler(
       *run.plugins().sampler, config.sampler().name(), run.data.train_ids,
-      run.options->world_size, config.seeds().sampler(), config.epochs(),
+      run.options->world_size, config.seeds().sampler(), trained_epochs,
       run.local_batch);
   if (!audit.ok()) return audit.status();
   artifacts.manifest = &run.manifest;
@@ -405,9 +491,10 @@ absl::StatusOr<TrainingOutcome> WriteArtifacts(
   artifacts.validation = &validation;
   artifacts.audit = &*audit;
   if (ResumeWorthRecording(run.resume)) artifacts.resume = &run.resume;
-  if (run.fresh()) artifacts.first_step = &first_step;
+  artifacts.stamp = run.stamp();
   const std::string& dir = run.options->artifact_dir;
   if (absl::Status s = WriteRunArtifacts(dir, artifacts); !s.ok()) return s;
+  if (absl::Status s = RecordFinish(run, total_updates); !s.ok()) return s;
   LogRunFinished(builder.updates(), run.options->world_size, summary, validation, dir);
   return outcome;
 }
@@ -421,7 +508,14 @@ absl::Status CheckRunnable(const LoadedConfig& loaded) {
 absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   Run run;
   if (absl::Status s = StartRun(options, &run); !s.ok()) return s;
+  if (options.folder != nullptr && run.writer()) {
+    if (absl::Status s = BeginAttempt(options.artifact_dir, *run.config, *options.folder);
+        !s.ok()) {
+      return s;
+    }
+  }
   if (absl::Status s = ResumeRun(&run); !s.ok()) return s;
+  if (absl::Status s = PrepareArtifactFolder(run); !s.ok()) return s;
 
   UpdateRecorder recorder(RecorderOptions(run));
   const bool saves = !run.checkpoints.root.empty();

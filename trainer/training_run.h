@@ -27,10 +27,15 @@
 //             (trainer/run_parity.h), the sampler audit, and the artifacts
 //             (trainer/run_artifacts.h).
 //
-// Artifacts (rank 0 writes them into `artifact_dir`):
-//   run_manifest.json, first_step.json (fresh runs), run_summary.json,
-//   validation.json, sampler_audit.json, resume.json (resumed runs),
-//   update-K.json (recorded updates), parity.json (with a reference).
+// Artifacts (rank 0 writes them into `artifact_dir`, each naming the config
+// fingerprint and the attempt):
+//   run_manifest.json, first_step.json (fresh runs, right after update 0),
+//   run_summary.json, validation.json, sampler_audit.json, resume.json
+//   (resumed runs), update-K.json (recorded updates), parity.json (with a
+//   reference; a resumed run compares the first_step.json its first attempt
+//   left), and last finished.json (trainer/run_folder.h). Before training,
+//   rank 0 removes what earlier attempts left that this one would make
+//   stale (RemoveStaleArtifacts).
 #ifndef RECEIPT_PARITY_TRAINER_TRAINING_RUN_H_
 #define RECEIPT_PARITY_TRAINER_TRAINING_RUN_H_
 
@@ -41,6 +46,7 @@
 #include "checkpoint/fault_injection.h"
 #include "runtime/process_group.h"
 #include "trainer/config_loader.h"
+#include "trainer/run_folder.h"
 
 namespace receipt_parity {
 
@@ -62,6 +68,17 @@ struct TrainingRunOptions {
   std::string checkpoint_dir;
   // An injected failure during a save (checkpoint/fault_injection.h).
   FaultPlan fault;
+  // This attempt's number in the run folder (trainer/run_folder.h); every
+  // artifact names it.
+  int attempt = 1;
+  // The run folder's decision for this attempt (trainer/run_folder.h);
+  // when set, rank 0 begins the attempt in `artifact_dir` (BeginAttempt)
+  // once the data, plugins and model are made, so a run refused for its
+  // input leaves the folder as it was. Not owned.
+  const RunFolderDecision* folder = nullptr;
+  // What this run is, as run_manifest.json, run_summary.json and
+  // validation.json say ("training run" unless a caller says otherwise).
+  std::string purpose = "training run";
   // Global update indices whose reduced gradients and parameters after the
   // step rank 0 writes to `artifact_dir`/update-K.json (the first update of
   // a resumed run always is).

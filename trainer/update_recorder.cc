@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "io/json_file.h"
+#include "trainer/artifact_stamp.h"
 #include "reducers/collective_error.h"
 #include "trainer/first_step_record.h"
 
@@ -17,6 +18,7 @@ UpdateRecorder::UpdateRecorder(UpdateRecorderOptions options)
 absl::Status UpdateRecorder::Start(const Classifier& model) {
   if (!options_.writer || options_.first_update != 0) return absl::OkStatus();
   first_step_.set_world_size(options_.world_size);
+  StampArtifact(options_.stamp, &first_step_);
   first_step_.set_loss_weighting(options_.loss_weighting);
   first_step_.set_reducer(options_.reducer);
   try {
@@ -74,14 +76,27 @@ absl::Status UpdateRecorder::AfterOptimizerStep(int64_t total_update,
   }
   current_.set_accepted_examples(static_cast<int32_t>(result.global_accepted));
   current_.set_loss(result.weighted_loss);
+  current_.set_loss_meaning(options_.world_size == 1
+                                ? "the update's weighted loss, sum_i w_i * loss_i"
+                                : "rank 0's share of the update's weighted loss, "
+                                  "sum_i w_i * loss_i over its slots; the whole "
+                                  "update's is run_summary.json loss_curve");
   RecordBatch(plan, update, *options_.receipt_ids, &current_);
-  if (first) first_step_.MergeFrom(current_);
+  std::error_code ignored;  // a missing folder fails the write, named
+  std::filesystem::create_directories(options_.artifact_dir, ignored);
+  if (first) {
+    first_step_.MergeFrom(current_);
+    if (absl::Status s =
+            WriteJsonFile(options_.artifact_dir + "/first_step.json", first_step_);
+        !s.ok()) {
+      return s;
+    }
+  }
   if (!asked) return absl::OkStatus();
   for (const auto& item : model.named_parameters()) {
     current_.add_parameter_order(item.key());
   }
-  std::error_code ignored;  // a missing folder fails the write, named
-  std::filesystem::create_directories(options_.artifact_dir, ignored);
+  StampArtifact(options_.stamp, &current_);
   return WriteJsonFile(
       absl::StrCat(options_.artifact_dir, "/update-", total_update, ".json"),
       current_);

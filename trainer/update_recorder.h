@@ -8,9 +8,9 @@
 //                    resumed run (the fault drill compares it with an
 //                    uninterrupted run's).
 // Only the writer (rank 0) records; on other ranks a recorder records
-// nothing and costs nothing. first_step.json itself is written with the
-// other artifacts (trainer/run_artifacts.h); update-K.json is written here,
-// right after its update.
+// nothing and costs nothing. first_step.json and update-K.json are
+// written here, each right after its update (so a resumed attempt finds
+// the first attempt's first_step.json), stamped with the run and attempt.
 //
 // An UpdateRecorder is the UpdateObserver of the run's UpdateStep
 // (trainer/update_step.h). Thread safety: not thread-safe.
@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "model/classifier.h"
 #include "samplers/epoch_plan.h"
+#include "trainer/artifact_stamp.h"
 #include "trainer/artifacts.pb.h"
 #include "trainer/update_step.h"
 
@@ -33,6 +34,8 @@ namespace receipt_parity {
 struct UpdateRecorderOptions {
   // Written into every record.
   int world_size = 1;
+  // The run and attempt every record names (trainer/artifact_stamp.h).
+  ArtifactStamp stamp;
   // Written into first_step.json.
   std::string loss_weighting;
   std::string reducer;

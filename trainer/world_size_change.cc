@@ -120,6 +120,7 @@ absl::Status WriteWorldSizeChangeReport(const WorldSizeChange& change,
   absl::StatusOr<WorldSizeChangeReport> report = CompareDataOrder(change);
   if (!report.ok()) return report.status();
   LOG(WARNING) << "world size changed: " << report->summary();
+  StampArtifact(change.stamp, &*report);
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   return WriteJsonFile(path, *report);
 }

@@ -14,11 +14,14 @@
 
 #include "absl/status/statusor.h"
 #include "samplers/sampler_policy.h"
+#include "trainer/artifact_stamp.h"
 #include "trainer/artifacts.pb.h"
 
 namespace receipt_parity {
 
 struct WorldSizeChange {
+  // The run and attempt the report names (trainer/artifact_stamp.h).
+  ArtifactStamp stamp;
   const SamplerPolicy* policy = nullptr;
   std::string policy_name;
   // By dataset index.

@@ -1,0 +1,182 @@
+#include "trainer/run_folder_setup.h"
+
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <utility>
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "io/json_file.h"
+#include "logging/glog.h"
+#include "reducers/collective_error.h"
+#include "trainer/artifacts.pb.h"
+#include "trainer/training_run.h"
+
+namespace receipt_parity {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kFinishedKey[] = "run_folder/finished";
+
+bool ElasticRestart() {
+  const char* count = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  return count != nullptr && std::string(count) != "0" && std::string(count) != "";
+}
+
+// A reference folder written before run_state.json existed: its manifest
+// names the reference config and it has the first step.
+bool LegacyReferenceMatches(const std::string& reference_dir, const TrainingConfig& config) {
+  RunManifest manifest;
+  if (fs::exists(reference_dir + "/" + kRunStateFile) ||
+      !fs::exists(reference_dir + "/first_step.json") ||
+      !ReadJsonFile(reference_dir + "/run_manifest.json", &manifest).ok()) {
+    return false;
+  }
+  return manifest.config_fingerprint() == ConfigFingerprint(ReferenceConfig(config));
+}
+
+// The config of the one-update reference of `config`.
+TrainingConfig OneUpdateReference(const TrainingConfig& config) {
+  TrainingConfig reference = ReferenceConfig(config);
+  reference.mutable_run()->set_max_updates(1);
+  return reference;
+}
+
+// Whether `reference_dir` holds a finished reference of `config`'s run.
+// Errors: it holds a run of another config.
+absl::StatusOr<bool> ReferenceUsable(const std::string& reference_dir,
+                                     const TrainingConfig& config) {
+  absl::StatusOr<RunFolderDecision> decision =
+      DecideRunFolder(reference_dir, OneUpdateReference(config));
+  if (!decision.ok()) {
+    return absl::Status(decision.status().code(),
+                        absl::StrCat("this run's one-worker reference cannot be made: ",
+                                     decision.status().message()));
+  }
+  return decision->finished || LegacyReferenceMatches(reference_dir, config);
+}
+
+absl::Status MakeReference(const LoadedConfig& loaded, const std::string& reference_dir) {
+  LoadedConfig reference = loaded;
+  reference.config = OneUpdateReference(loaded.config);
+  absl::StatusOr<RunFolderDecision> decision =
+      DecideRunFolder(reference_dir, reference.config);
+  if (!decision.ok()) return decision.status();
+  LOG(INFO) << "making the one-worker reference (one update) in " << reference_dir;
+  TrainingRunOptions options;
+  options.loaded = &reference;
+  options.artifact_dir = reference_dir;
+  options.attempt = decision->attempt;
+  options.folder = &*decision;
+  options.purpose =
+      "one-update reference for the parity check of the multi-worker run in the "
+      "folder above: it trained only the first update, so its validation and "
+      "losses are not a trained model's";
+  return RunTraining(options).status();
+}
+
+absl::Status LockAll(const std::vector<std::string>& dirs,
+                     std::vector<RunFolderLock>* locks) {
+  for (const std::string& dir : dirs) {
+    absl::StatusOr<RunFolderLock> lock = RunFolderLock::Acquire(dir);
+    if (!lock.ok()) return lock.status();
+    LOG(INFO) << "run folder " << dir << " locked (" << lock->holder() << ")";
+    locks->push_back(*std::move(lock));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Overwrite(const RunFolderRequest& request) {
+  const TrainingConfig& config = request.loaded->config;
+  bool keep_reference = false;
+  if (!request.reference_dir.empty()) {
+    absl::StatusOr<bool> usable = ReferenceUsable(request.reference_dir, config);
+    keep_reference = usable.ok() && *usable;
+    if (!keep_reference) {
+      absl::StatusOr<std::vector<std::string>> removed = RemoveRun(request.reference_dir, false);
+      if (!removed.ok()) return removed.status();
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> removed =
+      RemoveRun(request.run_dir, /*keep_reference=*/true);
+  if (!removed.ok()) return removed.status();
+  LOG(WARNING) << "--overwrite: removed the run in " << request.run_dir << " ("
+               << (removed->empty() ? "nothing there" : absl::StrJoin(*removed, ", ")) << ")"
+               << (keep_reference ? "; kept its reference, which matches this config" : "");
+  return absl::OkStatus();
+}
+
+void LogDecision(const RunFolderDecision& decision) {
+  if (decision.start == AttemptStart::kFresh || decision.finished) {
+    LOG(INFO) << decision.description;
+  } else {
+    LOG(WARNING) << decision.description;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<PreparedRunFolder> PrepareRunFolder(const RunFolderRequest& request) {
+  const TrainingConfig& config = request.loaded->config;
+  PreparedRunFolder prepared;
+  std::vector<std::string> lock_dirs = {request.out};
+  if (request.run_dir != request.out) lock_dirs.push_back(request.run_dir);
+  if (!request.reference_dir.empty()) lock_dirs.push_back(request.reference_dir);
+  if (absl::Status s = LockAll(lock_dirs, &prepared.locks); !s.ok()) return s;
+  if (request.overwrite && ElasticRestart()) {
+    LOG(WARNING) << "--overwrite ignored: this is torchrun restart "
+                 << std::getenv("TORCHELASTIC_RESTART_COUNT")
+                 << "; it continues the run its first attempt started";
+  } else if (request.overwrite) {
+    if (absl::Status s = Overwrite(request); !s.ok()) return s;
+  }
+  absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(request.run_dir, config);
+  if (!decision.ok()) return decision.status();
+  prepared.decision = *std::move(decision);
+  LogDecision(prepared.decision);
+  if (prepared.decision.finished) return prepared;
+  if (!request.reference_dir.empty()) {
+    absl::StatusOr<bool> usable = ReferenceUsable(request.reference_dir, config);
+    if (!usable.ok()) return usable.status();
+    if (!*usable) {
+      if (absl::Status s = MakeReference(*request.loaded, request.reference_dir); !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return prepared;
+}
+
+PreparedRunFolder::~PreparedRunFolder() {
+  while (!locks.empty()) locks.pop_back();  // the innermost folder first
+}
+
+absl::StatusOr<bool> AgreeRunFinished(const ProcessGroupHandle& group, int rank,
+                                      int world_size, bool finished) {
+  try {
+    if (rank == 0) {
+      group.store->set(kFinishedKey, std::vector<uint8_t>{finished ? uint8_t{1} : uint8_t{0}});
+      if (!finished) return false;
+      std::vector<std::string> seen;
+      for (int r = 1; r < world_size; ++r) seen.push_back(absl::StrCat(kFinishedKey, "/seen/", r));
+      group.store->wait(seen);
+      return true;
+    }
+    const std::vector<uint8_t> value = group.store->get(kFinishedKey);
+    const bool is_finished = !value.empty() && value[0] == 1;
+    if (is_finished) {
+      group.store->set(absl::StrCat(kFinishedKey, "/seen/", rank), std::vector<uint8_t>{1});
+    }
+    return is_finished;
+  } catch (const std::exception& e) {
+    return CollectiveErrorToStatus(
+        e, absl::StrCat("rank ", rank, ": agreeing whether the run is finished"));
+  }
+}
+
+}  // namespace receipt_parity

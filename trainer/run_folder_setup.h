@@ -1,0 +1,74 @@
+// What the train binary does with --out=DIR before any rank trains
+// (../shared/DESIGN.md, "Run folders"; the states are trainer/run_folder.h):
+// lock the folder, apply --overwrite, decide its state, make or reuse the
+// one-worker reference; rank 0 begins the attempt once its inputs load
+// (trainer/training_run.h); on a multi-rank run,
+// tell every rank whether there is anything to train.
+//
+// The folders of one --out=DIR:
+//   one-worker config        the run folder is DIR/reference (the reference
+//                            that a multi-worker run on DIR compares with)
+//   multi-worker config      the run folder is DIR; DIR/reference is its
+//                            reference, made (one update) when it does not
+//                            hold a finished reference of this config
+// Every process that prepares DIR takes DIR/LOCK and then
+// DIR/reference/LOCK, and holds both until it exits.
+#ifndef RECEIPT_PARITY_TRAINER_RUN_FOLDER_SETUP_H_
+#define RECEIPT_PARITY_TRAINER_RUN_FOLDER_SETUP_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "io/run_folder_lock.h"
+#include "runtime/process_group.h"
+#include "trainer/config_loader.h"
+#include "trainer/run_folder.h"
+
+namespace receipt_parity {
+
+struct RunFolderRequest {
+  const LoadedConfig* loaded = nullptr;
+  // The --out folder.
+  std::string out;
+  // The folder this run writes: `out` or `out`/reference.
+  std::string run_dir;
+  // The reference this run is compared with; empty: none.
+  std::string reference_dir;
+  // --overwrite (ignored, with a warning, on a torchrun restart: a restart
+  // continues what its first attempt started).
+  bool overwrite = false;
+};
+
+struct PreparedRunFolder {
+  PreparedRunFolder() = default;
+  PreparedRunFolder(PreparedRunFolder&&) = default;
+  PreparedRunFolder& operator=(PreparedRunFolder&&) = default;
+  // Releases the locks innermost first (a folder a lock made and left
+  // empty goes with it).
+  ~PreparedRunFolder();
+
+  // Held until the run ends.
+  std::vector<RunFolderLock> locks;
+  // What the run does; its rank 0 begins the attempt (TrainingRunOptions
+  // `folder`).
+  RunFolderDecision decision;
+};
+
+// Locks, overwrites, decides, and makes the reference when needed (unless
+// the run is finished, in which case nothing in the folders changes). Errors: the lock's AlreadyExists; RunFolder's
+// InvalidArgument (another config, here or in the reference); the
+// reference run's errors.
+absl::StatusOr<PreparedRunFolder> PrepareRunFolder(const RunFolderRequest& request);
+
+// Rank 0 tells every rank whether the run is finished (nothing to train),
+// through the process group's store; returns that for this rank. Rank 0
+// returns only after every rank has read it, so that a finished run's
+// ranks all exit 0 (the store lives in rank 0). Errors: Unavailable when a
+// peer is gone, DeadlineExceeded after the store's timeout.
+absl::StatusOr<bool> AgreeRunFinished(const ProcessGroupHandle& group, int rank,
+                                      int world_size, bool finished);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_RUN_FOLDER_SETUP_H_

@@ -1,0 +1,191 @@
+#!/usr/bin/python3
+"""A run folder holds one run's story (../shared/DESIGN.md, "Run folders"):
+real runs of the train binary on one --out folder, in the orders users run
+them.
+
+Arguments: the train binary, the Python with the project's torch (torchrun).
+"""
+import glob
+import hashlib
+import os
+import subprocess
+import sys
+import unittest
+
+import integration_support as support
+
+TORCH_PYTHON = os.path.abspath(sys.argv.pop(1))
+
+
+def checkpointed(world, epochs=2, run_extra="", lr="0.05"):
+  return support.small_config(world=world, epochs=epochs, run_extra=run_extra).replace(
+      "learning_rate: 0.05", "learning_rate: " + lr) + "checkpoint { every_updates: 3 }\n"
+
+
+def folder_digest(out):
+  """Every file under `out` but the LOCK files (which name their last
+  holder) -> (content hash, mtime)."""
+  digest = {}
+  for path in glob.glob(os.path.join(out, "**"), recursive=True):
+    if os.path.isfile(path) and os.path.basename(path) != "LOCK":
+      with open(path, "rb") as f:
+        digest[os.path.relpath(path, out)] = (hashlib.sha1(f.read()).hexdigest(),
+                                              os.stat(path).st_mtime_ns)
+  return digest
+
+
+def artifacts(folder):
+  return {os.path.basename(p): support.load(p)
+          for p in glob.glob(os.path.join(folder, "*.json"))}
+
+
+class RunFolderStatesTest(unittest.TestCase):
+
+  def setUp(self):
+    self.tmp = support.temp_dir("states")
+    self.out = os.path.join(self.tmp, "out")
+
+  def config(self, name, text):
+    return support.write(os.path.join(self.tmp, name), text)
+
+  def train(self, config, *extra, code=0, env=None):
+    result = support.run_train("--config=" + config, "--out=" + self.out, *extra, env=env)
+    self.assertEqual(result.returncode, code, result.stderr[-3000:])
+    return result
+
+  def assert_one_run(self, folder, attempt):
+    """Every artifact names the same run; all but the ones an earlier
+    attempt wrote name `attempt`."""
+    found = artifacts(folder)
+    fingerprints = {name: a["config_fingerprint"] for name, a in found.items()}
+    self.assertEqual(len(set(fingerprints.values())), 1, fingerprints)
+    finished = found["finished.json"]
+    self.assertEqual(finished["attempt"], attempt)
+    for name in finished["artifacts"]:
+      self.assertIn(name, found)
+      if name != "first_step.json" and not name.startswith("update-"):
+        self.assertEqual(found[name]["attempt"], attempt, name)
+    return found
+
+  def test_the_readme_sequence_reference_first_then_two_workers(self):
+    one = self.config("one.pbtxt", checkpointed(world=1))
+    two = self.config("two.pbtxt", checkpointed(world=2))
+    self.train(one)
+    self.assertTrue(os.path.exists(os.path.join(self.out, "reference", "checkpoints")))
+    self.assertFalse(os.path.exists(os.path.join(self.out, "checkpoints")))
+    second = self.train(two)
+    self.assertNotIn("making the one-worker reference", second.stderr)
+    found = self.assert_one_run(self.out, 1)
+    self.assertTrue(found["parity.json"]["pass"], found["parity.json"]["failures"])
+    reference = self.assert_one_run(os.path.join(self.out, "reference"), 1)
+    self.assertEqual(reference["run_summary.json"]["updates"],
+                     found["run_summary.json"]["updates"])
+
+  def test_a_finished_run_run_again_trains_nothing_and_touches_nothing(self):
+    two = self.config("two.pbtxt", checkpointed(world=2))
+    self.train(two)
+    before = folder_digest(self.out)
+    again = self.train(two)
+    self.assertIn("this run is finished", again.stdout)
+    self.assertIn("Its results are in %s/" % self.out, again.stdout)
+    self.assertEqual(folder_digest(self.out), before)
+    # The same for the one-worker reference run on its own folder.
+    one_out = os.path.join(self.tmp, "one")
+    one = self.config("one.pbtxt", checkpointed(world=1))
+    self.assertEqual(support.run_train("--config=" + one, "--out=" + one_out).returncode, 0)
+    before = folder_digest(one_out)
+    again = support.run_train("--config=" + one, "--out=" + one_out)
+    self.assertEqual(again.returncode, 0, again.stderr[-2000:])
+    self.assertIn("this run is finished", again.stdout)
+    self.assertEqual(folder_digest(one_out), before)
+
+  def test_another_config_is_refused_and_overwrite_starts_afresh(self):
+    two = self.config("two.pbtxt", checkpointed(world=2))
+    other = self.config("other.pbtxt", checkpointed(world=2, lr="0.07"))
+    self.train(two)
+    old_fingerprint = support.load(os.path.join(self.out, "run_manifest.json"))[
+        "config_fingerprint"]
+    mine = support.write(os.path.join(self.out, "my_notes.txt"), "keep me")
+    before = folder_digest(self.out)
+    refused = self.train(other, code=2)
+    self.assertIn("%s holds a run of another config" % self.out, refused.stderr)
+    self.assertIn("optimizer.sgd.learning_rate: 0.05 -> 0.07", refused.stderr)
+    self.assertIn("--overwrite", refused.stderr)
+    self.assertEqual(folder_digest(self.out), before)
+    overwritten = self.train(other, "--overwrite")
+    self.assertIn("--overwrite: removed the run in", overwritten.stderr)
+    found = self.assert_one_run(self.out, 1)
+    self.assertTrue(found["parity.json"]["pass"])
+    self.assertNotEqual(found["run_manifest.json"]["config_fingerprint"], old_fingerprint)
+    state = support.load(os.path.join(self.out, "run_state.json"))
+    self.assertEqual([a["start"] for a in state["attempts"]], ["fresh"])
+    self.assertTrue(os.path.exists(mine), "--overwrite removed a file no run wrote")
+    # The reference was of the old config: remade for the new one.
+    self.assertEqual(
+        support.load(os.path.join(self.out, "reference", "run_manifest.json"))[
+            "optimizer"]["sgd"]["learning_rate"], 0.07)
+
+  def test_a_resumed_run_leaves_one_story_with_the_first_attempts_first_step(self):
+    two = self.config("two.pbtxt", checkpointed(world=2))
+    killed = support.run_train("--config=" + two, "--out=" + self.out, "--kill_rank=1",
+                               "--kill_point=mid_shard", "--kill_generation=2")
+    self.assertEqual(killed.returncode, 1, killed.stderr[-2000:])
+    self.assertFalse(os.path.exists(os.path.join(self.out, "finished.json")))
+    self.assertEqual(support.load(os.path.join(self.out, "first_step.json"))["attempt"], 1)
+    resumed = self.train(two)
+    self.assertIn("RESUMING it as attempt 2", resumed.stderr)
+    found = self.assert_one_run(self.out, 2)
+    self.assertEqual(found["first_step.json"]["attempt"], 1)
+    parity = found["parity.json"]
+    self.assertTrue(parity["pass"], parity["failures"])
+    self.assertEqual(parity["first_step_attempt"], 1)
+    summary = found["run_summary.json"]
+    self.assertEqual(summary["parity"], "pass")
+    self.assertEqual(summary["total_updates"], summary["first_update"] + summary["updates"])
+    self.assertEqual(found["validation.json"]["update"], summary["total_updates"])
+    state = support.load(os.path.join(self.out, "run_state.json"))
+    self.assertEqual([a["start"] for a in state["attempts"]], ["fresh", "resume"])
+
+  def test_more_updates_continue_a_finished_run_as_a_new_attempt(self):
+    four = self.config("four.pbtxt", checkpointed(world=2, epochs=100, run_extra="max_updates: 4"))
+    eight = self.config("eight.pbtxt", checkpointed(world=2, epochs=100, run_extra="max_updates: 8"))
+    self.train(four)
+    self.assertIn("this run is finished", self.train(four).stdout)
+    continued = self.train(eight)
+    self.assertIn("CONTINUING it as attempt 2", continued.stderr)
+    found = self.assert_one_run(self.out, 2)
+    self.assertEqual(found["run_summary.json"]["total_updates"], 8)
+    self.assertEqual(found["finished.json"]["updates"], 8)
+    self.assertEqual(found["resume.json"]["update"], 3)  # the newest generation
+    self.assertIn("this run is finished", self.train(four).stdout)
+
+  def test_a_torchrun_restart_after_the_finish_exits_zero_and_keeps_the_run(self):
+    two = self.config("two.pbtxt", checkpointed(world=2))
+    command = [TORCH_PYTHON, "-m", "torch.distributed.run", "--nproc_per_node=2",
+               "--redirects=2", "--tee=2", "--no_python", support.TRAIN,
+               "--config=" + two, "--out=" + self.out]
+    first = subprocess.run(command[:3] + ["--master_port=%d" % support.free_port()] +
+                           command[3:], capture_output=True, text=True, timeout=240)
+    self.assertEqual(first.returncode, 0, first.stderr[-3000:])
+    before = folder_digest(self.out)
+    # What torchrun's agent does after a worker fails past the finish:
+    # every rank again, TORCHELASTIC_RESTART_COUNT=1, with the flags it was
+    # given (--overwrite too: a restart must not wipe the run).
+    port = support.free_port()
+    ranks = []
+    for rank in (0, 1):
+      env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
+                 MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                 TORCHELASTIC_RESTART_COUNT="1")
+      ranks.append(subprocess.Popen([support.TRAIN, "--config=" + two, "--out=" + self.out,
+                                     "--overwrite"], env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True))
+    for rank, process in enumerate(ranks):
+      stdout, stderr = process.communicate(timeout=120)
+      self.assertEqual(process.returncode, 0, stderr[-2000:])
+      self.assertIn("finished", stdout, "rank %d" % rank)
+    self.assertEqual(folder_digest(self.out), before)
+
+
+if __name__ == "__main__":
+  unittest.main()
