@@ -45,7 +45,8 @@ RunManifest MakeRunManifest(const LoadedConfig& loaded, const Classifier& model,
     *kind.run_manifest_name(m.mutable_plugins()) = kind.selection(c).name();
   }
   DataRecord* d = m.mutable_data();
-  d->set_source(c.data().has_synthetic() ? "synthetic" : c.data().manifest_path());
+  // The manifest read: resolved against the config's folder.
+  d->set_source(loaded.data.has_synthetic() ? "synthetic" : loaded.data.manifest_path());
   d->set_image_size(data.image_size);
   d->set_train_examples(static_cast<int32_t>(data.train.size()));
   d->set_validation_identities(static_cast<int32_t>(data.validation.size()));
