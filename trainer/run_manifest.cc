@@ -57,6 +57,13 @@ RunManifest MakeRunManifest(const LoadedConfig& loaded, const Classifier& model,
     d->add_train_class_counts(static_cast<int32_t>(n));
   }
   m.set_config_path(loaded.locator->path());
+  for (const LoadedPluginLibrary& library : loaded.plugin_libraries) {
+    PluginLibraryRecord* record = m.add_plugin_libraries();
+    record->set_path(library.path);
+    record->set_resolved_path(library.resolved_path);
+    record->set_sha1(library.sha1);
+    for (const std::string& plugin : library.plugins) record->add_plugins(plugin);
+  }
   m.set_epochs(c.epochs());
   return m;
 }
