@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/text_format.h"
 #include "checkpoint/fault_injection.h"
 #include "data/data_config.h"
 #include "data/label_map.h"
@@ -24,8 +25,9 @@ namespace {
 
 using google::protobuf::TextFormat;
 
-// Steps 3-7 of the header. `data` is config.data() with its paths
-// resolved (trainer/config_paths.h) when the config is a file.
+// Steps 3-7 of the header. `is_file`: `locator` names a config file, and
+// LoadedConfig::data gets the data's paths resolved against its folder
+// (trainer/config_paths.h); else they are used as they are.
 absl::StatusOr<LoadedConfig> Validate(
     TrainingConfig config, std::shared_ptr<const ConfigLocator> locator,
     bool is_file) {
