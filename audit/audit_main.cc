@@ -123,7 +123,7 @@ int AuditConfig(const std::string& path, const std::string& out) {
   absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(path);
   if (!loaded.ok()) return BadInput(std::string(loaded.status().message()));
   const TrainingConfig& config = loaded->config;
-  absl::StatusOr<ReceiptSplit> data = LoadReceipts(config.data());
+  absl::StatusOr<ReceiptSplit> data = LoadReceipts(loaded->data);
   if (!data.ok()) {
     return BadInput(std::string(loaded->locator->Locate(data.status()).message()));
   }

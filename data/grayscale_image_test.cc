@@ -1,5 +1,9 @@
 #include "data/grayscale_image.h"
 
+#include <png.h>
+
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 #include "data/test_image_files.h"
 #include "gmock/gmock.h"
@@ -34,6 +38,32 @@ TEST(GrayscaleImageTest, DecodesPgmBinaryAsciiAndPng) {
   ExpectDecodesTo(EncodePgmP5(12, 7, samples), 12, 7, samples);
   ExpectDecodesTo(EncodePgmP2(12, 7, samples), 12, 7, samples);
   ExpectDecodesTo(EncodePng(12, 7, samples), 12, 7, samples);
+}
+
+// What the README promises of PNGs: colour becomes gray, alpha is
+// composited onto black, 16-bit samples are read linear as s / 65535.
+TEST(GrayscaleImageTest, PngColourAlphaAndSixteenBitBecomeGray) {
+  const uint8_t rgb[] = {200, 200, 200, 10, 10, 10};  // two gray pixels
+  absl::StatusOr<GrayImage> colour =
+      DecodeGrayscaleImage(EncodePngOfFormat(2, 1, PNG_FORMAT_RGB, rgb));
+  ASSERT_TRUE(colour.ok()) << colour.status();
+  EXPECT_NEAR(colour->pixels[0], 200 / 255.0f, 1.5f / 255);
+  EXPECT_NEAR(colour->pixels[1], 10 / 255.0f, 1.5f / 255);
+
+  const uint8_t gray_alpha[] = {255, 255, 255, 0};  // opaque white, clear white
+  absl::StatusOr<GrayImage> alpha =
+      DecodeGrayscaleImage(EncodePngOfFormat(2, 1, PNG_FORMAT_GA, gray_alpha));
+  ASSERT_TRUE(alpha.ok()) << alpha.status();
+  EXPECT_NEAR(alpha->pixels[0], 1.0f, 1e-6);
+  EXPECT_NEAR(alpha->pixels[1], 0.0f, 1e-6);
+
+  const uint16_t linear[] = {65535, 32768, 0};
+  absl::StatusOr<GrayImage> sixteen =
+      DecodeGrayscaleImage(EncodePngOfFormat(3, 1, PNG_FORMAT_LINEAR_Y, linear));
+  ASSERT_TRUE(sixteen.ok()) << sixteen.status();
+  EXPECT_FLOAT_EQ(sixteen->pixels[0], 1.0f);
+  EXPECT_NEAR(sixteen->pixels[1], 0.5f, 1e-4);
+  EXPECT_FLOAT_EQ(sixteen->pixels[2], 0.0f);
 }
 
 TEST(GrayscaleImageTest, PgmSixteenBitSamplesAndComments) {

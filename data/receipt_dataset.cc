@@ -19,7 +19,15 @@ absl::StatusOr<std::vector<ReceiptIdentity>> LoadIdentities(
   if (config.source_case() == DataConfig::kSynthetic) {
     return GenerateSyntheticReceipts(config.synthetic(), image_size);
   }
-  return LoadReceiptManifest(config.manifest_path(), image_size);
+  absl::StatusOr<std::vector<ReceiptIdentity>> identities =
+      LoadReceiptManifest(config.manifest_path(), image_size);
+  if (!identities.ok()) {
+    // The config's loader puts the line of data.manifest_path in front.
+    return absl::Status(identities.status().code(),
+                        absl::StrCat("data.manifest_path: ",
+                                     identities.status().message()));
+  }
+  return identities;
 }
 
 }  // namespace

@@ -50,7 +50,13 @@ struct ReceiptSplit {
 
 // Loads, splits and augments as described above, `config` with its
 // defaults (ApplyDataDefaults). Errors: those of ValidateDataConfig
-// (data/data_config.h), GenerateSyntheticReceipts and LoadReceiptManifest.
+// (data/data_config.h), GenerateSyntheticReceipts and LoadReceiptManifest,
+// the last with "data.manifest_path: " in front (so that a config's loader
+// names the line of the field: "data.manifest_path: cannot read receipt
+// manifest: PATH: no such file", "data.manifest_path: PATH:LINE: ...").
+// A relative manifest_path is opened against the working directory: a
+// training config's loader resolves it against the config's folder first
+// (trainer/config_paths.h).
 absl::StatusOr<ReceiptSplit> LoadReceipts(const DataConfig& config);
 
 }  // namespace receipt_parity

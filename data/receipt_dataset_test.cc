@@ -186,6 +186,28 @@ TEST(ReceiptDatasetTest, ManifestCapturesAreViewsAndStayOnOneSide) {
   }
 }
 
+// The trainer puts the config's line of data.manifest_path in front of
+// these (trainer/config_loader.h).
+TEST(ReceiptDatasetTest, ManifestErrorsNameTheFieldThenTheManifest) {
+  const std::string dir = MakeTestDir("dataset_manifest_errors");
+  DataConfig config;
+  config.set_image_size(8);
+  config.set_manifest_path(dir + "/missing.csv");
+  absl::Status missing = LoadReceipts(config).status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(std::string(missing.message()),
+            absl::StrCat("data.manifest_path: cannot read receipt manifest: ",
+                         dir, "/missing.csv: no such file"));
+
+  config.set_manifest_path(WriteTestFile(dir, "bad.csv",
+                                         "receipt_id,image,label\nr1,a.pgm,smudged\n"));
+  absl::Status bad_line = LoadReceipts(config).status();
+  EXPECT_EQ(bad_line.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad_line.message()),
+              testing::StartsWith(absl::StrCat("data.manifest_path: ", dir,
+                                               "/bad.csv:2: unknown label \"smudged\"")));
+}
+
 TEST(ReceiptDatasetTest, BadConfigValuesNameTheField) {
   struct Case {
     DataConfig config;

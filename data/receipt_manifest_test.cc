@@ -1,8 +1,10 @@
 #include "data/receipt_manifest.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -66,6 +68,33 @@ TEST(ReceiptManifestTest, LoadsIdentitiesWithAllTheirCaptures) {
   EXPECT_EQ((*identities)[1].label, 2);
   EXPECT_EQ((*identities)[1].captures.size(), 1u);
   EXPECT_EQ((*identities)[2].label, 3);
+}
+
+// Image paths are relative to the manifest's folder, never to the working
+// directory; an absolute one is used as written.
+TEST(ReceiptManifestTest, ImagePathsAreRelativeToTheManifestsFolder) {
+  const std::string dir = MakeTestDir("relative_images");
+  WriteTestFile(dir, "data/a.pgm",
+                EncodePgmP5(kSize, kSize, RampSamples(kSize, kSize, 1)));
+  const std::string elsewhere = WriteTestFile(
+      dir, "elsewhere/b.pgm", EncodePgmP5(kSize, kSize, RampSamples(kSize, kSize, 2)));
+  // A decoy of the wrong size where a working-directory lookup would go.
+  WriteTestFile(dir, "a.pgm", EncodePgmP5(9, 9, RampSamples(9, 9)));
+  WriteTestFile(dir, "data/manifest.csv",
+                absl::StrCat("receipt_id,image,label\nr1,a.pgm,ok\nr2,", elsewhere,
+                             ",faded\n"));
+  char* previous = getcwd(nullptr, 0);
+  ASSERT_EQ(chdir(dir.c_str()), 0) << std::strerror(errno);
+  absl::StatusOr<std::vector<ReceiptIdentity>> identities =
+      LoadReceiptManifest("data/manifest.csv", kSize);
+  ASSERT_EQ(chdir(previous), 0);
+  free(previous);
+  ASSERT_TRUE(identities.ok()) << identities.status();
+  ASSERT_EQ(identities->size(), 2u);
+  EXPECT_FLOAT_EQ((*identities)[0].captures[0][1],
+                  RampSamples(kSize, kSize, 1)[1] / 255.0f);
+  EXPECT_FLOAT_EQ((*identities)[1].captures[0][1],
+                  RampSamples(kSize, kSize, 2)[1] / 255.0f);
 }
 
 struct BadCase {

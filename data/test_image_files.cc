@@ -40,25 +40,28 @@ std::string EncodePgmP2(int width, int height,
   return out;
 }
 
-std::string EncodePng(int width, int height,
-                      const std::vector<uint8_t>& samples) {
-  CHECK_EQ(samples.size(), static_cast<size_t>(width) * height);
+std::string EncodePngOfFormat(int width, int height, uint32_t png_format,
+                              const void* pixels) {
   png_image png;
   std::memset(&png, 0, sizeof(png));
   png.version = PNG_IMAGE_VERSION;
   png.width = width;
   png.height = height;
-  png.format = PNG_FORMAT_GRAY;
+  png.format = png_format;
   png_alloc_size_t size = 0;
-  CHECK(png_image_write_to_memory(&png, nullptr, &size, 0, samples.data(), 0,
-                                  nullptr))
+  CHECK(png_image_write_to_memory(&png, nullptr, &size, 0, pixels, 0, nullptr))
       << png.message;
   std::string out(size, '\0');
-  CHECK(png_image_write_to_memory(&png, out.data(), &size, 0, samples.data(), 0,
-                                  nullptr))
+  CHECK(png_image_write_to_memory(&png, out.data(), &size, 0, pixels, 0, nullptr))
       << png.message;
   out.resize(size);
   return out;
+}
+
+std::string EncodePng(int width, int height,
+                      const std::vector<uint8_t>& samples) {
+  CHECK_EQ(samples.size(), static_cast<size_t>(width) * height);
+  return EncodePngOfFormat(width, height, PNG_FORMAT_GRAY, samples.data());
 }
 
 namespace {

@@ -19,6 +19,11 @@ std::string EncodePgmP2(int width, int height,
 // An 8-bit grayscale PNG written by libpng. CHECK-fails if libpng fails.
 std::string EncodePng(int width, int height,
                       const std::vector<uint8_t>& samples);
+// A PNG of libpng's simplified-API `png_format` (PNG_FORMAT_RGB,
+// PNG_FORMAT_GA, PNG_FORMAT_LINEAR_Y for 16 bits, ...) from `pixels` in that
+// format, rows packed. CHECK-fails if libpng fails.
+std::string EncodePngOfFormat(int width, int height, uint32_t png_format,
+                              const void* pixels);
 // A valid 8x8 PNG whose IHDR is rewritten to claim width x height (its CRC
 // recomputed), so only the header says so: the file stays a few hundred bytes.
 std::string PngClaimingSize(int width, int height);

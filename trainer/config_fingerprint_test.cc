@@ -3,6 +3,7 @@
 // the same. These values were computed on main before the schema moved into
 // data/, model/ and plugins/; they must never change for the shipped
 // configs.
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -77,6 +78,36 @@ TEST(ConfigFingerprintPinTest, AConfigRelyingOnEveryDefaultHashesAsOnMain) {
             "f1847fc573a00096386e6874efef29c3b097867b");
   EXPECT_EQ(ConfigFingerprint(ReferenceConfig(loaded->config)),
             "bd1a7ac3dd4516964044f7f5869787bb6949d131");
+}
+
+// A manifest config hashes its data.manifest_path as written: the values
+// below are what main printed for this config (with its manifest in the
+// working directory, when paths in a config were relative to it), and they
+// stay the same wherever the config and its data sit now that the path is
+// relative to the config's folder.
+TEST(ConfigFingerprintPinTest, AManifestConfigHashesItsPathAsWrittenWhereverItSits) {
+  const std::string text =
+      "world_size: 2\n"
+      "global_batch: 4\n"
+      "data { manifest_path: \"receipts.csv\" image_size: 16 validation_fraction: 0.25 }\n"
+      "model { architecture: \"linear\" }\n"
+      "optimizer { sgd { learning_rate: 0.1 } }\n";
+  for (const std::string folder : {"/mydata", "/elsewhere/deeper"}) {
+    const std::string dir = ::testing::TempDir() + folder;
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/m.pbtxt") << text;
+    absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(dir + "/m.pbtxt");
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    EXPECT_EQ(loaded->config.data().manifest_path(), "receipts.csv");
+    EXPECT_EQ(loaded->data.manifest_path(),
+              std::filesystem::path(dir + "/receipts.csv").lexically_normal().string());
+    EXPECT_EQ(ConfigFingerprint(loaded->config),
+              "e86be77640689d92000cf7b104804cd83e3ef6a4")
+        << folder;
+    EXPECT_EQ(ConfigFingerprint(ReferenceConfig(loaded->config)),
+              "864a3335ddd7e6d09674f2aed9df4a1f3ecab3a3")
+        << folder;
+  }
 }
 
 }  // namespace

@@ -1,67 +1,36 @@
 #include "trainer/config_loader.h"
 
 #include <cmath>
-#include <filesystem>
 #include <utility>
 #include <vector>
 
 #include <c10/util/hash.h>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "google/protobuf/empty.pb.h"
 #include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/text_format.h"
 #include "checkpoint/fault_injection.h"
 #include "data/data_config.h"
 #include "data/label_map.h"
 #include "io/atomic_file.h"
+#include "trainer/config_paths.h"
 #include "trainer/device_check.h"
-#include "plugins/plugin_library.h"
 #include "trainer/plugin_kinds.h"
 
 namespace receipt_parity {
 namespace {
 
-using google::protobuf::Descriptor;
-using google::protobuf::FieldDescriptor;
 using google::protobuf::TextFormat;
 
-// Collects parser errors as "NAME:LINE:COLUMN: message" (1-based).
-class LocatedErrors : public google::protobuf::io::ErrorCollector {
- public:
-  explicit LocatedErrors(std::string name) : name_(std::move(name)) {}
-  void AddError(int line, int column, const std::string& message) override {
-    errors_.push_back(
-        absl::StrCat(name_, ":", line + 1, ":", column + 1, ": ", message));
-  }
-  void AddWarning(int, int, const std::string&) override {}
-  std::string Joined() const { return absl::StrJoin(errors_, "\n"); }
-
- private:
-  std::string name_;
-  std::vector<std::string> errors_;
-};
-
-// First pass: plugin options of types this binary does not know yet (they
-// live in a plugin library not loaded yet) parse as an empty message.
-class LenientAnyFinder : public TextFormat::Finder {
- public:
-  const Descriptor* FindAnyType(const google::protobuf::Message& message,
-                                const std::string& prefix,
-                                const std::string& name) const override {
-    const Descriptor* known = TextFormat::Finder::FindAnyType(message, prefix, name);
-    return known != nullptr ? known : google::protobuf::Empty::descriptor();
-  }
-};
-
-// Steps 3-7 of the header.
+// Steps 3-7 of the header. `is_file`: `locator` names a config file, and
+// LoadedConfig::data gets the data's paths resolved against its folder
+// (trainer/config_paths.h); else they are used as they are.
 absl::StatusOr<LoadedConfig> Validate(
-    TrainingConfig config, std::shared_ptr<const ConfigLocator> locator) {
+    TrainingConfig config, std::shared_ptr<const ConfigLocator> locator,
+    bool is_file) {
   ApplyDefaults(&config);
   if (absl::Status s = ValidateConfig(config); !s.ok()) return locator->Locate(s);
   absl::StatusOr<RunPluginSelections> plugins = SelectRunPlugins(config);
@@ -78,30 +47,35 @@ absl::StatusOr<LoadedConfig> Validate(
   }
   LoadedConfig loaded;
   loaded.model = ModelSettingsOf(config);
+  loaded.data = is_file ? ResolveDataPaths(locator->path(), config.data())
+                        : config.data();
   loaded.config = std::move(config);
   loaded.locator = std::move(locator);
   loaded.plugins = std::move(*plugins);
   return loaded;
 }
 
-// Steps 2-5.
 // What to do about plugin options of a type nobody defines: which
 // libraries were looked in.
-std::string UnknownTypeHint(const std::vector<std::string>& libraries) {
+std::string UnknownTypeHint(const std::vector<LoadedPluginLibrary>& libraries) {
   if (libraries.empty()) {
     return "no plugin_library is listed in the config: name the shared "
            "library that defines this options type there";
   }
   return absl::StrCat("neither this binary nor the plugin libraries loaded (",
-                      absl::StrJoin(libraries, ", "),
+                      absl::StrJoin(libraries, ", ",
+                                    [](std::string* out, const LoadedPluginLibrary& l) {
+                                      out->append(l.resolved_path);
+                                    }),
                       ") define this options type: is its library listed?");
 }
 
+// Steps 2-7.
 absl::StatusOr<LoadedConfig> Parse(const std::string& text, const std::string& name,
-                                   const std::vector<std::string>& libraries) {
+                                   const std::vector<LoadedPluginLibrary>& libraries) {
   TrainingConfig config;
   auto tree = std::make_unique<ConfigLocator::ParseInfoTree>();
-  LocatedErrors errors(name);
+  ParseErrors errors(name);
   TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   parser.WriteLocationsTo(tree.get());
@@ -113,7 +87,8 @@ absl::StatusOr<LoadedConfig> Parse(const std::string& text, const std::string& n
     return absl::InvalidArgumentError(joined);
   }
   return Validate(std::move(config),
-                  std::make_shared<ConfigLocator>(name, std::move(tree)));
+                  std::make_shared<ConfigLocator>(name, std::move(tree)),
+                  /*is_file=*/true);
 }
 
 absl::Status Invalid(const std::string& field, const std::string& message) {
@@ -305,103 +280,23 @@ absl::Status ValidateRunOptions(const RunOptions& run, int world_size) {
 
 }  // namespace
 
-ConfigLocator::ConfigLocator(std::string path,
-                             std::unique_ptr<ParseInfoTree> parse_info)
-    : path_(std::move(path)), parse_info_(std::move(parse_info)) {}
-
-std::string ConfigLocator::Where(const std::string& field_path) const {
-  const Descriptor* descriptor = TrainingConfig::descriptor();
-  const ParseInfoTree* tree = parse_info_.get();
-  std::vector<std::string> parts = absl::StrSplit(field_path, '.');
-  for (size_t i = 0; i < parts.size() && tree != nullptr; ++i) {
-    std::string name = parts[i];
-    int index = -1;
-    if (size_t bracket = name.find('['); bracket != std::string::npos) {
-      if (!absl::SimpleAtoi(name.substr(bracket + 1, name.size() - bracket - 2),
-                            &index)) {
-        break;
-      }
-      name = name.substr(0, bracket);
-    }
-    const FieldDescriptor* field =
-        descriptor == nullptr ? nullptr : descriptor->FindFieldByName(name);
-    if (field == nullptr) break;
-    if (field->is_repeated() && index < 0) index = 0;
-    if (i + 1 == parts.size() ||
-        field->type() != FieldDescriptor::TYPE_MESSAGE) {
-      TextFormat::ParseLocation at = tree->GetLocation(field, index);
-      if (at.line < 0) break;
-      return absl::StrCat(path_, ":", at.line + 1, ":", at.column + 1);
-    }
-    tree = tree->GetTreeForNested(field, index);
-    descriptor = field->message_type();
-  }
-  return path_;
-}
-
-absl::Status ConfigLocator::Locate(const absl::Status& status) const {
-  if (status.ok()) return status;
-  const std::string message(status.message());
-  const size_t colon = message.find(": ");
-  std::string where = path_;
-  if (colon != std::string::npos &&
-      message.find(' ') == colon + 1) {  // "<field path>: ..."
-    where = Where(message.substr(0, colon));
-  }
-  return absl::Status(status.code(), absl::StrCat(where, ": ", message));
-}
-
 absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFileToString(path);
   if (!text.ok()) return text.status();
-
   // Step 1: plugin libraries first.
-  TrainingConfig first_pass;
-  LenientAnyFinder lenient;
-  LocatedErrors errors(path);
-  TextFormat::Parser parser;
-  parser.SetFinder(&lenient);
-  parser.AllowUnknownField(true);
-  parser.RecordErrorsTo(&errors);
-  auto first_tree = std::make_unique<ConfigLocator::ParseInfoTree>();
-  parser.WriteLocationsTo(first_tree.get());
-  if (!parser.ParseFromString(*text, &first_pass)) {
-    return absl::InvalidArgumentError(errors.Joined());
-  }
-  const ConfigLocator first_locator(path, std::move(first_tree));
-  const std::filesystem::path folder =
-      std::filesystem::path(path).parent_path();
-  std::vector<std::string> library_hashes;
-  std::vector<std::string> loaded_libraries;
-  for (int i = 0; i < first_pass.plugin_library_size(); ++i) {
-    const std::string& library = first_pass.plugin_library(i);
-    // A relative path names a file beside the config, never one in the
-    // working directory or on the loader's search path.
-    std::filesystem::path resolved(library);
-    if (resolved.is_relative()) {
-      resolved = std::filesystem::absolute(folder / resolved).lexically_normal();
-    }
-    absl::StatusOr<std::vector<std::string>> added =
-        LoadPluginLibrary(resolved.string());
-    if (!added.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(first_locator.Where(absl::StrCat("plugin_library[", i, "]")),
-                       ": plugin_library: ", added.status().message()));
-    }
-    absl::StatusOr<std::string> bytes = ReadFileToString(resolved.string());
-    if (!bytes.ok()) return bytes.status();
-    library_hashes.push_back(c10::sha1(*bytes).str());
-    loaded_libraries.push_back(resolved.string());
-  }
+  absl::StatusOr<std::vector<LoadedPluginLibrary>> libraries =
+      LoadConfigPluginLibraries(path, *text);
+  if (!libraries.ok()) return libraries.status();
   // Steps 2-7.
-  absl::StatusOr<LoadedConfig> loaded = Parse(*text, path, loaded_libraries);
-  if (loaded.ok()) loaded->plugin_library_hashes = std::move(library_hashes);
+  absl::StatusOr<LoadedConfig> loaded = Parse(*text, path, *libraries);
+  if (loaded.ok()) loaded->plugin_libraries = *std::move(libraries);
   return loaded;
 }
 
 absl::StatusOr<LoadedConfig> ValidateTrainingConfig(TrainingConfig config,
                                                     const std::string& name) {
-  return Validate(std::move(config), std::make_shared<ConfigLocator>(name, nullptr));
+  return Validate(std::move(config), std::make_shared<ConfigLocator>(name, nullptr),
+                  /*is_file=*/false);
 }
 
 void ApplyDefaults(TrainingConfig* c) {

@@ -4,9 +4,8 @@
 // Steps, in order:
 //  1. a first parse that only reads `plugin_library` (plugin options of
 //     types not known yet are skipped), and loads those shared libraries
-//     (a relative path is relative to the config's folder, only),
-//     so their options types are in the descriptor pool and their
-//     factories in the registries;
+//     (trainer/config_plugin_libraries.h), so their options types are in
+//     the descriptor pool and their factories in the registries;
 //  2. the real parse: syntax errors come back as
 //     "FILE:LINE:COLUMN: message" (1-based);
 //  3. defaults for the fields left unset, once (ApplyDefaults; the data's
@@ -29,6 +28,13 @@
 // written in the file) and the field path, e.g.
 // "configs/x.pbtxt:7:3: precision: only fp32 is supported for now, got
 // 'bf16'"; a field left unset is named with FILE alone.
+// Paths: every input file the config names (plugin_library,
+// data.manifest_path) is relative to the config's folder, or absolute
+// (trainer/config_paths.h); `config` keeps them as written and LoadedConfig
+// carries them resolved. A manifest is not opened here: a missing one is
+// reported when the run loads its receipts, as
+// "FILE:LINE:COLUMN: data.manifest_path: cannot read receipt manifest:
+// RESOLVED: no such file" (data/receipt_dataset.h).
 // Nothing is read but the config and its plugin libraries (no receipt is
 // loaded or generated), nothing is written. Every error is InvalidArgument
 // (NotFound for a missing file or plugin) and binaries exit with code 2.
@@ -40,50 +46,35 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "google/protobuf/text_format.h"
+#include "data/data_config.pb.h"
 #include "model/model_config.h"
 #include "trainer/config.pb.h"
+#include "trainer/config_locator.h"
+#include "trainer/config_plugin_libraries.h"
 #include "trainer/run_plugins.h"
 
 namespace receipt_parity {
 
-// Where each field of a loaded config was written.
-class ConfigLocator {
- public:
-  using ParseInfoTree = google::protobuf::TextFormat::ParseInfoTree;
-  // `parse_info` nullptr: a config built in code; Where() is `path` alone.
-  ConfigLocator(std::string path, std::unique_ptr<ParseInfoTree> parse_info);
-
-  const std::string& path() const { return path_; }
-
-  // "FILE:LINE:COLUMN" for a field path like "data.validation_fraction" or
-  // "local_batch_sizes[1]"; "FILE" alone when the field is not written in
-  // the file (it has its default).
-  std::string Where(const std::string& field_path) const;
-
-  // A status whose message starts with "<field path>: " gets
-  // "<Where(field path)>: " in front; others get "FILE: ". OK stays OK.
-  absl::Status Locate(const absl::Status& status) const;
-
- private:
-  std::string path_;
-  std::unique_ptr<ParseInfoTree> parse_info_;
-};
-
 // A validated run: what every binary that trains, checks or audits a config
 // starts from. Copyable (copies share the locator and the plugins' options).
 struct LoadedConfig {
-  // Defaults applied; every field checked.
+  // Defaults applied; every field checked; paths as written in the file (what
+  // the fingerprint hashes and the records show).
   TrainingConfig config;
+  // The data settings the run loads its receipts from: config.data() with
+  // data.manifest_path resolved against the config's folder
+  // (trainer/config_paths.h); as config.data() for a config built in code.
+  DataConfig data;
   // Where each field of `config` is written.
   std::shared_ptr<const ConfigLocator> locator;
   // The plugin of every kind, checked; a run creates its own from them.
   RunPluginSelections plugins;
   // The classifier the run builds (ModelSettingsOf(config)), checked.
   ModelSettings model;
-  // Hex SHA-1 of each loaded plugin library's file, in config order: ranks
-  // compare them at start (the paths may differ by host).
-  std::vector<std::string> plugin_library_hashes;
+  // Each `plugin_library`, in config order: as written, resolved, its SHA-1
+  // (ranks compare them at start: the paths may differ by host) and the
+  // plugins it added. Empty for a config built in code.
+  std::vector<LoadedPluginLibrary> plugin_libraries;
 };
 
 // Steps 1-7 above. Plugin lookups in step 5 use whatever is registered in
@@ -92,7 +83,9 @@ absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path);
 
 // Steps 3-7 for a config built in code (e.g. the benchmark's generated
 // configs, before they are written for the trainer): errors read
-// "NAME: field: message". Uses the plugin libraries loaded so far.
+// "NAME: field: message". Uses the plugin libraries loaded so far. Its
+// paths are used as they are (a relative one is relative to the working
+// directory): there is no config folder.
 absl::StatusOr<LoadedConfig> ValidateTrainingConfig(TrainingConfig config,
                                                     const std::string& name);
 
@@ -132,6 +125,10 @@ std::vector<int> LocalBatchSizes(const TrainingConfig& config);
 // `plugin_library` (paths differ by host), `device` and `backend` (a CPU
 // reference over Gloo serves a GPU run over NCCL; backend hashes as "gloo",
 // so fingerprints from before `device` existed still match).
+// data.manifest_path enters as written in the file (LoadedConfig::config
+// keeps it so), not resolved: a config moved with its data, or checked out
+// at another path on another host, hashes the same; what the receipts are
+// is checked by their own hash (run_manifest.h DataHash).
 std::string ConfigFingerprint(const TrainingConfig& config);
 
 // `config` as ConfigFingerprint sees it: those fields cleared, backend

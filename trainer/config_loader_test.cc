@@ -1,5 +1,6 @@
 #include "trainer/config_loader.h"
 
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -387,6 +388,76 @@ TEST(ConfigLoaderTest, WrittenZerosAreCheckedNotReplaced) {
   EXPECT_THAT(Message(world), HasSubstr("w.pbtxt:1:1: world_size: must be >= 1, got 0"));
 }
 
+constexpr char kManifestConfig[] = R"pb(
+global_batch: 2
+data { manifest_path: "MANIFEST" image_size: 16 }
+model { architecture: "linear" }
+optimizer { sgd { learning_rate: 0.1 } }
+)pb";
+
+// Writes `text` as `path`, making its folder.
+void WriteConfigAt(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  ASSERT_TRUE(WriteFileAtomically(path, text).ok()) << path;
+}
+
+std::string ManifestConfig(const std::string& manifest_path) {
+  std::string text = kManifestConfig;
+  text.replace(text.find("MANIFEST"), 8, manifest_path);
+  return text;
+}
+
+// Issue 15, item 2: `manifest_path: "receipts.csv"` in a config inside
+// mydata/ was opened in the working directory.
+TEST(ConfigLoaderTest, ARelativeManifestPathIsRelativeToTheConfigsFolder) {
+  const std::string dir = ::testing::TempDir() + "/mydata";
+  WriteConfigAt(dir + "/c.pbtxt", ManifestConfig("receipts.csv"));
+  auto loaded = LoadTrainingConfig(dir + "/c.pbtxt");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->data.manifest_path(),
+            std::filesystem::path(dir + "/receipts.csv").lexically_normal().string());
+  // The config keeps what the file says (the fingerprint hashes it).
+  EXPECT_EQ(loaded->config.data().manifest_path(), "receipts.csv");
+  // Everything else of the data settings is the config's, defaults included.
+  DataConfig rest = loaded->data;
+  rest.set_manifest_path("receipts.csv");
+  EXPECT_EQ(rest.SerializeAsString(), loaded->config.data().SerializeAsString());
+
+  WriteConfigAt(dir + "/up.pbtxt", ManifestConfig("../shared/r.csv"));
+  auto up = LoadTrainingConfig(dir + "/up.pbtxt");
+  ASSERT_TRUE(up.ok()) << up.status();
+  EXPECT_EQ(up->data.manifest_path(),
+            std::filesystem::path(::testing::TempDir() + "/shared/r.csv")
+                .lexically_normal()
+                .string());
+}
+
+TEST(ConfigLoaderTest, AnAbsoluteManifestPathStaysAsWritten) {
+  auto loaded = Load(ManifestConfig("/data/receipts/r.csv"), "abs.pbtxt");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->data.manifest_path(), "/data/receipts/r.csv");
+  EXPECT_EQ(loaded->config.data().manifest_path(), "/data/receipts/r.csv");
+}
+
+TEST(ConfigLoaderTest, TheSameConfigInTwoFoldersHashesTheSameButReadsItsOwnData) {
+  const std::string a = ::testing::TempDir() + "/first/c.pbtxt";
+  const std::string b = ::testing::TempDir() + "/second/c.pbtxt";
+  WriteConfigAt(a, ManifestConfig("receipts.csv"));
+  WriteConfigAt(b, ManifestConfig("receipts.csv"));
+  auto first = LoadTrainingConfig(a);
+  auto second = LoadTrainingConfig(b);
+  ASSERT_TRUE(first.ok() && second.ok()) << first.status() << second.status();
+  EXPECT_EQ(ConfigFingerprint(first->config), ConfigFingerprint(second->config));
+  EXPECT_NE(first->data.manifest_path(), second->data.manifest_path());
+}
+
+TEST(ConfigLoaderTest, ASyntheticSourceIsTheConfigsOwn) {
+  auto loaded = Load(kValid, "synthetic.pbtxt");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->data.SerializeAsString(), loaded->config.data().SerializeAsString());
+  EXPECT_TRUE(loaded->plugin_libraries.empty());
+}
+
 TEST(ValidateTrainingConfigTest, AConfigBuiltInCodeGetsTheSameChecksNamedByItsName) {
   TrainingConfig config;
   config.set_global_batch(2);
@@ -397,6 +468,13 @@ TEST(ValidateTrainingConfigTest, AConfigBuiltInCodeGetsTheSameChecksNamedByItsNa
   ASSERT_TRUE(good.ok()) << good.status();
   EXPECT_EQ(good->config.sampler().name(), "masked_tail");
   EXPECT_EQ(good->locator->Where("global_batch"), "generated");
+
+  // No config folder: a relative manifest path is used as it is.
+  TrainingConfig manifest = config;
+  manifest.mutable_data()->set_manifest_path("receipts.csv");
+  auto in_code = ValidateTrainingConfig(manifest, "generated");
+  ASSERT_TRUE(in_code.ok()) << in_code.status();
+  EXPECT_EQ(in_code->data.manifest_path(), "receipts.csv");
 
   config.mutable_reducer()->set_name("nope");
   auto bad = ValidateTrainingConfig(config, "generated");

@@ -153,7 +153,7 @@ void PrintSummary(const SimulatedParityRequest& parity, const ParityReport& repo
 // Loads the data, runs the check, writes parity.json.
 absl::StatusOr<ParityReport> CheckParity(const LoadedConfig& loaded,
                                          const std::vector<int>& split) {
-  absl::StatusOr<ReceiptSplit> data = LoadReceipts(loaded.config.data());
+  absl::StatusOr<ReceiptSplit> data = LoadReceipts(loaded.data);
   if (!data.ok()) return loaded.locator->Locate(data.status());
   absl::StatusOr<RunPlugins> plugins = loaded.plugins.Create();
   if (!plugins.ok()) return loaded.locator->Locate(plugins.status());

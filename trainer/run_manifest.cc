@@ -45,7 +45,8 @@ RunManifest MakeRunManifest(const LoadedConfig& loaded, const Classifier& model,
     *kind.run_manifest_name(m.mutable_plugins()) = kind.selection(c).name();
   }
   DataRecord* d = m.mutable_data();
-  d->set_source(c.data().has_synthetic() ? "synthetic" : c.data().manifest_path());
+  // The manifest read: resolved against the config's folder.
+  d->set_source(loaded.data.has_synthetic() ? "synthetic" : loaded.data.manifest_path());
   d->set_image_size(data.image_size);
   d->set_train_examples(static_cast<int32_t>(data.train.size()));
   d->set_validation_identities(static_cast<int32_t>(data.validation.size()));
@@ -56,6 +57,13 @@ RunManifest MakeRunManifest(const LoadedConfig& loaded, const Classifier& model,
     d->add_train_class_counts(static_cast<int32_t>(n));
   }
   m.set_config_path(loaded.locator->path());
+  for (const LoadedPluginLibrary& library : loaded.plugin_libraries) {
+    PluginLibraryRecord* record = m.add_plugin_libraries();
+    record->set_path(library.path);
+    record->set_resolved_path(library.resolved_path);
+    record->set_sha1(library.sha1);
+    for (const std::string& plugin : library.plugins) record->add_plugins(plugin);
+  }
   m.set_epochs(c.epochs());
   return m;
 }

@@ -1,19 +1,25 @@
 #!/usr/bin/python3
 """The train binary as a user meets it: registration, bad input, the
-pinned one-worker reference, and a shared-library plugin chosen by config."""
+pinned one-worker reference, a shared-library plugin chosen by config, the
+paths of a config, and the README's own-data and own-reducer walk-throughs."""
 import glob
+import hashlib
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import time
 import unittest
+import zlib
 
 import integration_support as support
 
 EXPECTED_PLUGINS = sys.argv.pop(1).split(",")
 PLUGIN_SO = os.path.abspath(sys.argv.pop(1))
+REDUCER_SO = os.path.abspath(sys.argv.pop(1))
+REDUCER_CONFIG = os.path.abspath(sys.argv.pop(1))
 
 
 class RegistrationTest(unittest.TestCase):
@@ -274,6 +280,246 @@ class SharedLibraryPluginTest(unittest.TestCase):
     self.assertEqual(validation["dedup"], "keep_first_seen")
     manifest = support.load(os.path.join(out, "reference", "run_manifest.json"))
     self.assertEqual(manifest["plugins"]["metric_dedup"], "keep_first_seen")
+
+
+def run_in(cwd, *args):
+  """The train binary started in `cwd`, as a user in that folder would."""
+  return subprocess.run([support.TRAIN, *args], capture_output=True, text=True,
+                        cwd=cwd, timeout=240)
+
+
+def line_and_column(text, needle):
+  for number, line in enumerate(text.split("\n"), 1):
+    if needle in line:
+      return number, line.index(needle) + 1
+  raise AssertionError(needle)
+
+
+class ListPluginsTest(unittest.TestCase):
+
+  def test_a_configs_libraries_are_listed_and_marked_with_their_file(self):
+    tmp = support.temp_dir("list")
+    os.makedirs(os.path.join(tmp, "libs"))
+    shutil.copy(REDUCER_SO, os.path.join(tmp, "libs", "libmy_sum_reducer.so"))
+    # The reducer's name is wrong: the listing is what helps then.
+    text = ('plugin_library: "libs/libmy_sum_reducer.so"\n' +
+            support.small_config(reducer="my_summ"))
+    config = support.write(os.path.join(tmp, "c.pbtxt"), text)
+    result = support.run_train("--list_plugins", "--config=" + config)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    lines = result.stdout.splitlines()
+    library = os.path.join(os.path.realpath(tmp), "libs", "libmy_sum_reducer.so")
+    self.assertIn("reducer/my_sum  (from %s)" % library, lines)
+    # The built-in plugins are listed as without a config, unmarked.
+    self.assertEqual(sorted(l for l in lines if "(from" not in l),
+                     sorted(EXPECTED_PLUGINS))
+    self.assertEqual(len(lines), len(EXPECTED_PLUGINS) + 1)
+
+  def test_a_library_that_does_not_load_is_named_with_its_line(self):
+    tmp = support.temp_dir("list_bad")
+    text = support.small_config() + 'plugin_library: "nope.so"\n'
+    config = support.write(os.path.join(tmp, "c.pbtxt"), text)
+    line, column = line_and_column(text, "plugin_library")
+    result = support.run_train("--list_plugins", "--config=" + config)
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertIn("%s:%d:%d: plugin_library: plugin library %s: no such file"
+                  % (config, line, column,
+                     os.path.join(os.path.realpath(tmp), "nope.so")), result.stderr)
+
+
+class ReducerExampleTest(unittest.TestCase):
+  """The README's "Add a reducer as a .so": the shipped example config,
+  verbatim, beside the library where its relative path says."""
+
+  def test_the_example_trains_two_workers_through_my_sum_with_parity(self):
+    tmp = os.path.realpath(support.temp_dir("my_sum"))
+    config = os.path.join(tmp, "plugins", "examples", "my_sum_two_worker.pbtxt")
+    library = os.path.join(tmp, "bazel-bin", "plugins", "examples", "libmy_sum_reducer.so")
+    for source, target in ((REDUCER_CONFIG, config), (REDUCER_SO, library)):
+      os.makedirs(os.path.dirname(target), exist_ok=True)
+      shutil.copy(source, target)
+    out = os.path.join(tmp, "out")
+    result = run_in(tmp, "--config=plugins/examples/my_sum_two_worker.pbtxt",
+                    "--out=" + out)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+
+    parity = support.load(os.path.join(out, "parity.json"))
+    self.assertTrue(parity["pass"], parity.get("failures"))
+    self.assertEqual(parity["reducer"], "my_sum")
+    summary = support.load(os.path.join(out, "run_summary.json"))
+    self.assertEqual(summary["parity"], "pass")
+    self.assertEqual({t["rank"] for t in summary["timing"]}, {0, 1})
+    for timing in summary["timing"]:
+      # my_sum ran: gradients_per_collective 2 over the cnn's 6 gradients.
+      self.assertGreaterEqual(timing["collectives"], 3 * summary["updates"], timing)
+
+    with open(library, "rb") as f:
+      sha1 = hashlib.sha1(f.read()).hexdigest()
+    expected = {"path": "../../bazel-bin/plugins/examples/libmy_sum_reducer.so",
+                "resolved_path": library, "sha1": sha1,
+                "plugins": ["reducer/my_sum"]}
+    for manifest_path in (os.path.join(out, "run_manifest.json"),
+                          os.path.join(out, "reference", "run_manifest.json")):
+      manifest = support.load(manifest_path)
+      self.assertEqual(manifest["plugins"]["reducer"], "my_sum")
+      self.assertEqual(manifest["plugin_libraries"], [expected], manifest_path)
+
+  def test_a_config_without_plugin_libraries_records_none(self):
+    tmp = support.temp_dir("no_libs")
+    config = support.write(os.path.join(tmp, "c.pbtxt"), support.small_config())
+    out = os.path.join(tmp, "out")
+    result = support.run_train("--config=" + config, "--out=" + out)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    manifest = support.load(os.path.join(out, "reference", "run_manifest.json"))
+    self.assertEqual(manifest["plugin_libraries"], [])
+
+
+def png(width, height, rows, colour=False):
+  """An 8-bit PNG, gray (colour type 0) or RGB (2): `rows` of samples."""
+  raw = b"".join(b"\x00" + bytes(row) for row in rows)
+
+  def chunk(kind, data):
+    return (struct.pack(">I", len(data)) + kind + data +
+            struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff))
+
+  header = struct.pack(">IIBBBBB", width, height, 8, 2 if colour else 0, 0, 0, 0)
+  return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) +
+          chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def receipt_image(name, seed, size=16):
+  """The bytes of a size x size image in the format `name` ends with:
+  .pgm (binary P5), .ascii.pgm (P2), .png (gray) or .rgb.png."""
+  samples = [[(x * 7 + y * 13 + seed * 29) % 256 for x in range(size)]
+             for y in range(size)]
+  header = ("%d %d\n255\n" % (size, size)).encode()
+  if name.endswith(".ascii.pgm"):
+    return b"P2\n" + header + " ".join(str(v) for row in samples for v in row).encode()
+  if name.endswith(".pgm"):
+    return b"P5\n" + header + bytes(v for row in samples for v in row)
+  if name.endswith(".rgb.png"):
+    return png(size, size, [[v for v in row for _ in range(3)] for row in samples],
+               colour=True)
+  return png(size, size, samples)
+
+
+# What the README's "Bring your own data" shows: 12 receipts, 3 of each
+# label; r00 and r05 photographed twice (repeated ids: several captures of
+# one receipt); PGM and PNG variants side by side.
+OWN_DATA_ROWS = [
+    ("r%02d" % i, "images/r%02d%s" % (i, (".pgm", ".ascii.pgm", ".png", ".rgb.png")[i % 4]),
+     ("ok", "blurred", "faded", "cropped")[i % 4]) for i in range(12)
+] + [("r00", "images/r00-again.png", "ok"), ("r05", "images/r05-again.pgm", "blurred")]
+
+OWN_DATA_CONFIG = """
+data {
+  manifest_path: "receipts.csv"   # relative to this file's folder
+  image_size: 16                  # every image is 16x16
+  validation_fraction: 0.25
+  views_per_identity: 2
+}
+model { architecture: "cnn" conv_channels: [4] hidden_units: [8] }
+optimizer { sgd { learning_rate: 0.05 momentum: 0.9 } }
+global_batch: 4
+"""
+
+
+def write_own_data(folder, rows=OWN_DATA_ROWS, config=OWN_DATA_CONFIG, sizes=None):
+  """A data folder as the README lays it out: config, manifest, images/
+  (16x16 each, or as `sizes` says by image path)."""
+  os.makedirs(os.path.join(folder, "images"), exist_ok=True)
+  lines = ["receipt_id,image,label"]
+  for seed, (receipt, image, label) in enumerate(rows):
+    with open(os.path.join(folder, image), "wb") as f:
+      f.write(receipt_image(image, seed, (sizes or {}).get(image, 16)))
+    lines.append("%s,%s,%s" % (receipt, image, label))
+  support.write(os.path.join(folder, "receipts.csv"), "\n".join(lines) + "\n")
+  return support.write(os.path.join(folder, "config.pbtxt"), config)
+
+
+class ConfigPathsTest(unittest.TestCase):
+  """Issue 15, item 2: every path in a config resolves against its folder."""
+
+  def setUp(self):
+    self.tmp = os.path.realpath(support.temp_dir("paths"))
+    write_own_data(os.path.join(self.tmp, "mydata"))
+    # The working directory has a manifest of the same name that is not
+    # the config's (it has no rows).
+    self.cwd = os.path.join(self.tmp, "cwd")
+    os.makedirs(self.cwd)
+    support.write(os.path.join(self.cwd, "receipts.csv"), "receipt_id,image,label\n")
+
+  def test_a_relative_manifest_path_is_the_one_beside_the_config(self):
+    result = run_in(self.cwd, "--config=../mydata/config.pbtxt", "--validate_only")
+    self.assertEqual(result.returncode, 0, result.stderr)
+    result = run_in(self.cwd, "--config=../mydata/config.pbtxt", "--out=out")
+    self.assertEqual(result.returncode, 0, result.stderr)
+    # --out (and run.output_dir) stay relative to the working directory.
+    manifest = support.load(os.path.join(self.cwd, "out", "reference", "run_manifest.json"))
+    self.assertEqual(manifest["data"]["source"],
+                     os.path.join(self.tmp, "mydata", "receipts.csv"))
+
+  def test_a_missing_manifest_names_the_config_line_and_the_resolved_path(self):
+    os.remove(os.path.join(self.tmp, "mydata", "receipts.csv"))
+    line, column = line_and_column(OWN_DATA_CONFIG, "manifest_path")
+    for flags in (["--validate_only"], ["--out=out"]):
+      result = run_in(self.cwd, "--config=../mydata/config.pbtxt", *flags)
+      self.assertEqual(result.returncode, 2, result.stderr)
+      self.assertIn(
+          "../mydata/config.pbtxt:%d:%d: data.manifest_path: cannot read receipt "
+          "manifest: %s: no such file"
+          % (line, column, os.path.join(self.tmp, "mydata", "receipts.csv")),
+          result.stderr)
+    self.assertFalse(os.path.exists(os.path.join(self.cwd, "out", "reference",
+                                                 "run_manifest.json")))
+
+
+class OwnDataTest(unittest.TestCase):
+  """The README's "Bring your own data", followed to a trained reference."""
+
+  def test_the_readme_layout_trains_with_every_image_variant_and_repeated_ids(self):
+    tmp = support.temp_dir("own")
+    config = write_own_data(os.path.join(tmp, "mydata"))
+    out = os.path.join(tmp, "out")
+    result = support.run_train("--config=" + config, "--out=" + out)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    manifest = support.load(os.path.join(out, "reference", "run_manifest.json"))
+    self.assertEqual(manifest["label_map"], ["ok", "blurred", "faded", "cropped"])
+    data = manifest["data"]
+    self.assertEqual(data["image_size"], 16)
+    # 12 receipts, split by receipt (one of each label held out); a
+    # training receipt gets max(captures, views_per_identity) views.
+    self.assertEqual(data["train_identities"] + data["validation_identities"], 12)
+    self.assertEqual(data["validation_identities"], 4)
+    self.assertEqual(data["train_examples"], 2 * data["train_identities"])
+    self.assertEqual(sum(data["train_class_counts"]), data["train_examples"])
+    validation = support.load(os.path.join(out, "reference", "validation.json"))
+    self.assertEqual(validation["unique_ids_counted"], 4)
+
+  def check_refused(self, rows, *expected, sizes=None):
+    tmp = support.temp_dir("own_bad")
+    config = write_own_data(os.path.join(tmp, "mydata"), rows=rows, sizes=sizes)
+    result = support.run_train("--config=" + config, "--validate_only")
+    self.assertEqual(result.returncode, 2, result.stderr)
+    for text in expected:
+      self.assertIn(text, result.stderr)
+    return result
+
+  def test_an_image_of_another_size_is_refused_with_the_manifest_line(self):
+    rows = OWN_DATA_ROWS + [("r99", "images/big.png", "ok")]
+    line, column = line_and_column(OWN_DATA_CONFIG, "manifest_path")
+    self.check_refused(
+        rows, "config.pbtxt:%d:%d: data.manifest_path: " % (line, column),
+        "receipts.csv:%d: image " % (len(rows) + 1),
+        "is 24x24, expected 16x16 (data.image_size)", sizes={"images/big.png": 24})
+
+  def test_an_unknown_label_lists_the_label_map(self):
+    self.check_refused(OWN_DATA_ROWS + [("r99", "images/x.png", "smudged")],
+                       'unknown label "smudged"; valid labels: ok, blurred, faded, cropped')
+
+  def test_one_receipt_with_two_labels_is_refused(self):
+    self.check_refused(OWN_DATA_ROWS + [("r00", "images/r00-third.png", "faded")],
+                       'conflicting labels for receipt_id "r00"')
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@
 #include "trainer/device_check.h"
 #include "trainer/run_folder.h"
 #include "trainer/run_folder_setup.h"
+#include "trainer/plugin_listing.h"
 #include "trainer/training_run.h"
 
 ABSL_FLAG(std::string, config, "", "Training config (text proto), e.g. configs/one_worker.pbtxt.");
@@ -63,7 +64,9 @@ ABSL_FLAG(std::vector<std::string>, record_update, {},
 ABSL_FLAG(bool, overwrite, false,
           "Remove the run held in --out (under its lock) and train it afresh. "
           "Ignored on a torchrun restart.");
-ABSL_FLAG(bool, list_plugins, false, "Print every registered plugin as kind/name and exit.");
+ABSL_FLAG(bool, list_plugins, false,
+          "Print every registered plugin as kind/name and exit; with --config, "
+          "also those its plugin_library entries add, each marked with its file.");
 
 namespace receipt_parity {
 namespace {
@@ -255,11 +258,9 @@ int Main(int argc, char** argv) {
   ChangeToCallersDirectory();
   if (absl::Status s = CheckRegistries(); !s.ok()) return Fail(s);
   if (absl::GetFlag(FLAGS_list_plugins)) {
-    for (const std::string& kind : RegisteredKinds()) {
-      for (const std::string& name : RegisteredNames(kind.c_str())) {
-        std::cout << kind << "/" << name << "\n";
-      }
-    }
+    absl::StatusOr<std::string> listing = ListPlugins(absl::GetFlag(FLAGS_config));
+    if (!listing.ok()) return Fail(listing.status());
+    std::cout << *listing;
     return 0;
   }
   const std::string config_path = absl::GetFlag(FLAGS_config);

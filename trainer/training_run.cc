@@ -60,7 +60,7 @@ struct RunInputs {
 // loaded; this loads the data and makes this run's plugins and model.
 absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded) {
   RunInputs inputs;
-  absl::StatusOr<ReceiptSplit> data = LoadReceipts(loaded.config.data());
+  absl::StatusOr<ReceiptSplit> data = LoadReceipts(loaded.data);
   if (!data.ok()) return loaded.locator->Locate(data.status());
   inputs.data = std::move(*data);
   absl::StatusOr<RunPlugins> plugins = loaded.plugins.Create();
@@ -149,7 +149,11 @@ std::vector<std::pair<std::string, std::string>> LockstepFields(const Run& run) 
       {"local_batch_sizes", absl::StrJoin(run.local_batch, ",")},
       {"collective_timeout_seconds",
        absl::StrCat(config.run().collective_timeout_seconds())},
-      {"plugin_libraries", absl::StrJoin(run.options->loaded->plugin_library_hashes, ",")},
+      {"plugin_libraries",
+       absl::StrJoin(run.options->loaded->plugin_libraries, ",",
+                     [](std::string* out, const LoadedPluginLibrary& library) {
+                       out->append(library.sha1);
+                     })},
       {"binary", ThisBinaryHash()}};
 }
 
