@@ -189,6 +189,25 @@ class FaultDrillTest(unittest.TestCase):
     self.assertEqual(result.returncode, 2)
     self.assertIn("--kill_at=sideways: must be fixed or random", result.stderr)
 
+  def test_train_refuses_a_phase_kill_it_cannot_arm(self):
+    out = os.path.join(self.tmp, "refused")
+    for flags, message in (
+        (["--kill_phase=backward", "--kill_update=3"],
+         'unknown kill phase "backward"; valid: forward_backward, allreduce, '
+         "validation_gather, save"),
+        (["--kill_phase=save"], "--kill_phase needs --kill_update >= 0"),
+        (["--kill_phase=save", "--kill_update=3", "--kill_delay_us=-1"],
+         "kill delay -1 us must be >= 0"),
+        (["--kill_phase=save", "--kill_update=3", "--kill_point=mid_shard"],
+         "one injected failure per run"),
+        (["--kill_phase=allreduce", "--kill_update=3", "--kill_rank=2"],
+         "--kill_rank=2: no such rank with world_size 2")):
+      with self.subTest(flags=flags):
+        result = support.run_train("--config=" + self.config, "--out=" + out, *flags)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn(message, result.stderr)
+        self.assertFalse(os.path.exists(os.path.join(out, "checkpoints")))
+
   def test_a_corrupt_newest_generation_falls_back_or_stops(self):
     # Two generations saved, then generation 2's shard of rank 1 corrupted by
     # hand (one byte flipped): the restart must pass it over, naming the

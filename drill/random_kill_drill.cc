@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 struct Baseline {
   int64_t total_updates = 0;
   std::string final_hash;
-  // Each phase's median duration in it (microseconds).
+  // Each of its phases' median duration in it (microseconds).
   std::map<KillPhase, int64_t> phase_us;
 };
 
@@ -100,7 +100,9 @@ absl::StatusOr<Baseline> RunBaseline(const RandomDrillOptions& o, Trace& trace) 
   Baseline baseline;
   baseline.total_updates = summary.first_update() + summary.updates();
   baseline.final_hash = summary.final_parameter_hash();
-  baseline.phase_us = PhaseDurations(summary);
+  for (KillPhase phase : PhasesOfRun(o.setup.world_size)) {
+    baseline.phase_us[phase] = PhaseDurations(summary).at(phase);
+  }
   trace.Line(absl::StrCat("  ", baseline.total_updates, " updates, final parameters ",
                           baseline.final_hash, "; median phase durations: ",
                           DescribeDurations(baseline.phase_us)));
