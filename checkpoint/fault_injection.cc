@@ -1,12 +1,38 @@
 #include "checkpoint/fault_injection.h"
 
 #include <csignal>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "logging/glog.h"
 
 namespace receipt_parity {
+namespace {
+
+// The value whose stable name is `name`; else InvalidArgument "unknown
+// <what> "NAME"; valid: a, b, c".
+template <typename Enum>
+absl::StatusOr<Enum> ParseStableName(absl::string_view name, const std::vector<Enum>& all,
+                                     absl::string_view (*name_of)(Enum),
+                                     absl::string_view what) {
+  std::vector<absl::string_view> names;
+  for (Enum value : all) {
+    if (name_of(value) == name) return value;
+    names.push_back(name_of(value));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown ", what, " \"", name,
+                                                 "\"; valid: ", absl::StrJoin(names, ", ")));
+}
+
+// OK for an armed rank (>= 0); -1 (none) is the caller's to handle.
+absl::Status CheckKillRank(int rank) {
+  if (rank >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("kill rank ", rank, " must be >= 0, or -1 for none"));
+}
+
+}  // namespace
 
 const std::vector<KillPoint>& AllKillPoints() {
   static const auto* const points = new std::vector<KillPoint>{
@@ -33,23 +59,13 @@ absl::string_view KillPointName(KillPoint point) {
 }
 
 absl::StatusOr<KillPoint> ParseKillPoint(absl::string_view name) {
-  std::vector<absl::string_view> names;
-  for (KillPoint point : AllKillPoints()) {
-    if (KillPointName(point) == name) return point;
-    names.push_back(KillPointName(point));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown kill point \"", name,
-                   "\"; valid: ", absl::StrJoin(names, ", ")));
+  return ParseStableName(name, AllKillPoints(), &KillPointName, "kill point");
 }
 
 absl::StatusOr<FaultPlan> MakeFaultPlan(int rank, absl::string_view point,
                                         int64_t generation) {
   if (rank == -1) return FaultPlan();
-  if (rank < -1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("kill rank ", rank, " must be >= 0, or -1 for none"));
-  }
+  if (absl::Status s = CheckKillRank(rank); !s.ok()) return s;
   if (generation < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("kill generation ", generation,
@@ -64,17 +80,68 @@ absl::StatusOr<FaultPlan> MakeFaultPlan(int rank, absl::string_view point,
   return plan;
 }
 
+const std::vector<KillPhase>& AllKillPhases() {
+  static const auto* const phases = new std::vector<KillPhase>{
+      KillPhase::kForwardBackward, KillPhase::kAllReduce,
+      KillPhase::kValidationGather, KillPhase::kSave};
+  return *phases;
+}
+
+absl::string_view KillPhaseName(KillPhase phase) {
+  switch (phase) {
+    case KillPhase::kForwardBackward:
+      return "forward_backward";
+    case KillPhase::kAllReduce:
+      return "allreduce";
+    case KillPhase::kValidationGather:
+      return "validation_gather";
+    case KillPhase::kSave:
+      return "save";
+  }
+  LOG(FATAL) << "invalid KillPhase " << static_cast<int>(phase);
+}
+
+absl::StatusOr<KillPhase> ParseKillPhase(absl::string_view name) {
+  return ParseStableName(name, AllKillPhases(), &KillPhaseName, "kill phase");
+}
+
+absl::StatusOr<PhaseKillPlan> MakePhaseKillPlan(int rank, absl::string_view phase,
+                                                int64_t update, int64_t delay_us) {
+  if (rank == -1) return PhaseKillPlan();
+  if (absl::Status s = CheckKillRank(rank); !s.ok()) return s;
+  if (update < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kill update ", update, " must be >= 0 (the updates completed when the phase begins)"));
+  }
+  if (delay_us < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kill delay ", delay_us, " us must be >= 0"));
+  }
+  absl::StatusOr<KillPhase> parsed = ParseKillPhase(phase);
+  if (!parsed.ok()) return parsed.status();
+  PhaseKillPlan plan;
+  plan.rank = rank;
+  plan.phase = *parsed;
+  plan.update = update;
+  plan.delay_us = delay_us;
+  return plan;
+}
+
 void KillIfPlanned(const FaultPlan& plan, KillPoint point, int rank,
                    int64_t generation) {
   if (!plan.armed() || plan.point != point || plan.rank != rank ||
       plan.generation != generation) {
     return;
   }
-  LOG(ERROR) << "fault injection: rank " << rank
-             << " kills itself (SIGKILL) at " << KillPointName(point)
-             << " of generation " << generation;
+  DieOfInjectedFault(absl::StrCat("rank ", rank, " kills itself (SIGKILL) at ",
+                                  KillPointName(point), " of generation ", generation));
+}
+
+void DieOfInjectedFault(const std::string& what) {
+  LOG(ERROR) << "fault injection: " << what;
   google::FlushLogFiles(google::GLOG_INFO);
   std::raise(SIGKILL);
+  std::abort();  // not reached: SIGKILL cannot be caught
 }
 
 }  // namespace receipt_parity

@@ -1,24 +1,27 @@
 // bazel run //trainer:fault_drill -- --config=CONFIG --out=DIR
 //     [--kill_point=mid_shard] [--kill_rank=1] [--kill_generation=2]
+// bazel run //trainer:fault_drill -- --config=CONFIG --out=DIR
+//     --kill_at=random [--trials=4] [--seed=S] [--max_kill_delay_us=D]
 //
-// Three real runs of //trainer:train (found in this binary's runfiles),
-// each its own processes:
+// --kill_at=fixed (the default): three real runs of //trainer:train (found
+// in this binary's runfiles), each its own processes:
 //   1. DIR/interrupted: a rank SIGKILLs itself at --kill_point of
 //      generation --kill_generation's save; the launcher reports the death;
 //   2. the restart in the same folder: it must resume from the newest
 //      advertised generation, ignoring and cleaning up the partial one;
 //   3. DIR/uninterrupted: the same config without a failure, recording the
 //      update the restart resumed at.
+// --kill_at=random: --trials trials, each a rank SIGKILLed at a random
+// moment inside a random phase (drill/random_kill_drill.h).
 // Writes DIR/failure_trace.log (what was killed where, what was on disk,
 // which generation was chosen and why) and DIR/recovery.json
 // (RecoveryReport in trainer/artifacts.proto).
 //
 // Exit codes: 0 recovery verified (nothing lost, the first resumed update
-// and the final parameters bitwise equal to the uninterrupted run); 3 it
-// was not; 2 bad input; 1 a run failed unexpectedly.
-#include <algorithm>
+// and the final parameters bitwise equal to the uninterrupted run; for
+// every trial); 3 it was not; 2 bad input; 1 a run failed unexpectedly.
+#include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -27,91 +30,60 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "checkpoint/fault_injection.h"
 #include "checkpoint/generation_layout.h"
 #include "checkpoint/recovery.h"
 #include "cli/command_line.h"
 #include "cli/runfiles_locator.h"
+#include "drill/drill_runs.h"
+#include "drill/random_kill_drill.h"
 #include "logging/glog.h"
 #include "io/atomic_file.h"
 #include "io/json_file.h"
-#include "parity/tensor_comparison.h"
-#include "runtime/subprocess.h"
 #include "trainer/artifacts.pb.h"
-#include "trainer/config_loader.h"
-#include "trainer/first_step_record.h"
 
 ABSL_FLAG(std::string, config, "", "Training config with checkpoint.every_updates > 0.");
 ABSL_FLAG(std::string, out, "", "Output folder.");
+ABSL_FLAG(std::string, kill_at, "fixed",
+          "fixed: one kill at --kill_point of --kill_generation's save; random: "
+          "--trials kills at random moments inside random phases.");
 ABSL_FLAG(std::string, kill_point, "mid_shard",
           "before_shard, mid_shard, after_shard_before_rename, before_manifest, mid_manifest.");
 ABSL_FLAG(int32_t, kill_rank, 1, "The rank that dies (rank 0 for a one-worker config).");
 ABSL_FLAG(int32_t, kill_generation, 2, "The generation whose save is interrupted.");
+ABSL_FLAG(int32_t, trials, 4,
+          "--kill_at=random: the trials; with as many as the run has phases, every "
+          "phase is hit.");
+ABSL_FLAG(uint64_t, seed, 0,
+          "--kill_at=random: the seed of the trials' draws; 0 draws one from the clock "
+          "(printed and written to recovery.json).");
+ABSL_FLAG(int64_t, max_kill_delay_us, 0,
+          "--kill_at=random: the kill's delay is drawn from [0, this] in every phase; 0: "
+          "from [0, the phase's median duration in the uninterrupted run].");
 
 namespace receipt_parity {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Lines printed as they come and kept for failure_trace.log.
-class Trace {
- public:
-  void Line(const std::string& text) {
-    std::cout << text << std::endl;
-    absl::StrAppend(&text_, text, "\n");
-  }
-  const std::string& text() const { return text_; }
-
- private:
-  std::string text_;
-};
-
-// What the drill runs, from its flags and the config; checked.
+// What the fixed-point drill runs, from its flags and the config; checked.
 struct DrillPlan {
-  std::string train;  // the train program
-  std::string config_path;
-  std::string out;
-  int world_size = 1;
-  int every_updates = 0;
+  DrillSetup setup;
   int kill_rank = 1;
   std::string kill_point;
   int kill_generation = 2;
   // <out>/interrupted and <out>/uninterrupted, the two run folders.
   std::string interrupted;
   std::string uninterrupted;
-  // Where a run folder's artifacts and checkpoints are: "/reference" for
-  // one worker.
-  std::string artifacts_of;
 
-  std::string ConfigFlag() const { return "--config=" + config_path; }
-  std::string Log(const std::string& run) const { return out + "/" + run + "_run.log"; }
-  std::string Artifact(const std::string& run_dir, const std::string& name) const {
-    return run_dir + artifacts_of + "/" + name;
-  }
+  const TrainProgram& program() const { return setup.program; }
+  std::string Log(const std::string& run) const { return setup.out + "/" + run + "_run.log"; }
 };
 
-// Errors: InvalidArgument (exit 2) for missing or inconsistent flags and a
-// config without checkpoints; the config's own load errors; NotFound when
-// `train` is missing.
-absl::StatusOr<DrillPlan> MakeDrillPlan(const std::string& train) {
+// Errors: MakeDrillSetup's; InvalidArgument (exit 2) for inconsistent kill
+// flags.
+absl::StatusOr<DrillPlan> MakeDrillPlan(DrillSetup setup) {
   DrillPlan plan;
-  plan.train = train;
-  plan.config_path = absl::GetFlag(FLAGS_config);
-  plan.out = absl::GetFlag(FLAGS_out);
-  if (plan.config_path.empty() || plan.out.empty()) {
-    return absl::InvalidArgumentError("--config and --out are required");
-  }
-  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(plan.config_path);
-  if (!loaded.ok()) return loaded.status();
-  const TrainingConfig& config = loaded->config;
-  if (config.checkpoint().every_updates() <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        loaded->locator->Where("checkpoint.every_updates"),
-        ": checkpoint.every_updates must be > 0 for a fault drill"));
-  }
-  plan.world_size = config.world_size();
-  plan.every_updates = config.checkpoint().every_updates();
   plan.kill_rank = absl::GetFlag(FLAGS_kill_rank);
   plan.kill_generation = absl::GetFlag(FLAGS_kill_generation);
   plan.kill_point = absl::GetFlag(FLAGS_kill_point);
@@ -120,74 +92,14 @@ absl::StatusOr<DrillPlan> MakeDrillPlan(const std::string& train) {
       !fault.ok()) {
     return absl::InvalidArgumentError(fault.status().message());
   }
-  if (plan.kill_rank >= plan.world_size) {
+  if (plan.kill_rank >= setup.world_size) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--kill_rank=", plan.kill_rank, ": the config has ", plan.world_size, " rank(s)"));
+        "--kill_rank=", plan.kill_rank, ": the config has ", setup.world_size, " rank(s)"));
   }
-  if (!fs::exists(train)) {
-    return absl::NotFoundError(absl::StrCat("the train binary is not at ", train));
-  }
-  plan.interrupted = plan.out + "/interrupted";
-  plan.uninterrupted = plan.out + "/uninterrupted";
-  plan.artifacts_of = plan.world_size == 1 ? "/reference" : "";
+  plan.interrupted = setup.out + "/interrupted";
+  plan.uninterrupted = setup.out + "/uninterrupted";
+  plan.setup = std::move(setup);
   return plan;
-}
-
-// Runs the train binary with `args`, its output in `log` (started afresh).
-absl::StatusOr<ProcessExit> RunTrain(const DrillPlan& plan,
-                                     const std::vector<std::string>& args,
-                                     const std::string& log) {
-  std::error_code ignored;
-  fs::remove(log, ignored);
-  std::vector<std::string> argv = {plan.train, plan.ConfigFlag()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return RunProcess({std::move(argv), log});
-}
-
-// Internal "the <what> <how it ended>; see <log>" unless the run exited 0.
-absl::Status RequireSuccess(const absl::StatusOr<ProcessExit>& exit,
-                            const std::string& what, const std::string& log) {
-  if (!exit.ok()) return exit.status();
-  if (exit->ok()) return absl::OkStatus();
-  return absl::InternalError(
-      absl::StrCat("the ", what, " ", exit->Describe(), "; see ", log));
-}
-
-std::string LastLineWith(const std::string& log, const std::string& needle) {
-  std::ifstream in(log);
-  std::string line, found;
-  while (std::getline(in, line)) {
-    if (line.find(needle) != std::string::npos) found = line;
-  }
-  return found;
-}
-
-// The message of a glog line, after its "I1201 12:00:00.000 123 file.cc:1] ".
-std::string LogMessage(const std::string& line) {
-  const size_t at = line.find("] ");
-  return at == std::string::npos ? line : line.substr(at + 2);
-}
-
-// "gen-000002 [no MANIFEST]: shard-rank-00000.pt (9190 bytes), ..." per folder.
-std::vector<std::string> DescribeDisk(const std::string& root) {
-  std::vector<std::string> lines;
-  std::error_code ec;
-  std::vector<fs::path> folders;
-  for (const auto& e : fs::directory_iterator(root, ec)) folders.push_back(e.path());
-  std::sort(folders.begin(), folders.end());
-  for (const fs::path& folder : folders) {
-    std::vector<std::string> files;
-    for (const auto& f : fs::directory_iterator(folder, ec)) {
-      files.push_back(absl::StrCat(f.path().filename().string(), " (",
-                                   f.file_size(ec), " bytes)"));
-    }
-    std::sort(files.begin(), files.end());
-    const bool advertised = fs::exists(folder / "MANIFEST");
-    lines.push_back(absl::StrCat(folder.filename().string(),
-                                 advertised ? " [advertised]: " : " [no MANIFEST]: ",
-                                 absl::StrJoin(files, ", ")));
-  }
-  return lines;
 }
 
 // The killed run ended without a kill: it never reached the save, or it
@@ -198,12 +110,7 @@ absl::Status KillNotReached(const DrillPlan& plan, const ProcessExit& killed) {
         "the run finished without reaching generation ", plan.kill_generation,
         "'s save: lower --kill_generation or raise the run's updates"));
   }
-  const bool bad_input = killed.exit_code() == kExitBadInput;
-  const std::string message = absl::StrCat(
-      "the interrupted run ", bad_input ? "refused its input: it " : "", killed.Describe(),
-      " before the fault injection; last lines of ", plan.Log("interrupted"), ":\n",
-      LastLines(plan.Log("interrupted"), 15));
-  return bad_input ? absl::InvalidArgumentError(message) : absl::InternalError(message);
+  return FailedBeforeInjection(killed, plan.Log("interrupted"));
 }
 
 // 1. The interrupted run: how the rank died, what it left on disk, what a
@@ -212,23 +119,19 @@ absl::Status RunInterrupted(const DrillPlan& plan, Trace& trace, RecoveryReport&
   trace.Line(absl::StrCat("[1/3] interrupted run in ", plan.interrupted, ": rank ",
                           plan.kill_rank, " will SIGKILL itself at ", plan.kill_point,
                           " of generation ", plan.kill_generation));
-  absl::StatusOr<ProcessExit> killed = RunTrain(
-      plan,
+  absl::StatusOr<ProcessExit> killed = plan.program().Run(
       {"--out=" + plan.interrupted, absl::StrCat("--kill_rank=", plan.kill_rank),
        "--kill_point=" + plan.kill_point,
        absl::StrCat("--kill_generation=", plan.kill_generation)},
       plan.Log("interrupted"));
   if (!killed.ok()) return killed.status();
-  const std::string fault_line = LastLineWith(plan.Log("interrupted"), "fault injection:");
+  const std::string fault_line = FaultInjectionLine(plan.Log("interrupted"));
   if (killed->ok() || fault_line.empty()) return KillNotReached(plan, *killed);
-  std::string how = LastLineWith(plan.Log("interrupted"), "was killed by signal");
-  if (how.empty()) how = "the train process " + killed->Describe();
-  if (size_t at = how.find("rank "); at != std::string::npos) how = how.substr(at);
-  report.set_killed_how(how);
-  trace.Line("  " + LogMessage(fault_line));
+  report.set_killed_how(KilledHow(plan.Log("interrupted"), *killed));
+  trace.Line("  " + fault_line);
   trace.Line("  launcher: " + report.killed_how());
   trace.Line("  on disk after the kill:");
-  const std::string root = plan.interrupted + plan.artifacts_of + "/checkpoints";
+  const std::string root = plan.interrupted + plan.program().artifacts_of + "/checkpoints";
   for (const std::string& line : DescribeDisk(root)) {
     report.add_on_disk_after_kill(line);
     trace.Line("    " + line);
@@ -245,21 +148,23 @@ absl::Status RunInterrupted(const DrillPlan& plan, Trace& trace, RecoveryReport&
 absl::StatusOr<int> RunRestart(const DrillPlan& plan, Trace& trace,
                                RecoveryReport& report) {
   trace.Line(absl::StrCat("[2/3] restart in ", plan.interrupted));
-  if (absl::Status s = RequireSuccess(RunTrain(plan, {"--out=" + plan.interrupted},
-                                               plan.Log("restart")),
-                                      "restart", plan.Log("restart"));
+  if (absl::Status s = RequireSuccess(
+          plan.program().Run({"--out=" + plan.interrupted}, plan.Log("restart")), "restart",
+          plan.Log("restart"));
       !s.ok()) {
     return s;
   }
   ResumeRecord resume;
-  if (absl::Status s = ReadJsonFile(plan.Artifact(plan.interrupted, "resume.json"), &resume);
+  if (absl::Status s =
+          ReadJsonFile(plan.program().Artifact(plan.interrupted, "resume.json"), &resume);
       !s.ok()) {
     return s;
   }
   report.set_resumed_from(resume.generation());
   report.set_resumed_update(resume.update());
   report.set_lost_updates(report.advertised_update() - resume.update());
-  report.set_updates_redone(plan.kill_generation * plan.every_updates - resume.update());
+  report.set_updates_redone(plan.kill_generation * plan.setup.every_updates -
+                            resume.update());
   for (const std::string& s : resume.skipped()) report.add_skipped(s);
   for (const std::string& s : resume.cleaned_up()) report.add_cleaned_up(s);
   trace.Line(absl::StrCat("  chose ", GenerationFolderName(resume.generation()),
@@ -272,50 +177,23 @@ absl::StatusOr<int> RunRestart(const DrillPlan& plan, Trace& trace,
   return resume.update();
 }
 
-absl::StatusOr<TensorListComparison> Compare(const FirstStep& a, const FirstStep& b,
-                                             bool gradients) {
-  const std::vector<std::string> names(a.parameter_order().begin(),
-                                       a.parameter_order().end());
-  absl::StatusOr<NamedTensors> x =
-      LoadNamedTensors(gradients ? a.gradients() : a.parameters_after(), names);
-  if (!x.ok()) return x.status();
-  absl::StatusOr<NamedTensors> y =
-      LoadNamedTensors(gradients ? b.gradients() : b.parameters_after(), names);
-  if (!y.ok()) return y.status();
-  return CompareTensors(*x, *y, 0, 0);
-}
-
 // The resumed run's record of update `compared` against the uninterrupted
 // run's, and both runs' final parameters.
 absl::Status CompareRuns(const DrillPlan& plan, int compared, RecoveryReport& report) {
   const std::string record = absl::StrCat("update-", compared, ".json");
-  FirstStep resumed_update, reference_update;
-  if (absl::Status s = ReadJsonFile(plan.Artifact(plan.interrupted, record), &resumed_update);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s =
-          ReadJsonFile(plan.Artifact(plan.uninterrupted, record), &reference_update);
-      !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<TensorListComparison> grads = Compare(resumed_update, reference_update, true);
-  absl::StatusOr<TensorListComparison> params = Compare(resumed_update, reference_update, false);
-  if (!grads.ok()) return grads.status();
-  if (!params.ok()) return params.status();
-  report.set_max_abs_gradient_diff(grads->max_abs_diff);
-  report.set_max_abs_parameter_diff(params->max_abs_diff);
-  report.set_bitwise_equal(grads->bitwise_equal && params->bitwise_equal);
-  RunSummary a, b;
-  if (absl::Status s = ReadJsonFile(plan.Artifact(plan.interrupted, "run_summary.json"), &a);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ReadJsonFile(plan.Artifact(plan.uninterrupted, "run_summary.json"), &b);
-      !s.ok()) {
-    return s;
-  }
-  report.set_final_parameters_equal(a.final_parameter_hash() == b.final_parameter_hash());
+  absl::StatusOr<UpdateComparison> update =
+      CompareUpdateRecords(plan.program().Artifact(plan.interrupted, record),
+                           plan.program().Artifact(plan.uninterrupted, record));
+  if (!update.ok()) return update.status();
+  report.set_max_abs_gradient_diff(update->max_abs_gradient_diff);
+  report.set_max_abs_parameter_diff(update->max_abs_parameter_diff);
+  report.set_bitwise_equal(update->bitwise_equal);
+  absl::StatusOr<std::string> resumed = FinalParameterHash(plan.program(), plan.interrupted);
+  if (!resumed.ok()) return resumed.status();
+  absl::StatusOr<std::string> reference =
+      FinalParameterHash(plan.program(), plan.uninterrupted);
+  if (!reference.ok()) return reference.status();
+  report.set_final_parameters_equal(*resumed == *reference);
   return absl::OkStatus();
 }
 
@@ -327,9 +205,9 @@ absl::Status RunUninterrupted(const DrillPlan& plan, int compared, Trace& trace,
   trace.Line(absl::StrCat("[3/3] uninterrupted run in ", plan.uninterrupted,
                           ", recording update ", compared));
   if (absl::Status s = RequireSuccess(
-          RunTrain(plan,
-                   {"--out=" + plan.uninterrupted, absl::StrCat("--record_update=", compared)},
-                   plan.Log("uninterrupted")),
+          plan.program().Run(
+              {"--out=" + plan.uninterrupted, absl::StrCat("--record_update=", compared)},
+              plan.Log("uninterrupted")),
           "uninterrupted run", plan.Log("uninterrupted"));
       !s.ok()) {
     return s;
@@ -360,18 +238,18 @@ void Judge(Trace& trace, RecoveryReport& report) {
 }
 
 // The three runs and the verdict; the report is complete when this returns OK.
-absl::Status RunDrill(const DrillPlan& plan, Trace& trace, RecoveryReport& report) {
+absl::Status RunFixedDrill(const DrillPlan& plan, Trace& trace, RecoveryReport& report) {
   fs::remove_all(plan.interrupted);
   fs::remove_all(plan.uninterrupted);
-  fs::create_directories(plan.out);
-  report.set_config(plan.config_path);
-  report.set_world_size(plan.world_size);
+  fs::create_directories(plan.setup.out);
+  report.set_config(plan.program().config_path);
+  report.set_world_size(plan.setup.world_size);
   report.set_killed_rank(plan.kill_rank);
   report.set_kill_point(plan.kill_point);
   report.set_kill_generation(plan.kill_generation);
-  trace.Line(absl::StrCat("fault drill: ", plan.config_path, ", ", plan.world_size,
-                          " worker(s), a generation every ", plan.every_updates,
-                          " updates"));
+  trace.Line(absl::StrCat("fault drill: ", plan.program().config_path, ", ",
+                          plan.setup.world_size, " worker(s), a generation every ",
+                          plan.setup.every_updates, " updates"));
   if (absl::Status s = RunInterrupted(plan, trace, report); !s.ok()) return s;
   absl::StatusOr<int> resumed_update = RunRestart(plan, trace, report);
   if (!resumed_update.ok()) return resumed_update.status();
@@ -380,6 +258,44 @@ absl::Status RunDrill(const DrillPlan& plan, Trace& trace, RecoveryReport& repor
   }
   Judge(trace, report);
   return absl::OkStatus();
+}
+
+// --kill_at=random's options; InvalidArgument for a bad --kill_at.
+absl::StatusOr<RandomDrillOptions> RandomOptions(DrillSetup setup) {
+  RandomDrillOptions options;
+  options.setup = std::move(setup);
+  options.trials = absl::GetFlag(FLAGS_trials);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  if (options.seed == 0) {
+    options.seed = static_cast<uint64_t>(
+        std::chrono::system_clock::now().time_since_epoch().count());
+  }
+  options.max_delay_us = absl::GetFlag(FLAGS_max_kill_delay_us);
+  if (options.max_delay_us < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_kill_delay_us=", options.max_delay_us, ": must be >= 0"));
+  }
+  return options;
+}
+
+// The drill --kill_at names, run; the report is complete when this returns OK.
+absl::Status RunDrill(const std::string& train, Trace& trace, RecoveryReport& report) {
+  const std::string kill_at = absl::GetFlag(FLAGS_kill_at);
+  if (kill_at != "fixed" && kill_at != "random") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kill_at=", kill_at, ": must be fixed or random"));
+  }
+  absl::StatusOr<DrillSetup> setup =
+      MakeDrillSetup(train, absl::GetFlag(FLAGS_config), absl::GetFlag(FLAGS_out));
+  if (!setup.ok()) return setup.status();
+  if (kill_at == "random") {
+    absl::StatusOr<RandomDrillOptions> options = RandomOptions(*std::move(setup));
+    if (!options.ok()) return options.status();
+    return RunRandomDrill(*options, trace, report);
+  }
+  absl::StatusOr<DrillPlan> plan = MakeDrillPlan(*std::move(setup));
+  if (!plan.ok()) return plan.status();
+  return RunFixedDrill(*plan, trace, report);
 }
 
 absl::Status WriteArtifacts(const std::string& out, const Trace& trace,
@@ -399,12 +315,10 @@ int Main(const char* argv0) {
   if (!runfiles.ok()) return ReportFailure(runfiles.status());
   const std::string train = runfiles->Locate("trainer/train");
   ChangeToCallersDirectory();
-  absl::StatusOr<DrillPlan> plan = MakeDrillPlan(train);
-  if (!plan.ok()) return ReportFailure(plan.status());
   Trace trace;
   RecoveryReport report;
-  if (absl::Status s = RunDrill(*plan, trace, report); !s.ok()) return ReportFailure(s);
-  if (absl::Status s = WriteArtifacts(plan->out, trace, report); !s.ok()) {
+  if (absl::Status s = RunDrill(train, trace, report); !s.ok()) return ReportFailure(s);
+  if (absl::Status s = WriteArtifacts(absl::GetFlag(FLAGS_out), trace, report); !s.ok()) {
     return ReportFailure(s);
   }
   return report.pass() ? 0 : kExitCheckFailed;
@@ -415,7 +329,8 @@ int Main(const char* argv0) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Kill a rank mid-save, restart, compare: --config=CONFIG --out=DIR");
+      "Kill a rank mid-save (or, with --kill_at=random, inside random phases), restart, "
+      "compare: --config=CONFIG --out=DIR");
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;

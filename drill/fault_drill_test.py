@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """//trainer:fault_drill for every kill point on each of two ranks: a real
-SIGKILL mid-save, a restart, and the comparison with an uninterrupted run."""
+SIGKILL mid-save, a restart, and the comparison with an uninterrupted run;
+and --kill_at=random: real SIGKILLs at random moments inside every phase."""
 import os
 import subprocess
 import sys
@@ -13,6 +14,14 @@ import integration_support as support  # pylint: disable=wrong-import-position
 DRILL = os.path.abspath(sys.argv.pop(1))
 POINTS = ("before_shard", "mid_shard", "after_shard_before_rename",
           "before_manifest", "mid_manifest")
+PHASES = ("forward_backward", "allreduce", "validation_gather", "save")
+# What recovery.json of the fixed-point drill has always held.
+FIXED_KEYS = ("config", "world_size", "killed_rank", "kill_point", "kill_generation",
+              "killed_how", "advertised_generation", "advertised_update", "resumed_from",
+              "resumed_update", "lost_updates", "updates_redone", "on_disk_after_kill",
+              "skipped", "cleaned_up", "compared_update", "max_abs_gradient_diff",
+              "max_abs_parameter_diff", "bitwise_equal", "final_parameters_equal", "pass",
+              "failures")
 
 
 class FaultDrillTest(unittest.TestCase):
@@ -57,6 +66,10 @@ class FaultDrillTest(unittest.TestCase):
           self.assertIn("gen-000002 [no MANIFEST]", trace)
           self.assertIn("passed over gen-000002", trace)
           self.check_left_by_the_kill(report, rank, point)
+          for key in FIXED_KEYS:
+            self.assertIn(key, report)
+          self.assertNotIn("totals", report)
+          self.assertEqual(report["trials"], [])
           # The restart resumed from the generation before the one being saved.
           resume = support.load(os.path.join(out, "interrupted", "resume.json"))
           self.assertEqual(resume["generation"], report["kill_generation"] - 1)
@@ -92,6 +105,108 @@ class FaultDrillTest(unittest.TestCase):
       self.assertEqual(len(manifest_temps), 1, saving)
     else:
       self.assertEqual(manifest_temps, [])
+
+  def test_random_kills_inside_every_phase_recover_exactly(self):
+    # 16 updates, a generation every 3 (the validation's restart redoes one
+    # update); four trials cycle through the four phases.
+    config = support.write(
+        os.path.join(self.tmp, "random.pbtxt"),
+        support.small_config(ids=40, world=2, epochs=2,
+                             extra="checkpoint { every_updates: 3 keep_last: 2 }"))
+    out = os.path.join(self.tmp, "random")
+    result = subprocess.run([DRILL, "--config=" + config, "--out=" + out, "--kill_at=random",
+                             "--trials=4", "--seed=20261201"],
+                            capture_output=True, text=True, timeout=240)
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    self.assertIn("seed 20261201 (--seed=20261201 draws them again)", result.stdout)
+    report = support.load(os.path.join(out, "recovery.json"))
+    self.assertTrue(report["pass"], report["failures"])
+    self.assertEqual(report["kill_point"], "random")
+    self.assertEqual(report["random_plan"]["seed"], "20261201")
+    self.assertEqual(report["random_plan"]["total_updates"], 16)
+    self.assertEqual(sorted(report["random_plan"]["phases"]), sorted(PHASES))
+    totals = report["totals"]
+    self.assertEqual((totals["trials"], totals["passed"], totals["failed"]), (4, 4, 0))
+    self.assertEqual(totals["per_phase"], {phase: 1 for phase in PHASES})
+    self.assertLessEqual(totals["max_updates_redone"], 3)
+    self.assertEqual(totals["killed_mid_phase"] + totals["killed_at_phase_end"], 4)
+    self.assertEqual([t["trial"] for t in report["trials"]], [1, 2, 3, 4])
+    for trial in report["trials"]:
+      with self.subTest(trial=trial["trial"], phase=trial["phase"]):
+        self.check_random_trial(out, trial)
+
+  def check_random_trial(self, out, trial):
+    """A trial of the random drill: the planned rank really died inside the
+    planned phase, by the timer or at the phase's end; everything advertised
+    restores; the restart resumed from the newest of it, redid at most
+    every_updates updates, and matched the uninterrupted run bit for bit."""
+    self.assertTrue(trial["pass"], trial["failures"])
+    rank, phase, update = trial["rank"], trial["phase"], trial["update"]
+    if phase == "validation_gather":
+      self.assertEqual(update, 16)
+    elif phase == "save":
+      self.assertEqual(update % 3, 0)
+    self.assertIn("rank %d was killed by signal 9" % rank, trial["killed_how"])
+    log = open(os.path.join(out, "trial-%02d" % trial["trial"], "interrupted_run.log")).read()
+    # The hook's line, written as the phase began, then the kill inside it.
+    self.assertIn("fault injection: rank %d kills itself (SIGKILL) inside %s of update %d, "
+                  "%d us after the phase begins" % (rank, phase, update, trial["delay_us"]), log)
+    if trial["killed_at_phase_end"]:
+      self.assertIn("at the end of %s of update %d: the phase ended" % (phase, update),
+                    trial["fault_line"])
+    else:
+      self.assertIn("inside %s of update %d" % (phase, update), trial["fault_line"])
+    self.assertNotIn("trained 16 updates on 2 worker(s)", log)  # it never finished
+    self.assertTrue(trial["advertised_checked"])
+    for line in trial["advertised_checked"]:
+      self.assertIn("verify and deserialise", line)
+    self.assertGreater(trial["advertised_generation"], 0)
+    self.assertEqual(trial["resumed_from"], trial["advertised_generation"])
+    self.assertEqual(trial["resumed_update"], trial["advertised_update"])
+    self.assertEqual(trial["lost_updates"], 0)
+    self.assertEqual(trial["updates_redone"], update - trial["resumed_update"])
+    self.assertGreaterEqual(trial["updates_redone"], 0)
+    self.assertLessEqual(trial["updates_redone"], 3)
+    self.assertTrue(trial["bitwise_equal"])
+    self.assertTrue(trial["final_parameters_equal"])
+    if trial["compared_update"] >= 0:
+      self.assertEqual(trial["compared_update"], trial["resumed_update"])
+      self.assertEqual(trial["max_abs_gradient_diff"], 0)
+      self.assertEqual(trial["max_abs_parameter_diff"], 0)
+
+  def test_a_random_drill_needs_two_generations_and_a_known_mode(self):
+    config = support.write(
+        os.path.join(self.tmp, "short.pbtxt"),
+        support.small_config(ids=40, world=2, epochs=1, run_extra="max_updates: 4",
+                             extra="checkpoint { every_updates: 3 keep_last: 2 }"))
+    result = subprocess.run([DRILL, "--config=" + config,
+                             "--out=" + os.path.join(self.tmp, "short"), "--kill_at=random"],
+                            capture_output=True, text=True, timeout=240)
+    self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+    self.assertIn("at least two generations: it has 4 updates and saves every 3",
+                  result.stderr)
+    result, _, _ = self.drill("sideways", "--kill_at=sideways")
+    self.assertEqual(result.returncode, 2)
+    self.assertIn("--kill_at=sideways: must be fixed or random", result.stderr)
+
+  def test_train_refuses_a_phase_kill_it_cannot_arm(self):
+    out = os.path.join(self.tmp, "refused")
+    for flags, message in (
+        (["--kill_phase=backward", "--kill_update=3"],
+         'unknown kill phase "backward"; valid: forward_backward, allreduce, '
+         "validation_gather, save"),
+        (["--kill_phase=save"], "--kill_phase needs --kill_update >= 0"),
+        (["--kill_phase=save", "--kill_update=3", "--kill_delay_us=-1"],
+         "kill delay -1 us must be >= 0"),
+        (["--kill_phase=save", "--kill_update=3", "--kill_point=mid_shard"],
+         "one injected failure per run"),
+        (["--kill_phase=allreduce", "--kill_update=3", "--kill_rank=2"],
+         "--kill_rank=2: no such rank with world_size 2")):
+      with self.subTest(flags=flags):
+        result = support.run_train("--config=" + self.config, "--out=" + out, *flags)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn(message, result.stderr)
+        self.assertFalse(os.path.exists(os.path.join(out, "checkpoints")))
 
   def test_a_corrupt_newest_generation_falls_back_or_stops(self):
     # Two generations saved, then generation 2's shard of rank 1 corrupted by

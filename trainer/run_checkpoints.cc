@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/generation_layout.h"
+#include "checkpoint/phase_kill.h"
 #include "checkpoint/recovery.h"
 #include "checkpoint/save_generation.h"
 #include "checkpoint/shard_state.h"
@@ -432,6 +433,8 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
                                           int64_t generation, Classifier& model,
                                           torch::optim::Optimizer& optimizer,
                                           const TrainingCursor& cursor) {
+  const PhaseKillScope injected_kill(c.fault.phase, KillPhase::kSave, c.rank,
+                                     cursor.total_updates);
   const Clock::time_point start = Clock::now();
   absl::StatusOr<std::string> bytes = ShardBytes(c, model, optimizer, cursor);
   if (!bytes.ok()) return bytes.status();

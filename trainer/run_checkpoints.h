@@ -47,6 +47,9 @@ struct RunCheckpointContext {
   std::string model_revision;
   // DataHash (trainer/run_manifest.h) of the receipts this run trains on.
   std::string data_hash;
+  // Its kill points, and its phase kill of phase save: SaveCheckpoint is
+  // that phase, from the shard's bytes until the generation is advertised
+  // to this rank.
   FaultPlan fault;
 };
 

@@ -159,6 +159,39 @@ class RunFolderStatesTest(unittest.TestCase):
     self.assertEqual(found["resume.json"]["update"], 3)  # the newest generation
     self.assertIn("this run is finished", self.train(four).stdout)
 
+  def test_the_artifacts_say_what_they_mean(self):
+    # issue 15's findings on artifacts, on a real two-worker run and the
+    # one-update reference it made.
+    two = self.config("two.pbtxt", support.small_config(world=2, epochs=2, views=2))
+    self.train(two)
+    found = artifacts(self.out)
+    parity = found["parity.json"]
+    self.assertGreater(parity["reducer_collectives"], 0)
+    self.assertGreater(int(parity["reducer_bytes"]), 0)
+    self.assertIn("per update", parity["reducer_stats_scope"])
+    self.assertEqual(parity["not_measured"], ["rank_weight_sums"])
+    self.assertIn("|run - ref| <= atol + rtol * |ref|", parity["pass_rule"])
+    validation = found["validation.json"]
+    self.assertIn("rows: true label", validation["confusion_matrix_axes"])
+    self.assertEqual(len(validation["predictions"]), validation["predictions_counted"])
+    correct = sum(p["correct"] for p in validation["predictions"])
+    self.assertAlmostEqual(correct / validation["predictions_counted"], validation["accuracy"])
+    for p in validation["predictions"]:
+      self.assertEqual(p["correct"], p["label"] == p["predicted"])
+    self.assertEqual(validation["update"], found["run_summary.json"]["total_updates"])
+    audit = found["sampler_audit.json"]
+    self.assertEqual(audit["num_training_views"], 2 * audit["num_receipts"])  # views: 2
+    self.assertIn("training view", audit["id_meaning"])
+    self.assertIn("rank 0's share", found["first_step.json"]["loss_meaning"])
+    self.assertIn("whole update", found["run_summary.json"]["loss_meaning"])
+    self.assertEqual(found["run_summary.json"]["purpose"], "training run")
+    reference = artifacts(os.path.join(self.out, "reference"))
+    for name in ("run_manifest.json", "run_summary.json", "validation.json"):
+      self.assertIn("one-update reference", reference[name]["purpose"], name)
+    self.assertEqual(reference["run_summary.json"]["updates"], 1)
+    self.assertEqual(reference["run_summary.json"]["epochs_completed"], 0)
+    self.assertNotIn("share", reference["first_step.json"]["loss_meaning"])
+
   def test_a_torchrun_restart_after_the_finish_exits_zero_and_keeps_the_run(self):
     two = self.config("two.pbtxt", checkpointed(world=2))
     command = [TORCH_PYTHON, "-m", "torch.distributed.run", "--nproc_per_node=2",

@@ -52,13 +52,24 @@ ABSL_FLAG(bool, validate_only, false,
           "write nothing.");
 ABSL_FLAG(int32_t, kill_rank, -1,
           "Injected failure: this rank SIGKILLs itself during a checkpoint "
-          "save (overrides run.fault.kill_rank).");
+          "save (overrides run.fault.kill_rank), or inside --kill_phase.");
 ABSL_FLAG(std::string, kill_point, "",
           "before_shard, mid_shard, after_shard_before_rename, "
           "before_manifest or mid_manifest (overrides run.fault.kill_point).");
 ABSL_FLAG(int32_t, kill_generation, 0,
           "The generation whose save is interrupted (overrides "
           "run.fault.kill_generation; default 1).");
+ABSL_FLAG(std::string, kill_phase, "",
+          "Injected failure inside a phase instead of at a save's kill point: "
+          "forward_backward, allreduce, validation_gather or save. --kill_rank "
+          "SIGKILLs itself --kill_delay_us after the phase of --kill_update "
+          "began, or at the phase's end if it ends first.");
+ABSL_FLAG(int64_t, kill_update, -1,
+          "With --kill_phase: the updates the run has completed when the phase "
+          "begins (update K's forward_backward and allreduce, the save after K "
+          "updates, the validation after the run's K updates).");
+ABSL_FLAG(int64_t, kill_delay_us, 0,
+          "With --kill_phase: microseconds from the phase's start to the kill.");
 ABSL_FLAG(std::vector<std::string>, record_update, {},
           "Global update indices to record as OUT/update-K.json.");
 ABSL_FLAG(bool, overwrite, false,
@@ -75,25 +86,56 @@ namespace fs = std::filesystem;
 
 int Fail(const absl::Status& status) { return ReportFailure(status); }
 
-// The run's fault plan: flags over the config's run.fault.
-absl::StatusOr<FaultPlan> FaultPlanFor(const LoadedConfig& loaded) {
-  const FaultInjection& fault = loaded.config.run().fault();
-  const std::string point = !absl::GetFlag(FLAGS_kill_point).empty()
-                                ? absl::GetFlag(FLAGS_kill_point)
-                                : fault.kill_point();
-  if (point.empty()) return FaultPlan{};
+// The rank that dies: --kill_rank over run.fault.kill_rank; InvalidArgument
+// when the config has no such rank.
+absl::StatusOr<int> KillRankFor(const LoadedConfig& loaded) {
   const int rank = absl::GetFlag(FLAGS_kill_rank) >= 0
                        ? absl::GetFlag(FLAGS_kill_rank)
-                       : fault.kill_rank();
-  const int64_t generation = absl::GetFlag(FLAGS_kill_generation) > 0
-                                 ? absl::GetFlag(FLAGS_kill_generation)
-                                 : fault.kill_generation();
+                       : loaded.config.run().fault().kill_rank();
   if (rank >= loaded.config.world_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--kill_rank=", rank, ": no such rank with world_size ",
         loaded.config.world_size()));
   }
-  absl::StatusOr<FaultPlan> plan = MakeFaultPlan(rank, point, generation);
+  return rank;
+}
+
+// --kill_phase's plan (checkpoint/phase_kill.h), killing `rank`.
+absl::StatusOr<FaultPlan> PhaseFaultPlanFor(const std::string& phase, int rank) {
+  if (absl::GetFlag(FLAGS_kill_update) < 0) {
+    return absl::InvalidArgumentError("--kill_phase needs --kill_update >= 0");
+  }
+  absl::StatusOr<PhaseKillPlan> kill = MakePhaseKillPlan(
+      rank, phase, absl::GetFlag(FLAGS_kill_update), absl::GetFlag(FLAGS_kill_delay_us));
+  if (!kill.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--kill_phase: ", kill.status().message()));
+  }
+  FaultPlan plan;
+  plan.phase = *kill;
+  return plan;
+}
+
+// The run's fault plan: flags over the config's run.fault; a kill point or
+// a kill phase, not both.
+absl::StatusOr<FaultPlan> FaultPlanFor(const LoadedConfig& loaded) {
+  const FaultInjection& fault = loaded.config.run().fault();
+  const std::string point = !absl::GetFlag(FLAGS_kill_point).empty()
+                                ? absl::GetFlag(FLAGS_kill_point)
+                                : fault.kill_point();
+  const std::string phase = absl::GetFlag(FLAGS_kill_phase);
+  if (point.empty() && phase.empty()) return FaultPlan{};
+  if (!point.empty() && !phase.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--kill_phase=", phase, " and kill point ", point,
+        " (--kill_point or run.fault.kill_point): one injected failure per run"));
+  }
+  absl::StatusOr<int> rank = KillRankFor(loaded);
+  if (!rank.ok()) return rank.status();
+  if (!phase.empty()) return PhaseFaultPlanFor(phase, *rank);
+  const int64_t generation = absl::GetFlag(FLAGS_kill_generation) > 0
+                                 ? absl::GetFlag(FLAGS_kill_generation)
+                                 : fault.kill_generation();
+  absl::StatusOr<FaultPlan> plan = MakeFaultPlan(*rank, point, generation);
   if (!plan.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--kill_point: ", plan.status().message()));
   }

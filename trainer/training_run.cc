@@ -328,6 +328,7 @@ absl::Status Train(Run& run, UpdateRecorder* recorder, CheckpointCadence* cadenc
   step_parts.examples = &run.data.train;
   step_parts.labels = &run.data.train_labels;
   step_parts.class_counts = &run.inputs.data.train_class_counts;
+  step_parts.phase_kill = options.fault.phase;
   UpdateStep step(step_parts);
 
   UpdateSchedule schedule;
@@ -364,7 +365,8 @@ absl::StatusOr<std::vector<RankReport>> FinishReports(Run& run,
                           options.world_size, mine);
 }
 
-absl::StatusOr<ValidationReport> Validate(Run& run) {
+// After the run's `completed_updates` updates.
+absl::StatusOr<ValidationReport> Validate(Run& run, int64_t completed_updates) {
   const TrainingRunOptions& options = *run.options;
   ValidationInputs val;
   val.examples = &run.data.validation;
@@ -376,6 +378,8 @@ absl::StatusOr<ValidationReport> Validate(Run& run) {
   val.rank = options.rank;
   val.world_size = options.world_size;
   val.group = options.process_group ? options.process_group->group.get() : nullptr;
+  val.completed_updates = completed_updates;
+  val.phase_kill = options.fault.phase;
   return RunValidation(run.model(), val);
 }
 
@@ -540,7 +544,8 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
     return s;
   }
 
-  absl::StatusOr<ValidationReport> validation = Validate(run);
+  absl::StatusOr<ValidationReport> validation =
+      Validate(run, run.cursor.total_updates + report.updates());
   if (!validation.ok()) return validation.status();
   absl::StatusOr<std::vector<RankReport>> reports = FinishReports(run, report);
   if (!reports.ok()) return reports.status();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "checkpoint/phase_kill.h"
 #include "logging/glog.h"
 #include "model/weighted_loss.h"
 #include "parity/tensor_comparison.h"
@@ -104,6 +105,8 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
 absl::StatusOr<double> UpdateStep::Backward(const EpochPlan& plan,
                                             int64_t update,
                                             int64_t total_update) {
+  const PhaseKillScope injected_kill(parts_.phase_kill, KillPhase::kForwardBackward,
+                                     parts_.rank, total_update);
   const std::vector<double> weights = parts_.weighting->Weights(
       ComposeUpdate(plan, update, *parts_.labels, *parts_.class_counts),
       parts_.rank);
@@ -123,6 +126,8 @@ absl::Status UpdateStep::Reduce(int64_t total_update) {
   if (parts_.group == nullptr) return absl::OkStatus();
   absl::Status reduced;
   try {
+    const PhaseKillScope injected_kill(parts_.phase_kill, KillPhase::kAllReduce,
+                                       parts_.rank, total_update);
     std::vector<at::Tensor> grads = Gradients(*parts_.model);
     reduced = parts_.reducer->Reduce(grads, *parts_.group);
   } catch (const std::exception& e) {

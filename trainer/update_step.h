@@ -37,6 +37,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "checkpoint/fault_injection.h"
 #include "model/classifier.h"
 #include "reducers/gradient_reducer.h"
 #include "samplers/epoch_plan.h"
@@ -67,6 +68,10 @@ struct UpdateStepParts {
   const std::vector<int>* labels = nullptr;
   // Training examples per class (for class_balanced).
   const std::vector<int64_t>* class_counts = nullptr;
+  // An injected kill inside the backward (forward_backward: weights,
+  // forward, backward) or the reducer call (allreduce) of one update
+  // (checkpoint/phase_kill.h); unarmed by default.
+  PhaseKillPlan phase_kill;
 };
 
 // What one update did on this rank.

@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include "absl/strings/str_cat.h"
+#include "checkpoint/phase_kill.h"
 #include "data/label_map.h"
 #include "metrics/classification_metrics.h"
 #include "reducers/collective_error.h"
@@ -53,6 +54,8 @@ absl::StatusOr<ValidationReport> RunValidation(Classifier& model,
   }
   std::vector<at::Tensor> per_rank;
   try {
+    const PhaseKillScope injected_kill(in.phase_kill, KillPhase::kValidationGather, in.rank,
+                                       in.completed_updates);
     at::Tensor mine = PredictRows(model, in, plan->rank_slots(in.rank), rows);
     if (in.group == nullptr || rows == 0) {
       // Every rank knows `rows` from the plan, so all skip the collective

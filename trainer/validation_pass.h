@@ -15,6 +15,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "absl/status/statusor.h"
+#include "checkpoint/fault_injection.h"
 #include "metrics/metric_dedup.h"
 #include "metrics/validation_report.pb.h"
 #include "model/classifier.h"
@@ -34,6 +35,11 @@ struct ValidationInputs {
   int world_size = 1;
   // nullptr for a one-worker run.
   c10d::ProcessGroup* group = nullptr;
+  // The updates the run has completed, and an injected kill inside this
+  // rank's predictions and their gather (validation_gather,
+  // checkpoint/phase_kill.h); unarmed by default.
+  int64_t completed_updates = 0;
+  PhaseKillPlan phase_kill;
 };
 
 // Every rank must call it (it runs a collective). Every rank gets the same

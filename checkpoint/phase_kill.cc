@@ -1,0 +1,76 @@
+#include "checkpoint/phase_kill.h"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "logging/glog.h"
+
+namespace receipt_parity {
+namespace {
+
+// A one-shot timer that delivers `signal` to this process `delay_us` from
+// now; false (errno set) if it cannot be made.
+bool ArmTimer(int signal, int64_t delay_us, timer_t* timer) {
+  sigevent event{};
+  event.sigev_notify = SIGEV_SIGNAL;
+  event.sigev_signo = signal;
+  if (timer_create(CLOCK_MONOTONIC, &event, timer) != 0) return false;
+  itimerspec when{};
+  const int64_t ns = delay_us * 1000;
+  when.it_value.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+  // A zero it_value would disarm the timer: a zero delay is 1 ns.
+  when.it_value.tv_nsec = static_cast<long>(ns % 1'000'000'000) + (ns == 0 ? 1 : 0);
+  if (timer_settime(*timer, 0, &when, nullptr) != 0) {
+    const int saved = errno;
+    timer_delete(*timer);
+    errno = saved;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+PhaseKillScope::PhaseKillScope(const PhaseKillPlan& plan, KillPhase phase, int rank,
+                               int64_t update)
+    : PhaseKillScope(plan, phase, rank, update, SIGKILL, DieOfInjectedFault) {}
+
+PhaseKillScope::PhaseKillScope(const PhaseKillPlan& plan, KillPhase phase, int rank,
+                               int64_t update, int timer_signal, InjectedKill at_end) {
+  if (!plan.Names(phase, rank, update)) return;
+  who_ = absl::StrCat("rank ", rank, " kills itself (SIGKILL)");
+  where_ = absl::StrCat(KillPhaseName(phase), " of update ", update);
+  delay_us_ = plan.delay_us;
+  at_end_ = std::move(at_end);
+  LOG(ERROR) << "fault injection: " << who_ << " inside " << where_ << ", " << delay_us_
+             << " us after the phase begins (a timer), or at the phase's end if it "
+                "ends first";
+  google::FlushLogFiles(google::GLOG_INFO);
+  begin_ = Clock::now();
+  if (!ArmTimer(timer_signal, delay_us_, &timer_)) {
+    at_end_(absl::StrCat(who_, " at the start of ", where_, ": no timer (",
+                         std::strerror(errno), ")"));
+    return;
+  }
+  armed_ = true;
+}
+
+PhaseKillScope::~PhaseKillScope() {
+  if (!armed_) return;
+  itimerspec left{};
+  const bool read = timer_gettime(timer_, &left) == 0;
+  timer_delete(timer_);
+  // With SIGKILL a fired timer never lets the phase end; with a test's
+  // signal it was delivered already.
+  if (read && left.it_value.tv_sec == 0 && left.it_value.tv_nsec == 0) return;
+  const int64_t elapsed_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - begin_).count();
+  at_end_(absl::StrCat(who_, " at the end of ", where_, ": the phase ended ", elapsed_us,
+                       " us after it began, before the ", delay_us_, " us timer"));
+}
+
+}  // namespace receipt_parity

@@ -1,0 +1,76 @@
+// How a random fault drill draws its trials, reproducibly from a seed.
+//
+// Trial i (0-based) kills inside phase phases[i % P]: `phases` are the
+// phases the run has (allreduce needs two ranks or more), in an order the
+// seed shuffles, so any P consecutive trials hit every phase once. The
+// rest is drawn per trial, in this order:
+//   rank      uniform over the world
+//   update    the updates completed when the phase begins
+//             (checkpoint/fault_injection.h):
+//               forward_backward, allreduce  uniform in [every, total - 1]
+//               save                         g * every, g uniform in
+//                                            [2, total / every]
+//               validation_gather            total (the run's one
+//                                            validation)
+//             so generation 1 is always advertised before the kill and the
+//             restart has something to resume from
+//   delay_us  uniform in [0, the phase's delay window]
+// Draws take mt19937_64's outputs (fixed by the C++ standard) through
+// rejection sampling, never <random>'s distributions (their algorithms
+// are the library's choice): a seed gives the same trials everywhere.
+#ifndef RECEIPT_PARITY_DRILL_TRIAL_PLAN_H_
+#define RECEIPT_PARITY_DRILL_TRIAL_PLAN_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "checkpoint/fault_injection.h"
+
+namespace receipt_parity {
+
+struct TrialPlanInputs {
+  uint64_t seed = 0;
+  int trials = 0;
+  int world_size = 1;
+  // checkpoint.every_updates, and the updates of the uninterrupted run.
+  int64_t every_updates = 0;
+  int64_t total_updates = 0;
+  // Per phase, the largest delay drawn (microseconds); a phase without an
+  // entry is drawn with delay 0.
+  std::map<KillPhase, int64_t> delay_window_us;
+};
+
+struct PlannedTrial {
+  int number = 0;  // 1-based
+  int rank = 0;
+  KillPhase phase = KillPhase::kForwardBackward;
+  int64_t update = 0;
+  int64_t delay_us = 0;
+
+  // "rank 1 inside allreduce of update 7, 812 us after it begins".
+  std::string Describe() const;
+  // The train flags that arm it: --kill_rank, --kill_phase, --kill_update,
+  // --kill_delay_us.
+  std::vector<std::string> TrainFlags() const;
+};
+
+struct TrialPlan {
+  // The phases in the order the trials cycle through them.
+  std::vector<KillPhase> phases;
+  std::vector<PlannedTrial> trials;
+};
+
+// The phases a run of `world_size` ranks has, in AllKillPhases() order.
+std::vector<KillPhase> PhasesOfRun(int world_size);
+
+// Errors (InvalidArgument): trials < 1, world_size < 1, every_updates < 1,
+// a negative delay window, or fewer than two generations in the run
+// (total_updates < 2 * every_updates), naming the figures.
+absl::StatusOr<TrialPlan> PlanTrials(const TrialPlanInputs& inputs);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_DRILL_TRIAL_PLAN_H_
