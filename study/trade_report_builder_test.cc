@@ -31,7 +31,9 @@ void CollectFieldNames(const Descriptor* descriptor,
   for (int i = 0; i < descriptor->field_count(); ++i) {
     const FieldDescriptor* field = descriptor->field(i);
     names->insert(field->name());
-    if (field->type() == FieldDescriptor::TYPE_MESSAGE) {
+    // A map is a JSON object keyed by its keys: its entry's "key" and
+    // "value" are never keys of the JSON.
+    if (field->type() == FieldDescriptor::TYPE_MESSAGE && !field->is_map()) {
       CollectFieldNames(field->message_type(), visited, names);
     }
   }

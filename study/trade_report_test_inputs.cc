@@ -135,6 +135,27 @@ RecoveryReport TestRecovery(bool pass) {
   r.set_final_parameters_equal(pass);
   r.set_pass(pass);
   if (!pass) r.add_failures("the first resumed update differs");
+  // A random drill's parts (fault_drill --kill_at=random), so that every key
+  // of the embedded report is exercised.
+  DrillTrial* trial = r.add_trials();
+  trial->set_trial(1);
+  trial->set_rank(1);
+  trial->set_phase("allreduce");
+  trial->set_update(4);
+  trial->set_delay_us(120);
+  trial->set_fault_line("fault injection: rank 1 kills itself (SIGKILL) in allreduce");
+  trial->add_on_disk_after_kill("gen-000001 [advertised]: MANIFEST (300 bytes)");
+  trial->add_advertised_checked("gen-000001: restores");
+  trial->set_pass(pass);
+  DrillTotals* totals = r.mutable_totals();
+  totals->set_trials(1);
+  totals->set_passed(pass ? 1 : 0);
+  totals->set_failed(pass ? 0 : 1);
+  (*totals->mutable_per_phase())["allreduce"] = 1;
+  RandomDrillPlan* plan = r.mutable_random_plan();
+  plan->set_seed(7);
+  plan->add_phases("allreduce");
+  (*plan->mutable_delay_window_us())["allreduce"] = 500;
   return r;
 }
 
