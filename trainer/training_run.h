@@ -21,7 +21,8 @@
 //             cadence (trainer/checkpoint_cadence.h), progress logging
 //             (trainer/progress_log.h), this rank's report
 //             (trainer/rank_report_builder.h)
-//   finish    validation (trainer/validation_pass.h), every rank's report
+//   finish    (trainer/run_finish.h) validation
+//             (trainer/validation_pass.h), every rank's report
 //             gathered on rank 0, run_summary.json
 //             (trainer/run_summary_builder.h), parity against the reference
 //             (trainer/run_parity.h), the sampler audit, and the artifacts

@@ -1,0 +1,71 @@
+// What one rank's training run holds from its start to its artifacts:
+// trainer/training_run.cc starts, resumes and trains it,
+// trainer/run_finish.h ends it. Internal to //trainer:training_run.
+#ifndef RECEIPT_PARITY_TRAINER_RUN_CONTEXT_H_
+#define RECEIPT_PARITY_TRAINER_RUN_CONTEXT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <c10/core/Device.h>
+#include <torch/optim/optimizer.h>
+
+#include "data/receipt_dataset.h"
+#include "model/classifier.h"
+#include "trainer/artifact_stamp.h"
+#include "trainer/artifacts.pb.h"
+#include "trainer/receipt_tensors.h"
+#include "trainer/run_checkpoints.h"
+#include "trainer/run_plugins.h"
+#include "trainer/training_run.h"
+
+namespace receipt_parity {
+
+// What a run needs before its first update.
+struct RunInputs {
+  ReceiptSplit data;
+  RunPlugins plugins;
+  std::shared_ptr<Classifier> model;
+};
+
+// The receipts as the loop and validation use them.
+struct RunData {
+  ExampleTensors train;
+  ExampleTensors validation;
+  std::vector<std::string> train_ids;  // by dataset index
+  std::vector<int> train_labels;       // by dataset index
+  std::vector<std::string> validation_ids;
+};
+
+// Everything a run holds from its start to its artifacts. Rank 0 is the
+// writer.
+struct Run {
+  const TrainingRunOptions* options = nullptr;
+  const TrainingConfig* config = nullptr;
+  // Where the model, the batches and the gradients live.
+  c10::Device device = c10::Device(c10::DeviceType::CPU);
+  RunInputs inputs;
+  RunData data;
+  // DataHash of inputs.data: what the ranks agree on and checkpoints keep.
+  std::string data_hash;
+  RunManifest manifest;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::vector<int> local_batch;
+  // root is empty when the run saves no checkpoints.
+  RunCheckpointContext checkpoints;
+  TrainingCursor cursor;
+  ResumeRecord resume;
+
+  bool writer() const { return options->rank == 0; }
+  ArtifactStamp stamp() const {
+    return {manifest.config_fingerprint(), options->attempt};
+  }
+  bool fresh() const { return cursor.total_updates == 0; }
+  Classifier& model() const { return *inputs.model; }
+  RunPlugins& plugins() { return inputs.plugins; }
+};
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_RUN_CONTEXT_H_

@@ -1,0 +1,204 @@
+#include "trainer/run_finish.h"
+
+#include <algorithm>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "io/json_file.h"
+#include "logging/glog.h"
+#include "reducers/collective_error.h"
+#include "runtime/process_group.h"
+#include "samplers/audit.h"
+#include "trainer/first_step_record.h"
+#include "trainer/progress_log.h"
+#include "trainer/run_artifacts.h"
+#include "trainer/run_folder.h"
+#include "trainer/run_parity.h"
+#include "trainer/run_summary_builder.h"
+#include "trainer/validation_pass.h"
+
+namespace receipt_parity {
+namespace {
+
+// This rank's final report; on rank 0 every rank's, in rank order (through
+// the store), on the others an empty vector.
+absl::StatusOr<std::vector<RankReport>> FinishReports(Run& run,
+                                                      RankReportBuilder& builder) {
+  const TrainingRunOptions& options = *run.options;
+  std::string hash;
+  try {
+    hash = ParameterHash(run.model());
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(e, "final parameter hash: LibTorch");
+  }
+  const RankReport mine =
+      builder.Finish(run.plugins().reducer->stats(), PeakRssMib(), hash);
+  if (options.process_group == nullptr) return std::vector<RankReport>{mine};
+  return GatherOnRankZero(*options.process_group->store, "report", options.rank,
+                          options.world_size, mine);
+}
+
+// After the run's `completed_updates` updates.
+absl::StatusOr<ValidationReport> Validate(Run& run, int64_t completed_updates) {
+  const TrainingRunOptions& options = *run.options;
+  ValidationInputs val;
+  val.examples = &run.data.validation;
+  val.receipt_ids = &run.data.validation_ids;
+  val.policy = run.plugins().sampler.get();
+  val.seed = run.config->seeds().sampler();
+  val.dedup = run.plugins().dedup.get();
+  val.dedup_name = run.config->metric_dedup().name();
+  val.rank = options.rank;
+  val.world_size = options.world_size;
+  val.group = options.process_group ? options.process_group->group.get() : nullptr;
+  val.completed_updates = completed_updates;
+  val.phase_kill = options.fault.phase;
+  return RunValidation(run.model(), val);
+}
+
+// parity.json's content: the first update against the reference, and
+// whether every rank ended with rank 0's parameters.
+absl::StatusOr<ParityReport> CheckParity(const Run& run,
+                                         const std::vector<RankReport>& reports,
+                                         const FirstStep& first_step) {
+  bool ranks_agree = true;
+  for (const RankReport& r : reports) {
+    ranks_agree &= r.final_parameter_hash() == reports[0].final_parameter_hash();
+  }
+  absl::StatusOr<ParityReport> report =
+      CheckRunParity(first_step, run.options->reference_dir, *run.config, ranks_agree);
+  if (!report.ok()) return report;
+  // Every update reduces the same tensors: per update is the total / N.
+  const RankTiming& timing = reports[0].timing();
+  const int updates = reports[0].update_loss_size();
+  if (updates > 0) {
+    report->set_reducer_collectives(timing.collectives() / updates);
+    report->set_reducer_bytes(static_cast<int64_t>(timing.bytes_reduced()) / updates);
+    report->set_reducer_stats_scope(absl::StrCat(
+        "rank 0's reducer per update: its totals over this attempt's ", updates,
+        " updates (", timing.collectives(), " collectives, ",
+        static_cast<int64_t>(timing.bytes_reduced()), " bytes) divided by ", updates));
+  }
+  report->add_not_measured("rank_weight_sums");
+  return report;
+}
+
+// The first update a run with a reference is compared by: this attempt's,
+// or, on a resume, the one its first attempt recorded (none when that
+// attempt left no first_step.json).
+std::optional<FirstStep> FirstStepToCompare(const Run& run, const FirstStep& recorded) {
+  if (run.fresh()) return recorded;
+  FirstStep earlier;
+  const std::string path = run.options->artifact_dir + "/first_step.json";
+  if (absl::Status s = ReadJsonFile(path, &earlier); !s.ok()) {
+    LOG(WARNING) << "parity not checked: this attempt resumed and " << s.message();
+    return std::nullopt;
+  }
+  return earlier;
+}
+
+// finished.json: the run reached its stopping point (written last).
+absl::Status RecordFinish(const Run& run, int64_t total_updates) {
+  const TrainingConfig& config = *run.config;
+  FinishRecord finish;
+  finish.set_config_fingerprint(run.manifest.config_fingerprint());
+  finish.set_attempt(run.options->attempt);
+  finish.set_updates(static_cast<int32_t>(total_updates));
+  const int64_t max_updates = config.run().max_updates();
+  finish.set_stopped_by(max_updates > 0 && total_updates >= max_updates ? "max_updates"
+                                                                        : "epochs");
+  finish.set_max_updates(static_cast<int32_t>(max_updates));
+  finish.set_epochs(config.epochs());
+  return WriteFinishRecord(run.options->artifact_dir, finish);
+}
+
+// Rank 0: the summary, parity, the sampler audit and every artifact, then
+// the finish record.
+absl::StatusOr<TrainingOutcome> WriteArtifacts(
+    Run& run, const RankReportBuilder& builder,
+    const std::vector<RankReport>& reports, ValidationReport validation,
+    const FirstStep& first_step, const CheckpointCost& cost) {
+  const TrainingConfig& config = *run.config;
+  TrainingOutcome outcome;
+  outcome.updates = builder.updates();
+  const int64_t total_updates = run.cursor.total_updates + builder.updates();
+  validation.set_update(static_cast<int32_t>(total_updates));
+  run.manifest.set_updates(static_cast<int32_t>(builder.updates()));
+  for (int64_t accepted : builder.totals().accepted_per_update) {
+    run.manifest.add_accepted_examples_per_update(static_cast<int32_t>(accepted));
+  }
+  RunSummary summary = BuildRunSummary(builder.totals(), reports);
+  summary.set_config_fingerprint(run.manifest.config_fingerprint());
+  summary.set_final_parameter_hash(reports[0].final_parameter_hash());
+  summary.set_resumed_from_generation(run.resume.generation());
+  summary.set_first_update(static_cast<int32_t>(run.cursor.total_updates));
+  summary.set_total_updates(static_cast<int32_t>(total_updates));
+  summary.set_purpose(run.options->purpose);
+  summary.set_loss_meaning(
+      "the whole update's weighted loss, sum_i w_i * loss_i over every rank's "
+      "slots (the ranks' shares added)");
+  run.manifest.set_purpose(run.options->purpose);
+  validation.set_purpose(run.options->purpose);
+  *summary.mutable_checkpoint() = cost;
+  RunArtifactMessages artifacts;
+  ParityReport parity;
+  const std::optional<FirstStep> compared =
+      run.options->reference_dir.empty() ? std::nullopt
+                                         : FirstStepToCompare(run, first_step);
+  if (compared.has_value()) {
+    absl::StatusOr<ParityReport> checked = CheckParity(run, reports, *compared);
+    if (!checked.ok()) return checked.status();
+    parity = *std::move(checked);
+    parity.set_first_step_attempt(run.fresh() ? run.options->attempt : compared->attempt());
+    outcome.parity_checked = true;
+    outcome.parity_pass = parity.pass();
+    summary.set_parity(parity.pass() ? "pass" : "fail");
+    artifacts.parity = &parity;
+  }
+  // The epochs the run trained (a run stopped by run.max_updates audits
+  // the epochs it reached, not every epoch of the config).
+  const std::vector<int64_t>& epoch_of_update = builder.totals().epoch_of_update;
+  const int trained_epochs = std::min<int>(
+      config.epochs(),
+      1 + (epoch_of_update.empty() ? run.cursor.epoch
+                                   : static_cast<int>(epoch_of_update.back())));
+  absl::StatusOr<SamplerAudit> audit = AuditSampler(
+      *run.plugins().sampler, config.sampler().name(), run.data.train_ids,
+      run.options->world_size, config.seeds().sampler(), trained_epochs,
+      run.local_batch);
+  if (!audit.ok()) return audit.status();
+  artifacts.manifest = &run.manifest;
+  artifacts.summary = &summary;
+  artifacts.validation = &validation;
+  artifacts.audit = &*audit;
+  if (ResumeWorthRecording(run.resume)) artifacts.resume = &run.resume;
+  artifacts.stamp = run.stamp();
+  const std::string& dir = run.options->artifact_dir;
+  if (absl::Status s = WriteRunArtifacts(dir, artifacts); !s.ok()) return s;
+  if (absl::Status s = RecordFinish(run, total_updates); !s.ok()) return s;
+  LogRunFinished(builder.updates(), run.options->world_size, summary, validation, dir);
+  return outcome;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainingOutcome> FinishRun(Run& run, RankReportBuilder& report,
+                                          const FirstStep& first_step,
+                                          const CheckpointCost& cost) {
+  absl::StatusOr<ValidationReport> validation =
+      Validate(run, run.cursor.total_updates + report.updates());
+  if (!validation.ok()) return validation.status();
+  absl::StatusOr<std::vector<RankReport>> reports = FinishReports(run, report);
+  if (!reports.ok()) return reports.status();
+  if (!run.writer()) {
+    TrainingOutcome outcome;
+    outcome.updates = report.updates();
+    return outcome;
+  }
+  return WriteArtifacts(run, report, *reports, *validation, first_step, cost);
+}
+
+}  // namespace receipt_parity
