@@ -39,6 +39,10 @@ class ParityCliTest(unittest.TestCase):
       self.assertTrue(report["pass"])
       self.assertEqual(report["rtol"], 1e-6)
       self.assertEqual(report["atol"], 1e-7)
+      self.assertIn("atol + rtol * |ref|", report["pass_rule"])
+      self.assertIn("simulated update", report["reducer_stats_scope"])
+      self.assertEqual(len(report["config_fingerprint"]), 40)
+      self.assertEqual(report["attempt"], 1)
 
   def test_rank_mean_with_rank_average_fails_with_exit_3(self):
     result, report = run("configs/two_worker_rank_mean_wrong.pbtxt", "--split=3,1")

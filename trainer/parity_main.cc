@@ -166,6 +166,10 @@ absl::StatusOr<ParityReport> CheckParity(const LoadedConfig& loaded,
       MakeRequest(loaded, *data, *batch, split, *plugins->weighting);
   absl::StatusOr<ParityReport> report = RunSimulatedParity(parity);
   if (!report.ok()) return report.status();
+  // The one check this binary makes names its config like a run's
+  // artifacts do; it is never resumed, so it is attempt 1.
+  report->set_config_fingerprint(ConfigFingerprint(loaded.config));
+  report->set_attempt(1);
   const std::string out = absl::GetFlag(FLAGS_out);
   std::filesystem::create_directories(out);
   if (absl::Status s = WriteJsonFile(out + "/parity.json", *report); !s.ok()) return s;
