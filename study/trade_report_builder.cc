@@ -64,6 +64,8 @@ absl::StatusOr<RunFigures> SummariseRun(const RunArtifacts& run) {
       MeanOfSlowest(summary, &RankTiming::update_seconds));
   figures.set_sync_seconds_per_update(summary.sync_seconds_per_update());
   figures.set_sync_share(summary.sync_share());
+  *figures.mutable_lateness() = summary.lateness();
+  figures.set_straggler_rank(summary.straggler_rank());
   for (const RankTiming& t : summary.timing()) {
     RankFigures* rank = figures.add_ranks();
     rank->set_rank(t.rank());

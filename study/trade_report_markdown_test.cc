@@ -38,6 +38,16 @@ TEST(TradeReportMarkdownTest, ShowsTheFiguresOfBothRuns) {
   EXPECT_THAT(md, HasSubstr("(2.00× one worker)"));
 }
 
+TEST(TradeReportMarkdownTest, NamesTheStraggler) {
+  const TradeReport report = Build(TestInputs());
+  EXPECT_THAT(TradeReportMarkdown(report),
+              HasSubstr("| rank 1: last to the gradient reduction; lateness median, p90, ms "
+                        "| - | 2 of 2 updates; 1.500, 2.500 |"));
+  EXPECT_THAT(TradeReportHeadline(report),
+              HasSubstr("straggler: rank 1, last to the gradient reduction in 2 of 2 timed "
+                        "updates (median lateness 1.500 ms, p90 2.500 ms)"));
+}
+
 TEST(TradeReportMarkdownTest, ShowsPerClassValidation) {
   const std::string md = TradeReportMarkdown(Build(TestInputs()));
   EXPECT_THAT(md, HasSubstr("| blurry | 2 | 0.250 / 1.000 / 0.400 | "

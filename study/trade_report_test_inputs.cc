@@ -37,6 +37,15 @@ RunArtifacts TestRun(int world_size, double loss_offset) {
     t->set_collectives(2 * (world_size - 1));
     t->set_bytes_reduced(4096.0 * (world_size - 1));
   }
+  for (int r = 0; r < world_size && world_size > 1; ++r) {
+    RankLateness* late = s.add_lateness();
+    late->set_rank(r);
+    late->set_times_last(r == 1 ? 2 : 0);
+    late->set_median_lateness_seconds(r == 1 ? 0.0015 : 0);
+    late->set_p90_lateness_seconds(r == 1 ? 0.0025 : 0);
+    late->set_updates(2);
+  }
+  s.set_straggler_rank(world_size > 1 ? 1 : -1);
   for (int epoch = 0; epoch < 2; ++epoch) {
     EpochRecord* e = s.add_epochs();
     e->set_epoch(epoch);

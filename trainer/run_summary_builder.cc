@@ -5,6 +5,8 @@
 #include <numeric>
 #include <utility>
 
+#include "trainer/straggler_summary.h"
+
 namespace receipt_parity {
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -140,6 +142,10 @@ RunSummary BuildRunSummary(const RunTotals& totals,
   const EpochLosses epoch_loss = AddLossCurve(totals, reports, &summary);
   AddEpochs(totals, reports, epoch_loss, &summary);
   AddThroughput(totals, reports, &summary);
+  const std::vector<RankLateness> lateness = SummarizeLateness(reports);
+  for (const RankLateness& rank : lateness) *summary.add_lateness() = rank;
+  summary.set_straggler_rank(StragglerRank(lateness));
+  if (!lateness.empty()) summary.set_lateness_method(kLatenessMethod);
   summary.set_parity("not_checked");
   return summary;
 }

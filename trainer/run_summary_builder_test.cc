@@ -83,6 +83,21 @@ TEST(RunSummaryBuilderTest, ThroughputTakesTheSlowestRankAndTheMedianWindow) {
   EXPECT_DOUBLE_EQ(summary.sync_share(), 0.1 / 1.4);
 }
 
+TEST(RunSummaryBuilderTest, NamesTheStragglerFromTheRanksWaits) {
+  TwoRanks in;
+  // Rank 0 waits 3 ms longer at every update: rank 1 came 3 ms late.
+  for (int i = 0; i < 4; ++i) {
+    RankTiming* timing = in.reports[0].mutable_timing();
+    timing->set_sync_seconds(i, timing->sync_seconds(i) + 0.003);
+  }
+  const RunSummary summary = BuildRunSummary(in.totals, in.reports);
+  ASSERT_EQ(summary.lateness_size(), 2);
+  EXPECT_EQ(summary.lateness(1).times_last(), 4);
+  EXPECT_NEAR(summary.lateness(1).median_lateness_seconds(), 0.003, 1e-12);
+  EXPECT_EQ(summary.straggler_rank(), 1);
+  EXPECT_FALSE(summary.lateness_method().empty());
+}
+
 TEST(RunSummaryBuilderTest, WarmupUpdatesAreLeftOutOfTheThroughput) {
   TwoRanks in;
   in.totals.warmup_updates = 2;
