@@ -8,51 +8,26 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "study/svg_elements.h"
 #include "study/trade_report_builder.h"
+#include "study/trade_report_svg_bars.h"
 
 namespace receipt_parity {
 namespace {
 
+using svg::Line;
+using svg::Rect;
+using svg::Text;
+using svg::kOneColor;
+using svg::kTwoColor;
+
 constexpr int kWidth = 1000;
-constexpr int kHeight = 590;
+constexpr int kHeight = 660;
 constexpr char kFont[] = "DejaVu Sans, Helvetica, Arial, sans-serif";
-constexpr char kOneColor[] = "#1f5fa8";
-constexpr char kTwoColor[] = "#e8710a";
-constexpr char kSyncColor[] = "#8250df";
 constexpr char kPassColor[] = "#1a7f37";
 constexpr char kFailColor[] = "#cf222e";
 constexpr char kGreyColor[] = "#6e7781";
 constexpr char kGridColor[] = "#e1e4e8";
-
-std::string Escape(const std::string& text) {
-  return absl::StrReplaceAll(text, {{"&", "&amp;"}, {"<", "&lt;"},
-                                    {">", "&gt;"}, {"\"", "&quot;"}});
-}
-
-// <text>; `attrs` is added verbatim (e.g. "text-anchor=\"end\"").
-std::string Text(double x, double y, const std::string& text, double size,
-                 const std::string& attrs = "") {
-  return absl::StrFormat(
-      "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\" %s>%s</text>\n", x, y,
-      size, attrs, Escape(text));
-}
-
-std::string Line(double x1, double y1, double x2, double y2,
-                 const std::string& stroke, double width,
-                 const std::string& attrs = "") {
-  return absl::StrFormat(
-      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-      "stroke-width=\"%.1f\" %s/>\n",
-      x1, y1, x2, y2, stroke, width, attrs);
-}
-
-std::string Rect(double x, double y, double w, double h,
-                 const std::string& fill, const std::string& attrs = "") {
-  return absl::StrFormat(
-      "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-      "fill=\"%s\" %s/>\n",
-      x, y, std::max(0.0, w), std::max(0.0, h), fill, attrs);
-}
 
 // A tick step of 1, 2 or 5 × 10^k giving about `target` intervals.
 double NiceStep(double range, int target) {
@@ -276,113 +251,6 @@ std::string LossPanel(const TradeReport& report) {
 }
 
 // One labelled horizontal bar chart row.
-struct Bar {
-  std::string label;
-  std::string color;
-  double value;
-};
-
-// Right panel: examples/s, and time per update split into compute + sync.
-// Where the right-hand panels draw: labels, then bars up to bar_max wide.
-constexpr double kLabelX = 640, kBarX = 730, kBarMax = 150;
-
-// Examples per second, one bar per run, and the two-over-one ratio.
-std::string ThroughputBars(const TradeReport& report) {
-  const RunFigures& one = report.one_worker();
-  const RunFigures& two = report.two_workers();
-  double y = 125;
-  std::string svg = Text(kLabelX, y - 12, "Examples per second", 15,
-                         "font-weight=\"bold\"");
-  const double max_rate =
-      std::max({one.examples_per_second(), two.examples_per_second(), 1e-12});
-  const std::vector<Bar> rates = {
-      {"one worker", kOneColor, one.examples_per_second()},
-      {"two workers", kTwoColor, two.examples_per_second()}};
-  for (const Bar& bar : rates) {
-    const double w = kBarMax * bar.value / max_rate;
-    absl::StrAppend(&svg, Text(kLabelX, y + 22, bar.label, 13),
-                    Rect(kBarX, y + 6, w, 24, bar.color),
-                    Text(kBarX + w + 6, y + 23,
-                         absl::StrFormat("%.0f", bar.value), 13,
-                         "font-weight=\"bold\""));
-    y += 36;
-  }
-  absl::StrAppend(
-      &svg, Text(kLabelX, y + 16,
-                 absl::StrFormat("two workers = %.2f× one worker",
-                                 report.two_over_one_examples_per_second()),
-                 13, "fill=\"#57606a\""));
-  return svg;
-}
-
-// Time per update, compute then sync, one stacked bar per run, and the
-// legend; `*y` ends below the legend.
-std::string UpdateTimeBars(const TradeReport& report, double* y) {
-  const RunFigures& one = report.one_worker();
-  const RunFigures& two = report.two_workers();
-  *y = 285;
-  std::string svg = Text(kLabelX, *y - 12, "Time per update (ms)", 15,
-                         "font-weight=\"bold\"");
-  const double max_update =
-      std::max({one.update_seconds(), two.update_seconds(), 1e-12});
-  for (const RunFigures* run : {&one, &two}) {
-    const bool is_one = run == &one;
-    const double total = run->update_seconds();
-    const double sync = std::min(run->sync_seconds_per_update(), total);
-    const double w_total = kBarMax * total / max_update;
-    const double w_sync = kBarMax * sync / max_update;
-    absl::StrAppend(&svg,
-                    Text(kLabelX, *y + 22, is_one ? "one worker" : "two workers",
-                         13),
-                    Rect(kBarX, *y + 6, w_total - w_sync, 24,
-                         is_one ? kOneColor : kTwoColor),
-                    Rect(kBarX + w_total - w_sync, *y + 6, w_sync, 24,
-                         kSyncColor),
-                    Text(kBarX + w_total + 6, *y + 23,
-                         absl::StrFormat("%.2f", 1000 * total), 13,
-                         "font-weight=\"bold\""));
-    absl::StrAppend(
-        &svg, Text(kBarX, *y + 46,
-                   absl::StrFormat("sync %.2f ms = %.0f %% of an update",
-                                   1000 * run->sync_seconds_per_update(),
-                                   100 * run->sync_share()),
-                   12, absl::StrCat("fill=\"", kSyncColor, "\"")));
-    *y += 62;
-  }
-  absl::StrAppend(&svg, Rect(kLabelX, *y + 8, 6, 12, kOneColor),
-                  Rect(kLabelX + 6, *y + 8, 6, 12, kTwoColor),
-                  Text(kLabelX + 18, *y + 18, "forward, backward, step", 12),
-                  Rect(kLabelX + 175, *y + 8, 12, 12, kSyncColor),
-                  Text(kLabelX + 193, *y + 18, "gradient sync", 12));
-  return svg;
-}
-
-// Peak memory, one line per run, from `y` down.
-std::string MemoryLines(const TradeReport& report, double y) {
-  std::string svg = Text(kLabelX, y, "Peak resident memory per rank (MiB)", 15,
-                         "font-weight=\"bold\"");
-  for (const RunFigures* run : {&report.one_worker(), &report.two_workers()}) {
-    std::string line =
-        run == &report.one_worker() ? "one worker: " : "two workers: ";
-    for (int i = 0; i < run->ranks_size(); ++i) {
-      absl::StrAppendFormat(&line, "%srank %d %.0f", i > 0 ? ", " : "",
-                            run->ranks(i).rank(), run->ranks(i).peak_rss_mib());
-    }
-    y += 20;
-    absl::StrAppend(&svg, Text(kLabelX, y, line, 13));
-  }
-  return svg;
-}
-
-// The right-hand panels: throughput, time per update, peak memory.
-std::string BarsPanel(const TradeReport& report) {
-  double y = 0;
-  std::string svg = ThroughputBars(report);
-  absl::StrAppend(&svg, UpdateTimeBars(report, &y));
-  absl::StrAppend(&svg, MemoryLines(report, y + 50));
-  return svg;
-}
-
 }  // namespace
 
 std::string TradeReportSvg(const TradeReport& report) {

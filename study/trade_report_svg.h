@@ -2,8 +2,10 @@
 // report (study/trade_report.proto) alone:
 //   - left: training loss against examples seen, one worker (solid) and two
 //     workers (dashed), with how far apart the curves are;
-//   - right: examples per second for each, and each one's time per update
-//     split into computation and gradient synchronisation (with the share);
+//   - right (study/trade_report_svg_bars.h): examples per second for each,
+//     each one's time per update split into computation and gradient
+//     synchronisation (with the share), peak memory, and, with two workers,
+//     how often each rank came last to the gradient sync and how late;
 //   - across the top: the parity, recovery and checkpoint verdicts.
 #ifndef RECEIPT_PARITY_STUDY_TRADE_REPORT_SVG_H_
 #define RECEIPT_PARITY_STUDY_TRADE_REPORT_SVG_H_

@@ -64,6 +64,13 @@ TEST(TradeReportSvgTest, LabelsThroughputAndSync) {
   EXPECT_THAT(svg, HasSubstr("two workers: rank 0 110, rank 1 111"));
 }
 
+TEST(TradeReportSvgTest, ShowsWhoCameLastToTheGradientSync) {
+  const std::string svg = TradeReportSvg(Build(TestInputs()));
+  EXPECT_THAT(svg, HasSubstr(">Last to the gradient sync (two workers)</text>"));
+  EXPECT_THAT(svg, HasSubstr(">2 of 2; late 1.50 / 2.50 ms</text>"));
+  EXPECT_THAT(svg, HasSubstr(">0 of 2; late 0.00 / 0.00 ms</text>"));
+}
+
 TEST(TradeReportSvgTest, ShowsVerdicts) {
   TradeReportInputs inputs = TestInputs();
   std::string svg = TradeReportSvg(Build(inputs));

@@ -1,0 +1,34 @@
+// SVG elements as text, for the trade report's picture
+// (study/trade_report_svg.h). Numbers are written with one decimal.
+#ifndef RECEIPT_PARITY_STUDY_SVG_ELEMENTS_H_
+#define RECEIPT_PARITY_STUDY_SVG_ELEMENTS_H_
+
+#include <string>
+
+namespace receipt_parity {
+namespace svg {
+
+// The runs' colours: one worker, two workers, gradient sync.
+inline constexpr char kOneColor[] = "#1f5fa8";
+inline constexpr char kTwoColor[] = "#e8710a";
+inline constexpr char kSyncColor[] = "#8250df";
+
+// `text` with &, <, > and " escaped.
+std::string Escape(const std::string& text);
+
+// <text>; `attrs` is added verbatim (e.g. "text-anchor=\"end\"").
+std::string Text(double x, double y, const std::string& text, double size,
+                 const std::string& attrs = "");
+
+std::string Line(double x1, double y1, double x2, double y2,
+                 const std::string& stroke, double width,
+                 const std::string& attrs = "");
+
+// A negative width or height draws nothing (0).
+std::string Rect(double x, double y, double w, double h,
+                 const std::string& fill, const std::string& attrs = "");
+
+}  // namespace svg
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_STUDY_SVG_ELEMENTS_H_
