@@ -65,4 +65,10 @@ std::vector<std::string> ToEnvironmentEntries(const DistributedEnv& env) {
   };
 }
 
+int ElasticRestartCount() {
+  const char* text = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  int count = 0;
+  return text != nullptr && absl::SimpleAtoi(text, &count) && count > 0 ? count : 0;
+}
+
 }  // namespace receipt_parity

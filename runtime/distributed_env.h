@@ -25,6 +25,10 @@ struct DistributedEnv {
 // is set but missing its companions, not a number, or out of range.
 absl::StatusOr<std::optional<DistributedEnv>> DistributedEnvFromEnvironment();
 
+// torchrun's TORCHELASTIC_RESTART_COUNT: 0 on a first attempt and when it
+// is unset or not a count.
+int ElasticRestartCount();
+
 // The environment entries ("RANK=1", ...) that describe `env`.
 std::vector<std::string> ToEnvironmentEntries(const DistributedEnv& env);
 

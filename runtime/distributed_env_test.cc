@@ -17,6 +17,17 @@ using ::testing::HasSubstr;
 constexpr const char* kVariables[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK",
                                       "MASTER_ADDR", "MASTER_PORT"};
 
+TEST(ElasticRestartCountTest, IsTheCountOrZero) {
+  unsetenv("TORCHELASTIC_RESTART_COUNT");
+  EXPECT_EQ(ElasticRestartCount(), 0);
+  for (const auto& [text, count] :
+       std::map<std::string, int>{{"0", 0}, {"3", 3}, {"", 0}, {"x", 0}, {"-1", 0}}) {
+    setenv("TORCHELASTIC_RESTART_COUNT", text.c_str(), 1);
+    EXPECT_EQ(ElasticRestartCount(), count) << text;
+  }
+  unsetenv("TORCHELASTIC_RESTART_COUNT");
+}
+
 // Each test starts from an environment without the torchrun variables.
 class DistributedEnvTest : public ::testing::Test {
  protected:

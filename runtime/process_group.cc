@@ -102,8 +102,7 @@ absl::Status WaitForStore(const DistributedEnv& env, Clock::time_point deadline)
 // read an earlier attempt's keys (Gloo's addresses, the start agreement,
 // the resume decision, shard confirmations).
 std::string AttemptKeyPrefix() {
-  const char* restarts = std::getenv("TORCHELASTIC_RESTART_COUNT");
-  return absl::StrCat("attempt-", restarts != nullptr && *restarts != '\0' ? restarts : "0");
+  return absl::StrCat("attempt-", ElasticRestartCount());
 }
 
 // A socket listening on MASTER_ADDR's own address and MASTER_PORT, for

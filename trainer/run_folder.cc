@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <system_error>
 
@@ -19,6 +19,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "io/json_file.h"
+#include "runtime/distributed_env.h"
 #include "trainer/config_loader.h"
 
 namespace receipt_parity {
@@ -55,6 +56,26 @@ std::vector<std::string> EntryNames(const std::string& dir) {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+// Removes every entry of DIR that `remove` selects (a folder with all it
+// holds); returns their names. Internal "<failure> DIR/NAME: why" on the
+// first that cannot be removed.
+absl::StatusOr<std::vector<std::string>> RemoveEntries(
+    const std::string& dir, absl::string_view failure,
+    const std::function<bool(const std::string&)>& remove) {
+  std::vector<std::string> removed;
+  for (const std::string& name : EntryNames(dir)) {
+    if (!remove(name)) continue;
+    std::error_code ec;
+    fs::remove_all(fs::path(dir) / name, ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat(failure, " ", dir, "/", name, ": ", ec.message()));
+    }
+    removed.push_back(name);
+  }
+  return removed;
 }
 
 // Whether a run wrote anything in DIR beyond run_state.json: an artifact,
@@ -167,12 +188,6 @@ std::string HostName() {
   return host;
 }
 
-int EnvInt(const char* name) {
-  const char* text = std::getenv(name);
-  int value = 0;
-  return text != nullptr && absl::SimpleAtoi(text, &value) ? value : 0;
-}
-
 // The decision for a folder that holds a run of this config (or one that
 // checkpoint.allow_* lets this config continue).
 absl::StatusOr<RunFolderDecision> DecideHeldRun(const std::string& dir,
@@ -256,22 +271,11 @@ absl::StatusOr<RunFolderDecision> DecideRunFolder(const std::string& dir,
 
 absl::StatusOr<std::vector<std::string>> RemoveRun(const std::string& dir,
                                                    bool keep_reference) {
-  std::vector<std::string> removed;
-  for (const std::string& name : EntryNames(dir)) {
-    const bool ours = IsArtifact(name) || name == kRunStateFile ||
-                      name == kFinishRecordFile || name == "checkpoints" ||
-                      absl::StartsWith(name, "corrupt-gen-") ||
-                      (name == "reference" && !keep_reference);
-    if (!ours) continue;
-    std::error_code ec;
-    fs::remove_all(fs::path(dir) / name, ec);
-    if (ec) {
-      return absl::InternalError(
-          absl::StrCat("--overwrite: cannot remove ", dir, "/", name, ": ", ec.message()));
-    }
-    removed.push_back(name);
-  }
-  return removed;
+  return RemoveEntries(dir, "--overwrite: cannot remove", [&](const std::string& name) {
+    return IsArtifact(name) || name == kRunStateFile || name == kFinishRecordFile ||
+           name == "checkpoints" || absl::StartsWith(name, "corrupt-gen-") ||
+           (name == "reference" && !keep_reference);
+  });
 }
 
 absl::Status BeginAttempt(const std::string& dir, const TrainingConfig& config,
@@ -288,7 +292,7 @@ absl::Status BeginAttempt(const std::string& dir, const TrainingConfig& config,
   attempt->set_started_at(Now());
   attempt->set_host(HostName());
   attempt->set_pid(static_cast<int32_t>(getpid()));
-  attempt->set_elastic_restart(EnvInt("TORCHELASTIC_RESTART_COUNT"));
+  attempt->set_elastic_restart(ElasticRestartCount());
   attempt->set_world_size(config.world_size());
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -303,19 +307,10 @@ absl::Status BeginAttempt(const std::string& dir, const TrainingConfig& config,
 
 absl::StatusOr<std::vector<std::string>> RemoveStaleArtifacts(const std::string& dir,
                                                               bool resumed) {
-  std::vector<std::string> removed;
-  for (const std::string& name : EntryNames(dir)) {
+  return RemoveEntries(dir, "cannot remove the stale", [&](const std::string& name) {
     const bool kept = resumed && (name == "first_step.json" || IsUpdateRecord(name));
-    if (!(IsArtifact(name) || name == kFinishRecordFile) || kept) continue;
-    std::error_code ec;
-    fs::remove(fs::path(dir) / name, ec);
-    if (ec) {
-      return absl::InternalError(
-          absl::StrCat("cannot remove the stale ", dir, "/", name, ": ", ec.message()));
-    }
-    removed.push_back(name);
-  }
-  return removed;
+    return (IsArtifact(name) || name == kFinishRecordFile) && !kept;
+  });
 }
 
 absl::Status WriteFinishRecord(const std::string& dir, FinishRecord record) {

@@ -1,6 +1,5 @@
 #include "trainer/run_folder_setup.h"
 
-#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <optional>
@@ -13,6 +12,7 @@
 #include "io/json_file.h"
 #include "logging/glog.h"
 #include "reducers/collective_error.h"
+#include "runtime/distributed_env.h"
 #include "trainer/artifacts.pb.h"
 #include "trainer/training_run.h"
 
@@ -22,11 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kFinishedKey[] = "run_folder/finished";
-
-bool ElasticRestart() {
-  const char* count = std::getenv("TORCHELASTIC_RESTART_COUNT");
-  return count != nullptr && std::string(count) != "0" && std::string(count) != "";
-}
 
 // A reference folder written before run_state.json existed: its manifest
 // names the reference config and it has the first step.
@@ -47,10 +42,12 @@ TrainingConfig OneUpdateReference(const TrainingConfig& config) {
   return reference;
 }
 
-// Whether `reference_dir` holds a finished reference of `config`'s run.
-// Errors: it holds a run of another config.
-absl::StatusOr<bool> ReferenceUsable(const std::string& reference_dir,
-                                     const TrainingConfig& config) {
+// `reference_dir`'s state for the one-update reference of `config`: it is
+// usable as it is when `finished` (a reference of this config written
+// before run_state.json existed counts as finished). Errors: it holds a run
+// of another config.
+absl::StatusOr<RunFolderDecision> DecideReference(const std::string& reference_dir,
+                                                  const TrainingConfig& config) {
   absl::StatusOr<RunFolderDecision> decision =
       DecideRunFolder(reference_dir, OneUpdateReference(config));
   if (!decision.ok()) {
@@ -58,21 +55,23 @@ absl::StatusOr<bool> ReferenceUsable(const std::string& reference_dir,
                         absl::StrCat("this run's one-worker reference cannot be made: ",
                                      decision.status().message()));
   }
-  return decision->finished || LegacyReferenceMatches(reference_dir, config);
+  if (!decision->finished && LegacyReferenceMatches(reference_dir, config)) {
+    decision->finished = true;
+  }
+  return decision;
 }
 
-absl::Status MakeReference(const LoadedConfig& loaded, const std::string& reference_dir) {
+// Trains the one-update reference as `decision` (DecideReference's) says.
+absl::Status MakeReference(const LoadedConfig& loaded, const std::string& reference_dir,
+                           const RunFolderDecision& decision) {
   LoadedConfig reference = loaded;
   reference.config = OneUpdateReference(loaded.config);
-  absl::StatusOr<RunFolderDecision> decision =
-      DecideRunFolder(reference_dir, reference.config);
-  if (!decision.ok()) return decision.status();
   LOG(INFO) << "making the one-worker reference (one update) in " << reference_dir;
   TrainingRunOptions options;
   options.loaded = &reference;
   options.artifact_dir = reference_dir;
-  options.attempt = decision->attempt;
-  options.folder = &*decision;
+  options.attempt = decision.attempt;
+  options.folder = &decision;
   options.purpose =
       "one-update reference for the parity check of the multi-worker run in the "
       "folder above: it trained only the first update, so its validation and "
@@ -95,8 +94,9 @@ absl::Status Overwrite(const RunFolderRequest& request) {
   const TrainingConfig& config = request.loaded->config;
   bool keep_reference = false;
   if (!request.reference_dir.empty()) {
-    absl::StatusOr<bool> usable = ReferenceUsable(request.reference_dir, config);
-    keep_reference = usable.ok() && *usable;
+    absl::StatusOr<RunFolderDecision> reference =
+        DecideReference(request.reference_dir, config);
+    keep_reference = reference.ok() && reference->finished;
     if (!keep_reference) {
       absl::StatusOr<std::vector<std::string>> removed = RemoveRun(request.reference_dir, false);
       if (!removed.ok()) return removed.status();
@@ -128,9 +128,9 @@ absl::StatusOr<PreparedRunFolder> PrepareRunFolder(const RunFolderRequest& reque
   if (request.run_dir != request.out) lock_dirs.push_back(request.run_dir);
   if (!request.reference_dir.empty()) lock_dirs.push_back(request.reference_dir);
   if (absl::Status s = LockAll(lock_dirs, &prepared.locks); !s.ok()) return s;
-  if (request.overwrite && ElasticRestart()) {
+  if (request.overwrite && ElasticRestartCount() > 0) {
     LOG(WARNING) << "--overwrite ignored: this is torchrun restart "
-                 << std::getenv("TORCHELASTIC_RESTART_COUNT")
+                 << ElasticRestartCount()
                  << "; it continues the run its first attempt started";
   } else if (request.overwrite) {
     if (absl::Status s = Overwrite(request); !s.ok()) return s;
@@ -141,10 +141,12 @@ absl::StatusOr<PreparedRunFolder> PrepareRunFolder(const RunFolderRequest& reque
   LogDecision(prepared.decision);
   if (prepared.decision.finished) return prepared;
   if (!request.reference_dir.empty()) {
-    absl::StatusOr<bool> usable = ReferenceUsable(request.reference_dir, config);
-    if (!usable.ok()) return usable.status();
-    if (!*usable) {
-      if (absl::Status s = MakeReference(*request.loaded, request.reference_dir); !s.ok()) {
+    absl::StatusOr<RunFolderDecision> reference =
+        DecideReference(request.reference_dir, config);
+    if (!reference.ok()) return reference.status();
+    if (!reference->finished) {
+      if (absl::Status s = MakeReference(*request.loaded, request.reference_dir, *reference);
+          !s.ok()) {
         return s;
       }
     }
