@@ -29,6 +29,20 @@ absl::Status CheckClass(const Prediction& p, const char* field, int value,
                    value, " is not a class index in [0, ", num_classes, ")"));
 }
 
+// Every counted receipt, as its report row.
+// REQUIRES: every label and prediction is a class of `label_names`.
+void AddPredictions(const DedupResult& dedup, const std::vector<std::string>& label_names,
+                    ValidationReport* report) {
+  for (const Prediction& p : dedup.counted) {
+    ReceiptPrediction* row = report->add_predictions();
+    row->set_receipt_id(p.receipt_id);
+    row->set_label(label_names[p.label]);
+    row->set_predicted(label_names[p.predicted]);
+    row->set_correct(p.label == p.predicted);
+    row->set_rank(p.rank);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<ValidationReport> BuildValidationReport(
@@ -59,7 +73,6 @@ absl::StatusOr<ValidationReport> BuildValidationReport(
   std::vector<std::vector<int32_t>> confusion(
       num_classes, std::vector<int32_t>(num_classes, 0));
   std::set<std::string> unique_ids;
-  google::protobuf::RepeatedPtrField<ReceiptPrediction> predictions;
   for (const Prediction& p : dedup.counted) {
     if (absl::Status s = CheckClass(p, "label", p.label, num_classes);
         !s.ok()) {
@@ -71,16 +84,10 @@ absl::StatusOr<ValidationReport> BuildValidationReport(
     }
     ++confusion[p.label][p.predicted];
     unique_ids.insert(p.receipt_id);
-    ReceiptPrediction* row = predictions.Add();
-    row->set_receipt_id(p.receipt_id);
-    row->set_label(label_names[p.label]);
-    row->set_predicted(label_names[p.predicted]);
-    row->set_correct(p.label == p.predicted);
-    row->set_rank(p.rank);
   }
 
   ValidationReport report;
-  *report.mutable_predictions() = std::move(predictions);
+  AddPredictions(dedup, label_names, &report);
   report.set_dedup(dedup_name);
   report.set_predictions_gathered(static_cast<int32_t>(predictions_gathered));
   report.set_unique_ids_counted(static_cast<int32_t>(unique_ids.size()));
