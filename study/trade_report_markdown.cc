@@ -310,6 +310,25 @@ void AppendCheckpointCost(const TradeReport& report, std::string* md) {
   absl::StrAppend(md, "\nFrom `", figures.source(), "`.\n\n");
 }
 
+// "rarest class: cropped, 20 validation receipts, F1 one worker 0.919, two
+// workers 0.947": the one worker's class with the fewest validation
+// receipts (the first such), "-" where the two-worker run lacks it.
+std::string RarestClassText(const TradeReport& report) {
+  const ValidationFigures& one = report.one_worker().validation();
+  if (one.per_class_size() == 0) return kNotMeasured;
+  const ClassMetrics* rarest = &one.per_class(0);
+  for (const ClassMetrics& c : one.per_class()) {
+    if (c.support() < rarest->support()) rarest = &c;
+  }
+  std::string two_f1 = "-";
+  for (const ClassMetrics& c : report.two_workers().validation().per_class()) {
+    if (c.label() == rarest->label()) two_f1 = Fixed(c.f1(), 3);
+  }
+  return absl::StrCat(rarest->label(), ", ", rarest->support(),
+                      " validation receipts, F1 one worker ",
+                      Fixed(rarest->f1(), 3), ", two workers ", two_f1);
+}
+
 }  // namespace
 
 std::string TradeReportHeadline(const TradeReport& report) {
@@ -326,6 +345,7 @@ std::string TradeReportHeadline(const TradeReport& report) {
       "gradient sync per update: two workers %s ms, %s of an update\n",
       Ms(two.sync_seconds_per_update()), Percent(two.sync_share()));
   absl::StrAppend(&out, "straggler: ", StragglerText(two), "\n");
+  absl::StrAppend(&out, "rarest class: ", RarestClassText(report), "\n");
   absl::StrAppend(&out, "parity: two-worker run ", report.parity().verdict(),
                   ", simulated ", SplitText(report.simulated_parity()),
                   " split ", report.simulated_parity().verdict(), "\n");

@@ -10,7 +10,8 @@
 namespace receipt_parity {
 
 // The headline figures, a few plain lines: examples/s of one and two
-// workers and their ratio, sync time and share, the parity and recovery
+// workers and their ratio, sync time and share, the straggler, the rarest
+// class's validation F1 for both runs, the parity and recovery
 // verdicts, the checkpoint cost ("not measured" where it is). The study
 // prints these at the end; the markdown opens with them.
 std::string TradeReportHeadline(const TradeReport& report);

@@ -48,6 +48,20 @@ TEST(TradeReportMarkdownTest, NamesTheStraggler) {
                         "updates (median lateness 1.500 ms, p90 2.500 ms)"));
 }
 
+TEST(TradeReportMarkdownTest, TheHeadlineShowsTheRarestClassForBothRuns) {
+  TradeReport report = Build(TestInputs());
+  report.mutable_two_workers()->mutable_validation()->mutable_per_class(1)->set_f1(
+      0.25);
+  EXPECT_THAT(TradeReportHeadline(report),
+              HasSubstr("\nrarest class: blurry, 2 validation receipts, F1 one "
+                        "worker 0.400, two workers 0.250\n"));
+  report.mutable_two_workers()->mutable_validation()->clear_per_class();
+  EXPECT_THAT(TradeReportHeadline(report),
+              HasSubstr("F1 one worker 0.400, two workers -\n"));
+  EXPECT_THAT(TradeReportHeadline(TradeReport()),
+              HasSubstr("rarest class: not measured\n"));
+}
+
 TEST(TradeReportMarkdownTest, ShowsPerClassValidation) {
   const std::string md = TradeReportMarkdown(Build(TestInputs()));
   EXPECT_THAT(md, HasSubstr("| blurry | 2 | 0.250 / 1.000 / 0.400 | "

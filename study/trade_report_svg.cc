@@ -11,6 +11,7 @@
 #include "study/svg_elements.h"
 #include "study/trade_report_builder.h"
 #include "study/trade_report_svg_bars.h"
+#include "study/trade_report_svg_classes.h"
 
 namespace receipt_parity {
 namespace {
@@ -22,7 +23,9 @@ using svg::kOneColor;
 using svg::kTwoColor;
 
 constexpr int kWidth = 1000;
-constexpr int kHeight = 660;
+// Without per-class rows; the class panel below the loss panel adds to it.
+constexpr int kMinHeight = 660;
+constexpr double kClassPanelTop = 550;
 constexpr char kFont[] = "DejaVu Sans, Helvetica, Arial, sans-serif";
 constexpr char kPassColor[] = "#1a7f37";
 constexpr char kFailColor[] = "#cf222e";
@@ -250,23 +253,30 @@ std::string LossPanel(const TradeReport& report) {
       LossLegend(axes, report));
 }
 
-// One labelled horizontal bar chart row.
+// The picture's height: room for the class panel and the footnote.
+int PictureHeight(const TradeReport& report) {
+  return std::max(kMinHeight, static_cast<int>(std::ceil(
+                                  kClassPanelTop + ClassF1PanelHeight(report) + 36)));
+}
+
 }  // namespace
 
 std::string TradeReportSvg(const TradeReport& report) {
+  const int height = PictureHeight(report);
   std::string svg = absl::StrFormat(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
       "viewBox=\"0 0 %d %d\" font-family=\"%s\" fill=\"#24292f\">\n",
-      kWidth, kHeight, kWidth, kHeight, kFont);
-  absl::StrAppend(&svg, Rect(0, 0, kWidth, kHeight, "white"));
+      kWidth, height, kWidth, height, kFont);
+  absl::StrAppend(&svg, Rect(0, 0, kWidth, height, "white"));
   absl::StrAppend(&svg, Text(30, 34,
                              "Receipt classifier: one worker against two", 20,
                              "font-weight=\"bold\""));
-  absl::StrAppend(&svg, Verdicts(report), LossPanel(report), BarsPanel(report));
+  absl::StrAppend(&svg, Verdicts(report), LossPanel(report), BarsPanel(report),
+                  ClassF1Panel(report, kClassPanelTop));
   absl::StrAppend(
       &svg,
-      Text(30, kHeight - 14,
+      Text(30, height - 14,
            absl::StrFormat(
                "Loss: global weighted loss of each update. Examples/s: median "
                "over timing windows after %d warm-up updates. Sync: time in "

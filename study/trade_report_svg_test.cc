@@ -71,6 +71,39 @@ TEST(TradeReportSvgTest, ShowsWhoCameLastToTheGradientSync) {
   EXPECT_THAT(svg, HasSubstr(">0 of 2; late 0.00 / 0.00 ms</text>"));
 }
 
+TEST(TradeReportSvgTest, ShowsEveryClassF1ForBothRuns) {
+  TradeReport report = Build(TestInputs());
+  report.mutable_two_workers()->mutable_validation()->mutable_per_class(1)->set_f1(
+      0.25);
+  const std::string svg = TradeReportSvg(report);
+  EXPECT_THAT(svg, HasSubstr(">Validation F1 per class (receipts)</text>"));
+  EXPECT_THAT(svg, HasSubstr(">good (6)</text>"));
+  EXPECT_THAT(svg, HasSubstr(">blurry (2)</text>"));
+  // good: 0.6 in both runs; blurry: 0.4 with one worker, 0.25 with two.
+  EXPECT_EQ(Count(svg, ">0.600</text>"), 2);
+  EXPECT_EQ(Count(svg, ">0.400</text>"), 1);
+  EXPECT_EQ(Count(svg, ">0.250</text>"), 1);
+  // Bars are F1 x 360 px wide.
+  EXPECT_EQ(Count(svg, "width=\"216.0\" height=\"12.0\""), 2);
+  EXPECT_EQ(Count(svg, "width=\"90.0\" height=\"12.0\""), 1);
+}
+
+TEST(TradeReportSvgTest, AClassTheTwoWorkerRunLacksHasOneBarAndThePictureGrows) {
+  TradeReport report = Build(TestInputs());
+  const std::string two_classes = TradeReportSvg(report);
+  for (int i = 0; i < 6; ++i) {
+    ClassMetrics* extra =
+        report.mutable_one_worker()->mutable_validation()->add_per_class();
+    extra->set_label("extra" + std::to_string(i));
+    extra->set_f1(0.125);
+  }
+  const std::string svg = TradeReportSvg(report);
+  EXPECT_EQ(Count(svg, ">0.125</text>"), 6);
+  EXPECT_THAT(two_classes, HasSubstr("height=\"708\""));
+  // 550 + 30 title + rows x 34 + 24 axis + 36 footnote: 2 rows 708, 8 rows 912.
+  EXPECT_THAT(svg, HasSubstr("height=\"912\" viewBox=\"0 0 1000 912\""));
+}
+
 TEST(TradeReportSvgTest, ShowsVerdicts) {
   TradeReportInputs inputs = TestInputs();
   std::string svg = TradeReportSvg(Build(inputs));

@@ -27,23 +27,23 @@ struct Pinned {
 const std::vector<Pinned>& PinnedFingerprints() {
   static const auto* pinned = new std::vector<Pinned>{
       {"configs/one_worker.pbtxt",
-       "64e37d8d28dca76ceeb4c2476338a9f2ab01e776",
-       "64e37d8d28dca76ceeb4c2476338a9f2ab01e776"},
+       "c16cfed2d292413cf4d2ec394e46cbe0e76bf99a",
+       "c16cfed2d292413cf4d2ec394e46cbe0e76bf99a"},
       {"configs/three_worker_47_ids.pbtxt",
        "9cc441ba3ae387f96235562f208cdb47b1578577",
        "b260796c58a50a64556d8c5d4dbbd0d59ede4cfe"},
       {"configs/two_worker_duplicate_pad.pbtxt",
-       "8245b9e9b32709dea57748ca802c5adeb6475389",
-       "779f7cb74d4292d5e9074d6da2d81c0d22335503"},
+       "22c931f32b18adeabb2de137a05797645afce3a3",
+       "35b57c38ac0db3e1fb92e6384b1aac96199f4f1a"},
       {"configs/two_worker_masked_tail.pbtxt",
-       "356c4744602546d2e298cfc0ae49a8677ebe06bb",
-       "64e37d8d28dca76ceeb4c2476338a9f2ab01e776"},
+       "6d6ee21d51c854797b5d0db00c78b7d702471728",
+       "c16cfed2d292413cf4d2ec394e46cbe0e76bf99a"},
       {"configs/two_worker_rank_mean_wrong.pbtxt",
-       "9944eae8e0d8b6dd68aa40de08670edde9c00956",
-       "658a944079cf5290cafd9746dceaacb03f37b1b0"},
+       "303fc4d44108db2d5eb810c4d67139cf2ad3f01c",
+       "c87cca911091397f5f0323195381e5139c8e9bb9"},
       {"configs/two_worker_uneven.pbtxt",
-       "0fc88d2cf97ea06226ef01722bee261b05d68ea6",
-       "e583d242d693a36a1649846293d923d08b93aea4"},
+       "c131bc95f475742c1e5484479a88ebef7be66f70",
+       "0978027b9ddc0486b96311130debb43935856085"},
   };
   return *pinned;
 }
@@ -57,6 +57,40 @@ TEST(ConfigFingerprintPinTest, ShippedConfigsHashAsOnMain) {
               p.reference_fingerprint)
         << p.config;
   }
+}
+
+// configs/one_worker.pbtxt as it was until its data grew to 1000 identities
+// (so the rare class has 20 validation receipts) still hashes as it did: the
+// fingerprint function itself did not change with the configs.
+TEST(ConfigFingerprintPinTest, TheFormerOneWorkerConfigHashesAsBefore) {
+  const std::string path = ::testing::TempDir() + "/former_one_worker.pbtxt";
+  std::ofstream(path) <<
+      "data {\n"
+      "  synthetic { num_identities: 400 rare_class_fraction: 0.04 seed: 11 }\n"
+      "  views_per_identity: 2\n"
+      "  validation_fraction: 0.2\n"
+      "  split_seed: 5\n"
+      "  augmentation_seed: 17\n"
+      "  image_size: 32\n"
+      "}\n"
+      "model { architecture: \"cnn\" conv_channels: [32, 64, 128] hidden_units: [64] }\n"
+      "optimizer { sgd { learning_rate: 0.01 momentum: 0.9 } }\n"
+      "precision: \"fp32\"\n"
+      "seeds { model_init: 37 sampler: 1234 }\n"
+      "backend: \"gloo\"\n"
+      "global_batch: 32\n"
+      "epochs: 6\n"
+      "world_size: 1\n"
+      "sampler { name: \"masked_tail\" }\n"
+      "loss_weighting { name: \"global_count\" }\n"
+      "reducer { name: \"allreduce_sum\" }\n"
+      "metric_dedup { name: \"by_receipt_id\" }\n"
+      "checkpoint { every_updates: 10 keep_last: 2 }\n"
+      "run { output_dir: \"out/one_worker\" log_every_updates: 10 }\n";
+  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(ConfigFingerprint(loaded->config),
+            "64e37d8d28dca76ceeb4c2476338a9f2ab01e776");
 }
 
 // Every default ApplyDefaults fills in is part of the hash: a config that
