@@ -1,6 +1,7 @@
-// The receipt-quality classifier and its revision.
+// The receipt-quality classifier (the interface: model/classifier_interface.h),
+// the built-in architectures' builder, and a model's revision.
 //
-// Architectures (ModelConfig.architecture):
+// The built-in architectures (ModelConfig.architecture):
 //   "cnn"    [N, 1, S, S] -> per conv_channels: 3x3 conv (padding 1), ReLU,
 //            2x2 max pool -> flatten -> hidden_units (ReLU) -> classes
 //   "mlp"    flatten -> hidden_units (ReLU) -> classes
@@ -19,19 +20,10 @@
 #include <torch/nn/module.h>
 
 #include "absl/status/statusor.h"
+#include "model/classifier_interface.h"
 #include "model/model_config.h"
 
 namespace receipt_parity {
-
-class Classifier : public torch::nn::Module {
- public:
-  // images: [N, input_shape...] float; returns logits [N, num_classes].
-  // N may be 0.
-  virtual at::Tensor forward(const at::Tensor& images) = 0;
-
-  // e.g. "cnn(conv=8,16;hidden=32;in=1x32x32;classes=4)".
-  virtual std::string Describe() const = 0;
-};
 
 // Builds the model with torch's generator seeded `init_seed` first, so every
 // call with the same arguments gives bitwise-identical parameters.

@@ -8,13 +8,18 @@
 namespace receipt_parity {
 
 absl::Status ValidateModelSettings(const ModelSettings& settings) {
+  return ValidateModelSettings(settings, "model.");
+}
+
+absl::Status ValidateModelSettings(const ModelSettings& settings,
+                                   const std::string& field_prefix) {
   const ModelConfig& config = settings.config;
   const std::vector<int64_t>& input_shape = settings.input_shape;
   const int num_classes = settings.num_classes;
   const std::string& arch = config.architecture();
   if (arch != "cnn" && arch != "mlp" && arch != "linear") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "model.architecture: unknown '", arch,
+        field_prefix, "architecture: unknown '", arch,
         "'; known: cnn, mlp, linear"));
   }
   if (num_classes < 1) {
@@ -33,31 +38,31 @@ absl::Status ValidateModelSettings(const ModelSettings& settings) {
   for (int c : config.conv_channels()) {
     if (c < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "model.conv_channels: must be positive, got ", c));
+          field_prefix, "conv_channels: must be positive, got ", c));
     }
   }
   for (int h : config.hidden_units()) {
     if (h < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "model.hidden_units: must be positive, got ", h));
+          field_prefix, "hidden_units: must be positive, got ", h));
     }
   }
   if (arch == "cnn") {
     if (config.conv_channels_size() == 0) {
-      return absl::InvalidArgumentError(
-          "model.conv_channels: a cnn needs at least one conv layer");
+      return absl::InvalidArgumentError(absl::StrCat(
+          field_prefix, "conv_channels: a cnn needs at least one conv layer"));
     }
     const int64_t divisor = int64_t{1} << config.conv_channels_size();
     if (input_shape.size() != 3 || input_shape[1] != input_shape[2] ||
         input_shape[1] % divisor != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "model.conv_channels: a cnn with ", config.conv_channels_size(),
+          field_prefix, "conv_channels: a cnn with ", config.conv_channels_size(),
           " conv layers needs [C, S, S] inputs with S divisible by ", divisor,
           ", got ", absl::StrJoin(input_shape, "x")));
     }
   } else if (arch == "linear" && config.hidden_units_size() > 0) {
-    return absl::InvalidArgumentError(
-        "model.hidden_units: a linear model has no hidden layers");
+    return absl::InvalidArgumentError(absl::StrCat(
+        field_prefix, "hidden_units: a linear model has no hidden layers"));
   }
   return absl::OkStatus();
 }

@@ -8,6 +8,7 @@
 #define RECEIPT_PARITY_MODEL_MODEL_CONFIG_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -16,6 +17,8 @@
 namespace receipt_parity {
 
 struct ModelSettings {
+  // The architecture form (model/model_forms.h): architecture,
+  // conv_channels, hidden_units.
   ModelConfig config;
   // One example's shape, e.g. [1, S, S] for S x S grayscale images.
   std::vector<int64_t> input_shape;
@@ -31,6 +34,12 @@ struct ModelSettings {
 // 2^len(conv_channels); a linear model with hidden units; no classes; an
 // empty or non-positive input shape.
 absl::Status ValidateModelSettings(const ModelSettings& settings);
+
+// The same checks, each field named `field_prefix` + its name: "model."
+// above (the architecture form), "" inside a model plugin's options
+// ("conv_channels: must be positive, got 0").
+absl::Status ValidateModelSettings(const ModelSettings& settings,
+                                   const std::string& field_prefix);
 
 }  // namespace receipt_parity
 

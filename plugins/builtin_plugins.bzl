@@ -16,6 +16,10 @@ BUILTIN_PLUGINS = {
     "reducer/rank_average": "//reducers:rank_average",
     "metric_dedup/by_receipt_id": "//metrics:by_receipt_id",
     "metric_dedup/none": "//metrics:none",
+    "model/cnn": "//model:cnn",
+    "model/mlp": "//model:mlp",
+    "model/linear": "//model:linear",
+    "model/torchscript": "//model:torchscript",
 }
 
 def builtin_plugin_registrations():

@@ -47,7 +47,7 @@ struct Trainee {
 
 Trainee Build(const LoadedConfig& loaded) {
   Trainee t;
-  t.model = *BuildClassifier(loaded.model);
+  t.model = *loaded.model.Build();
   t.optimizer = *BuildOptimizer(loaded.config.optimizer(), t.model->parameters());
   return t;
 }

@@ -1,6 +1,7 @@
 #include "trainer/config_loader.h"
 
 #include <cmath>
+#include <filesystem>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "data/data_config.h"
 #include "data/label_map.h"
 #include "io/atomic_file.h"
+#include "model/model_forms.h"
 #include "trainer/config_paths.h"
 #include "trainer/device_check.h"
 #include "trainer/plugin_kinds.h"
@@ -35,6 +37,9 @@ absl::StatusOr<LoadedConfig> Validate(
   if (absl::Status s = ValidateConfig(config); !s.ok()) return locator->Locate(s);
   absl::StatusOr<RunPluginSelections> plugins = SelectRunPlugins(config);
   if (!plugins.ok()) return locator->Locate(plugins.status());
+  absl::StatusOr<RunModel> model =
+      SelectRunModel(config.model(), ModelSpecOf(config, is_file ? locator->path() : ""));
+  if (!model.ok()) return locator->Locate(model.status());
   if (absl::Status s = ValidateDataFitsInMemory(config.data()); !s.ok()) {
     return locator->Locate(s);
   }
@@ -46,7 +51,7 @@ absl::StatusOr<LoadedConfig> Validate(
     return locator->Locate(s);
   }
   LoadedConfig loaded;
-  loaded.model = ModelSettingsOf(config);
+  loaded.model = *std::move(model);
   loaded.data = is_file ? ResolveDataPaths(locator->path(), config.data())
                         : config.data();
   loaded.config = std::move(config);
@@ -326,12 +331,13 @@ absl::Status ValidateConfig(const TrainingConfig& c) {
   if (absl::Status s = ValidatePlatform(c); !s.ok()) return s;
   if (absl::Status s = ValidateBatches(c); !s.ok()) return s;
   if (c.epochs() < 1) return Invalid("epochs", "must be >= 1");
-  if (!c.has_model() || c.model().architecture().empty()) {
-    return Invalid("model.architecture", "missing; choose cnn, mlp or linear");
-  }
+  if (absl::Status s = CheckModelForm(c.model()); !s.ok()) return s;
   if (absl::Status s = ValidateOptimizer(c.optimizer()); !s.ok()) return s;
   if (absl::Status s = ValidateDataConfig(c.data()); !s.ok()) return s;
-  if (absl::Status s = ValidateModelSettings(ModelSettingsOf(c)); !s.ok()) return s;
+  if (!IsPluginForm(c.model())) {
+    // The plugin form is checked with the plugins (Validate).
+    if (absl::Status s = ValidateModelSettings(ModelSettingsOf(c)); !s.ok()) return s;
+  }
   for (const auto& [field, value] : {std::make_pair("parity.rtol", c.parity().rtol()),
                                      std::make_pair("parity.atol", c.parity().atol())}) {
     if (absl::Status s = CheckNonNegative(field, value, " (rtol 0 and atol 0: exact equality)");
@@ -346,6 +352,19 @@ absl::Status ValidateConfig(const TrainingConfig& c) {
 ModelSettings ModelSettingsOf(const TrainingConfig& c) {
   const int64_t side = ResolvedImageSize(c.data());
   return ModelSettings{c.model(), {1, side, side}, kNumLabels, c.seeds().model_init()};
+}
+
+ClassifierSpec ModelSpecOf(const TrainingConfig& config, const std::string& config_file) {
+  const ModelSettings settings = ModelSettingsOf(config);
+  ClassifierSpec spec{settings.input_shape, settings.num_classes, settings.init_seed,
+                      nullptr};
+  if (!config_file.empty()) {
+    const std::string absolute = std::filesystem::absolute(config_file).string();
+    spec.resolve_path = [absolute](const std::string& written) {
+      return ResolveConfigPath(absolute, written);
+    };
+  }
+  return spec;
 }
 
 std::vector<int> LocalBatchSizes(const TrainingConfig& c) {
@@ -363,6 +382,10 @@ TrainingConfig FingerprintedConfig(const TrainingConfig& config) {
   // Where a run computes and how it reduces do not change what it trains.
   canonical.clear_device();
   if (canonical.has_backend()) canonical.set_backend("gloo");
+  // Both forms of a built-in model are one model.
+  if (canonical.has_model()) {
+    *canonical.mutable_model() = ArchitectureFormOf(canonical.model());
+  }
   return canonical;
 }
 

@@ -12,10 +12,13 @@
 //     own defaults are data/data_config.h's);
 //  4. every check of the fields (ValidateConfig): the trainer's, the data
 //     settings' (data/data_config.h) and the model settings'
-//     (model/model_config.h);
+//     (model/model_forms.h: one form of `model`; model/model_config.h for
+//     the architecture form);
 //  5. every plugin selection (trainer/run_plugins.h): the name is
 //     registered, the options are the plugin's own type, and the plugin is
-//     created once from them;
+//     created once from them; the model plugin too (trainer/run_model.h),
+//     checked for this config's inputs and labels (a TorchScript file is
+//     loaded and run on one batch);
 //  6. the data fits in memory (ValidateDataFitsInMemory,
 //     data/data_config.h), before anything is allocated;
 //  7. the ranks it starts on this machine fit in its memory
@@ -29,7 +32,7 @@
 // "configs/x.pbtxt:7:3: precision: only fp32 is supported for now, got
 // 'bf16'"; a field left unset is named with FILE alone.
 // Paths: every input file the config names (plugin_library,
-// data.manifest_path) is relative to the config's folder, or absolute
+// data.manifest_path, a model plugin's file) is relative to the config's folder, or absolute
 // (trainer/config_paths.h); `config` keeps them as written and LoadedConfig
 // carries them resolved. A manifest is not opened here: a missing one is
 // reported when the run loads its receipts, as
@@ -51,6 +54,7 @@
 #include "trainer/config.pb.h"
 #include "trainer/config_locator.h"
 #include "trainer/config_plugin_libraries.h"
+#include "trainer/run_model.h"
 #include "trainer/run_plugins.h"
 
 namespace receipt_parity {
@@ -69,8 +73,9 @@ struct LoadedConfig {
   std::shared_ptr<const ConfigLocator> locator;
   // The plugin of every kind, checked; a run creates its own from them.
   RunPluginSelections plugins;
-  // The classifier the run builds (ModelSettingsOf(config)), checked.
-  ModelSettings model;
+  // The classifier the run builds: its model plugin and spec
+  // (ModelSpecOf), checked; model.Build() makes one.
+  RunModel model;
   // Each `plugin_library`, in config order: as written, resolved, its SHA-1
   // (ranks compare them at start: the paths may differ by host) and the
   // plugins it added. Empty for a config built in code.
@@ -112,8 +117,14 @@ absl::Status ValidateConfig(const TrainingConfig& config);
 
 // The classifier `config` asks for: its model on [1, S, S] inputs (S the
 // data's image size), one class per label (data/label_map.h),
-// seeds.model_init.
+// seeds.model_init. Its `config` is the architecture form only when the
+// config writes that form (model/model_forms.h).
 ModelSettings ModelSettingsOf(const TrainingConfig& config);
+
+// The same as a model plugin's spec; relative paths in the model's options
+// resolve against the folder of `config_file` (trainer/config_paths.h),
+// made absolute now; "" (a config built in code): used as written.
+ClassifierSpec ModelSpecOf(const TrainingConfig& config, const std::string& config_file);
 
 // Slots per rank per update: local_batch_sizes, or global_batch / world_size
 // on every rank. REQUIRES: ValidateConfig(config).ok().
@@ -132,7 +143,9 @@ std::vector<int> LocalBatchSizes(const TrainingConfig& config);
 std::string ConfigFingerprint(const TrainingConfig& config);
 
 // `config` as ConfigFingerprint sees it: those fields cleared, backend
-// "gloo" when set. Two configs train the same model exactly when these are
+// "gloo" when set, and a built-in model written in the plugin form
+// (model { name: "cnn" options { ... } }) in the architecture form
+// (ArchitectureFormOf, model/model_forms.h), so both forms hash the same. Two configs train the same model exactly when these are
 // equal (run folders compare them field by field to say what differs).
 TrainingConfig FingerprintedConfig(const TrainingConfig& config);
 

@@ -271,8 +271,8 @@ TEST(ConfigLoaderTest, ModelSettingsAreCheckedAtLoad) {
   auto good = Load(head + "model { architecture: \"cnn\" conv_channels: [4, 8] }\n",
                    "good.pbtxt");
   ASSERT_TRUE(good.ok()) << good.status();
-  EXPECT_EQ(good->model.input_shape, (std::vector<int64_t>{1, 16, 16}));
-  EXPECT_EQ(good->model.num_classes, 4);
+  EXPECT_EQ(good->model.spec.input_shape, (std::vector<int64_t>{1, 16, 16}));
+  EXPECT_EQ(good->model.spec.num_classes, 4);
 }
 
 TEST(ConfigLoaderTest, EveryPluginSelectionIsCheckedAtLoad) {

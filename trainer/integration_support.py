@@ -4,6 +4,7 @@ The first command-line argument of every test is the path of //trainer:train.
 """
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -60,6 +61,21 @@ def run_train(*args, env=None, timeout=240):
   merged.update(env or {})
   return subprocess.run([TRAIN, *args], capture_output=True, text=True,
                         env=merged, timeout=timeout)
+
+
+def example_tree(prefix, config, library):
+  """A workspace-like folder holding a shipped example config and its .so
+  where the config's relative plugin_library says:
+  TMP/plugins/examples/<config> and TMP/bazel-bin/plugins/examples/<library>.
+  Returns (TMP, the config's path, the library's path)."""
+  tmp = os.path.realpath(temp_dir(prefix))
+  config_copy = os.path.join(tmp, "plugins", "examples", os.path.basename(config))
+  library_copy = os.path.join(tmp, "bazel-bin", "plugins", "examples",
+                              os.path.basename(library))
+  for source, target in ((config, config_copy), (library, library_copy)):
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    shutil.copy(source, target)
+  return tmp, config_copy, library_copy
 
 
 def load(path):

@@ -108,8 +108,8 @@ SimulatedParityRequest MakeRequest(const LoadedConfig& loaded,
                                    const LossWeighting& weighting) {
   const TrainingConfig& config = loaded.config;
   SimulatedParityRequest parity;
-  const ModelSettings model = loaded.model;
-  parity.make_model = [model] { return BuildClassifier(model); };
+  const RunModel model = loaded.model;
+  parity.make_model = [model] { return model.Build(); };
   parity.inputs = batch.images;
   parity.labels = batch.labels;
   parity.split = split;

@@ -9,6 +9,11 @@
 // agreement between ranks and checkpoint MANIFESTs (both by kind name), the
 // run manifest (by field name).
 //
+// The fifth kind, the model ("model", model/classifier_builder.h), is not
+// a row: a config selects it with ModelConfig's own name and options
+// (model/model_forms.h), and a run records and compares what it trains as
+// the model revision; trainer/run_model.h selects it.
+//
 // Thread safety: immutable.
 #ifndef RECEIPT_PARITY_TRAINER_PLUGIN_KINDS_H_
 #define RECEIPT_PARITY_TRAINER_PLUGIN_KINDS_H_

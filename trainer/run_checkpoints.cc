@@ -32,6 +32,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr char kModelPrefix[] = "model/";
+// A model's buffers (running statistics and the like). A model without
+// buffers (every architecture model) writes none, so its shards are as
+// before buffers were saved.
+constexpr char kBufferPrefix[] = "model_buffer/";
 
 // Shard confirmations through the c10d store: rank r publishes its
 // ShardInfo under ckpt/gen-N/<r>; rank 0 waits for every rank's.
@@ -58,6 +62,9 @@ std::map<std::string, at::Tensor> ReplicatedState(
   std::map<std::string, at::Tensor> all = optimizer_state;
   for (const auto& item : model.named_parameters()) {
     all[kModelPrefix + item.key()] = item.value().detach().clone();
+  }
+  for (const auto& item : model.named_buffers()) {
+    all[kBufferPrefix + item.key()] = item.value().detach().clone();
   }
   return all;
 }
@@ -132,26 +139,39 @@ absl::StatusOr<RecoveryDecision> Decide(const RunCheckpointContext& c,
   return decision;
 }
 
+// Copies each of `tensors` ("parameter" or "buffer" in errors) from
+// merged[prefix + name], in place.
+absl::Status LoadNamed(const torch::OrderedDict<std::string, at::Tensor>& tensors,
+                       const std::string& prefix, const char* what,
+                       const std::map<std::string, at::Tensor>& merged) {
+  torch::NoGradGuard no_grad;
+  for (const auto& item : tensors) {
+    auto it = merged.find(prefix + item.key());
+    if (it == merged.end()) {
+      return absl::DataLossError(absl::StrCat("checkpoint lacks ", what, " ", item.key()));
+    }
+    if (it->second.sizes() != item.value().sizes()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint ", what, " ", item.key(), " has another shape"));
+    }
+    item.value().copy_(it->second);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status LoadModel(Classifier& model,
                        const std::map<std::string, at::Tensor>& merged) {
   try {
-    torch::NoGradGuard no_grad;
-    for (auto& item : model.named_parameters()) {
-      auto it = merged.find(kModelPrefix + item.key());
-      if (it == merged.end()) {
-        return absl::DataLossError(absl::StrCat("checkpoint lacks parameter ", item.key()));
-      }
-      if (it->second.sizes() != item.value().sizes()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "checkpoint parameter ", item.key(), " has another shape"));
-      }
-      item.value().copy_(it->second);
+    if (absl::Status s = LoadNamed(model.named_parameters(), kModelPrefix, "parameter",
+                                   merged);
+        !s.ok()) {
+      return s;
     }
+    return LoadNamed(model.named_buffers(), kBufferPrefix, "buffer", merged);
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, "checkpoint parameters: LibTorch",
                                  absl::StatusCode::kDataLoss);
   }
-  return absl::OkStatus();
 }
 
 // Torch's CPU generator, as saved by this rank ("rng" of its shard).

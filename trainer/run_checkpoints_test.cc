@@ -4,7 +4,10 @@
 #include <memory>
 #include <string>
 
+#include <filesystem>
+
 #include <ATen/ATen.h>
+#include <torch/nn/modules/linear.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
@@ -15,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "trainer/config_loader.h"
 #include "trainer/loop_test_support.h"
+#include "io/atomic_file.h"
 #include "trainer/optimizer_state.h"
 
 namespace receipt_parity {
@@ -219,6 +223,70 @@ TEST(RunCheckpointsTest, ParameterOfAnotherShapeIsRefused) {
   });
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr("out.bias has another shape"));
+}
+
+// A model with state that is not trained: running statistics and a count.
+class BufferedModel : public Classifier {
+ public:
+  BufferedModel(float running, int64_t steps) {
+    torch::manual_seed(3);
+    fc_ = register_module("fc", torch::nn::Linear(3, 2));
+    register_buffer("running", at::full({2}, running));
+    register_buffer("steps", at::full({1}, steps, at::kLong));
+  }
+  at::Tensor forward(const at::Tensor& x) override { return fc_->forward(x); }
+  std::string Describe() const override { return "buffered"; }
+
+ private:
+  torch::nn::Linear fc_{nullptr};
+};
+
+// The tensor names in every shard of generation 1.
+std::vector<std::string> SavedNames(const std::string& root) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(root + "/gen-000001")) {
+    if (entry.path().filename() == "MANIFEST") continue;
+    absl::StatusOr<std::string> bytes = ReadFileToString(entry.path().string());
+    EXPECT_TRUE(bytes.ok()) << bytes.status();
+    absl::StatusOr<ShardState> shard = DeserializeShardState(*bytes, "shard");
+    EXPECT_TRUE(shard.ok()) << shard.status();
+    for (const auto& [name, tensor] : shard->owned_tensors) names.push_back(name);
+  }
+  return names;
+}
+
+TEST(RunCheckpointsTest, BuffersAreSavedAndRestoredBesideTheParameters) {
+  const std::string root = FreshTestFolder("ckpt_buffers");
+  const TrainingConfig config = Config();
+  const RunCheckpointContext context = Context(root, &config);
+  auto saved = std::make_shared<BufferedModel>(1.5f, 7);
+  torch::optim::SGD saved_optimizer(saved->parameters(), torch::optim::SGDOptions(0.1));
+  ASSERT_TRUE(SaveCheckpoint(context, 1, *saved, saved_optimizer, {1, 0, 1}).ok());
+  EXPECT_THAT(SavedNames(root), ::testing::IsSupersetOf({"model_buffer/running",
+                                                         "model_buffer/steps",
+                                                         "model/fc.weight"}));
+
+  auto resumed = std::make_shared<BufferedModel>(0.0f, 0);
+  torch::optim::SGD resumed_optimizer(resumed->parameters(), torch::optim::SGDOptions(0.1));
+  TrainingCursor cursor;
+  absl::StatusOr<ResumeRecord> record =
+      ResumeFromCheckpoint(context, *resumed, resumed_optimizer, &cursor);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_TRUE(at::equal(resumed->named_buffers()["running"], at::full({2}, 1.5f)));
+  EXPECT_EQ(resumed->named_buffers()["steps"].item<int64_t>(), 7);
+  EXPECT_EQ(resumed->named_buffers()["steps"].scalar_type(), at::kLong);
+}
+
+TEST(RunCheckpointsTest, AModelWithoutBuffersSavesWhatItSavedBefore) {
+  const std::string root = FreshTestFolder("ckpt_no_buffers");
+  const TrainingConfig config = Config();
+  Trained saved(/*adamw=*/false);
+  ASSERT_TRUE(
+      SaveCheckpoint(Context(root, &config), 1, *saved.model, *saved.optimizer, {1, 0, 1})
+          .ok());
+  for (const std::string& name : SavedNames(root)) {
+    EXPECT_EQ(name.rfind("model_buffer/", 0), std::string::npos) << name;
+  }
 }
 
 }  // namespace

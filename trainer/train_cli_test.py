@@ -332,12 +332,7 @@ class ReducerExampleTest(unittest.TestCase):
   verbatim, beside the library where its relative path says."""
 
   def test_the_example_trains_two_workers_through_my_sum_with_parity(self):
-    tmp = os.path.realpath(support.temp_dir("my_sum"))
-    config = os.path.join(tmp, "plugins", "examples", "my_sum_two_worker.pbtxt")
-    library = os.path.join(tmp, "bazel-bin", "plugins", "examples", "libmy_sum_reducer.so")
-    for source, target in ((REDUCER_CONFIG, config), (REDUCER_SO, library)):
-      os.makedirs(os.path.dirname(target), exist_ok=True)
-      shutil.copy(source, target)
+    tmp, config, library = support.example_tree("my_sum", REDUCER_CONFIG, REDUCER_SO)
     out = os.path.join(tmp, "out")
     result = run_in(tmp, "--config=plugins/examples/my_sum_two_worker.pbtxt",
                     "--out=" + out)

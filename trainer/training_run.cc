@@ -52,7 +52,7 @@ absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded) {
   absl::StatusOr<RunPlugins> plugins = loaded.plugins.Create();
   if (!plugins.ok()) return loaded.locator->Locate(plugins.status());
   inputs.plugins = std::move(*plugins);
-  absl::StatusOr<std::shared_ptr<Classifier>> model = BuildClassifier(loaded.model);
+  absl::StatusOr<std::shared_ptr<Classifier>> model = loaded.model.Build();
   if (!model.ok()) return loaded.locator->Locate(model.status());
   inputs.model = std::move(*model);
   return inputs;

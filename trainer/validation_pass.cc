@@ -14,6 +14,22 @@ namespace {
 
 constexpr int kColumns = 4;  // dataset index, predicted, label, valid
 
+// Predictions in eval mode (batch norm uses its running statistics and
+// leaves them, dropout is off); the mode the model had comes back after.
+class EvalModeScope {
+ public:
+  explicit EvalModeScope(Classifier& model) : model_(model), was_training_(model.is_training()) {
+    model_.eval();
+  }
+  ~EvalModeScope() { model_.train(was_training_); }
+  EvalModeScope(const EvalModeScope&) = delete;
+  EvalModeScope& operator=(const EvalModeScope&) = delete;
+
+ private:
+  Classifier& model_;
+  bool was_training_;
+};
+
 // This rank's rows, padded with invalid rows to `rows`.
 at::Tensor PredictRows(Classifier& model, const ValidationInputs& in,
                        const std::vector<Slot>& slots, int64_t rows) {
@@ -23,6 +39,7 @@ at::Tensor PredictRows(Classifier& model, const ValidationInputs& in,
   at::Tensor predicted;
   {
     torch::NoGradGuard no_grad;
+    const EvalModeScope eval(model);
     predicted = model.forward(batch.images).argmax(1).to(at::kCPU);
   }
   const at::Tensor labels = batch.labels.to(at::kCPU);

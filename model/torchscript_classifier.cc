@@ -1,0 +1,175 @@
+#include "model/torchscript_classifier.h"
+
+#include <exception>
+#include <sstream>
+#include <utility>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <c10/util/hash.h>
+#include <torch/csrc/autograd/grad_mode.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "io/atomic_file.h"
+
+namespace receipt_parity {
+namespace {
+
+// A tensor of the script module registered as a buffer of the classifier.
+struct MirroredBuffer {
+  torch::jit::Module owner;  // the (sub)module whose attribute it is
+  std::string name;
+  at::Tensor tensor;  // what the classifier registered
+};
+
+std::string TypeName(const torch::jit::Module& module) {
+  const auto& name = module.type()->name();
+  return name ? name->qualifiedName() : "torch::jit::Module";
+}
+
+// Registers `script`'s own parameters and buffers in `mirror` (the same
+// tensors) and mirrors its children the same way, recursively.
+void Mirror(const torch::jit::Module& script, torch::nn::Module& mirror,
+            std::vector<MirroredBuffer>* buffers) {
+  for (const torch::jit::NameTensor& p : script.named_parameters(/*recurse=*/false)) {
+    if (p.value.requires_grad()) {
+      mirror.register_parameter(p.name, p.value, /*requires_grad=*/true);
+    } else {
+      mirror.register_buffer(p.name, p.value);
+      buffers->push_back({script, p.name, p.value});
+    }
+  }
+  for (const torch::jit::NameTensor& b : script.named_buffers(/*recurse=*/false)) {
+    mirror.register_buffer(b.name, b.value);
+    buffers->push_back({script, b.name, b.value});
+  }
+  for (const torch::jit::NameModule& child : script.named_children()) {
+    auto sub = std::make_shared<torch::nn::Module>(TypeName(child.value));
+    Mirror(child.value, *sub, buffers);
+    mirror.register_module(child.name, sub);
+  }
+}
+
+class TorchScriptClassifier : public Classifier {
+ public:
+  TorchScriptClassifier(torch::jit::Module script, std::string description)
+      : script_(std::move(script)),
+        description_(std::move(description)) {
+    Mirror(script_, *this, &buffers_);
+    train(true);
+  }
+
+  at::Tensor forward(const at::Tensor& images) override {
+    const c10::IValue out = script_.forward({images});
+    TORCH_CHECK(out.isTensor(), "the module's forward returned a ", out.tagKind(),
+                ", not a tensor of logits");
+    RebindReassignedBuffers();
+    return out.toTensor();
+  }
+
+  std::string Describe() const override { return description_; }
+
+  void train(bool on) override {
+    torch::nn::Module::train(on);
+    script_.train(on);
+  }
+
+  const torch::jit::Module* script_module() const override { return &script_; }
+
+ private:
+  // A buffer forward replaced by a new tensor: the classifier's tensor
+  // takes its value and is put back, so both hold one tensor again.
+  void RebindReassignedBuffers() {
+    for (MirroredBuffer& b : buffers_) {
+      at::Tensor now = b.owner.attr(b.name).toTensor();
+      if (now.unsafeGetTensorImpl() == b.tensor.unsafeGetTensorImpl()) continue;
+      torch::NoGradGuard no_grad;
+      b.tensor.set_data(now.detach());
+      b.owner.setattr(b.name, b.tensor);
+    }
+  }
+
+  torch::jit::Module script_;
+  std::string description_;
+  std::vector<MirroredBuffer> buffers_;
+};
+
+std::string Brief(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  std::string what = c10_error ? c10_error->what_without_backtrace() : e.what();
+  const size_t end = what.find('\n');
+  return end == std::string::npos ? what : what.substr(0, end);
+}
+
+absl::Status Invalid(const std::string& path, const std::string& message) {
+  return absl::InvalidArgumentError(absl::StrCat("path: ", path, ": ", message));
+}
+
+std::string ShapeText(at::IntArrayRef sizes) {
+  return absl::StrCat("[", absl::StrJoin(sizes, ", "), "]");
+}
+
+// Two zero examples, in eval mode without gradients, must give float
+// [2, num_classes] logits.
+absl::Status CheckLogits(Classifier& model, const std::string& path,
+                         const std::vector<int64_t>& input_shape, int num_classes) {
+  std::vector<int64_t> batch = {2};
+  batch.insert(batch.end(), input_shape.begin(), input_shape.end());
+  at::Tensor logits;
+  try {
+    torch::NoGradGuard no_grad;
+    model.eval();
+    logits = model.forward(at::zeros(batch));
+    model.train();
+  } catch (const std::exception& e) {
+    model.train();
+    return Invalid(path, absl::StrCat("forward of a ", ShapeText(batch),
+                                      " batch failed: ", Brief(e)));
+  }
+  if (logits.dim() != 2 || logits.size(0) != 2 || logits.size(1) != num_classes ||
+      logits.scalar_type() != at::kFloat) {
+    return Invalid(path, absl::StrCat("maps a ", ShapeText(batch), " batch to ",
+                                      c10::toString(logits.scalar_type()), " ",
+                                      ShapeText(logits.sizes()),
+                                      "; a receipt model must map [N, ",
+                                      absl::StrJoin(input_shape, ", "), "] to float [N, ",
+                                      num_classes, "] (one logit per label)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<Classifier>> LoadTorchScriptClassifier(
+    const std::string& path, const std::vector<int64_t>& input_shape,
+    int num_classes) {
+  absl::StatusOr<std::string> bytes = ReadFileToString(path);
+  if (absl::IsNotFound(bytes.status())) {
+    return absl::NotFoundError(absl::StrCat("path: ", path, ": no such file"));
+  }
+  if (!bytes.ok()) return Invalid(path, std::string(bytes.status().message()));
+  std::shared_ptr<Classifier> model;
+  try {
+    torch::jit::setGraphExecutorOptimize(false);
+    std::istringstream in(*bytes);
+    torch::jit::Module script = torch::jit::load(in, at::Device(at::kCPU));
+    const std::string description = absl::StrCat(
+        "torchscript(module=", TypeName(script), ";file_sha1=", c10::sha1(*bytes).str(),
+        ";in=", absl::StrJoin(input_shape, "x"), ";classes=", num_classes, ")");
+    model = std::make_shared<TorchScriptClassifier>(std::move(script), description);
+  } catch (const std::exception& e) {
+    return Invalid(path, absl::StrCat("not a TorchScript module saved by "
+                                      "torch.jit.save (torch 2.11): ",
+                                      Brief(e)));
+  }
+  if (absl::Status s = CheckLogits(*model, path, input_shape, num_classes); !s.ok()) {
+    return s;
+  }
+  return model;
+}
+
+}  // namespace receipt_parity
