@@ -21,6 +21,12 @@
 #include "absl/status/statusor.h"
 #include "model/model_config.h"
 
+namespace torch {
+namespace jit {
+struct Module;
+}  // namespace jit
+}  // namespace torch
+
 namespace receipt_parity {
 
 class Classifier : public torch::nn::Module {
@@ -31,6 +37,9 @@ class Classifier : public torch::nn::Module {
 
   // e.g. "cnn(conv=8,16;hidden=32;in=1x32x32;classes=4)".
   virtual std::string Describe() const = 0;
+
+  // The TorchScript module behind this model, or nullptr for a C++ model.
+  virtual const torch::jit::Module* script_module() const { return nullptr; }
 };
 
 // Builds the model with torch's generator seeded `init_seed` first, so every
