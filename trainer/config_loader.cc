@@ -345,6 +345,13 @@ absl::Status ValidateConfig(const TrainingConfig& c) {
       return s;
     }
   }
+  if (c.parity().has_batch_dependent_layers() &&
+      c.parity().batch_dependent_layers() != "report" &&
+      c.parity().batch_dependent_layers() != "refuse") {
+    return Invalid("parity.batch_dependent_layers",
+                   absl::StrCat("must be \"report\" or \"refuse\", got \"",
+                                c.parity().batch_dependent_layers(), "\""));
+  }
   if (absl::Status s = ValidateCheckpoint(c.checkpoint()); !s.ok()) return s;
   return ValidateRunOptions(c.run(), c.world_size());
 }

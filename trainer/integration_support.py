@@ -22,7 +22,7 @@ data {{
   augmentation_seed: 7
   image_size: 16
 }}
-model {{ architecture: "cnn" conv_channels: [4] hidden_units: [8] }}
+model {{ {model} }}
 optimizer {{ sgd {{ learning_rate: 0.05 momentum: 0.9 }} }}
 seeds {{ model_init: 37 sampler: 99 }}
 global_batch: {batch}
@@ -40,7 +40,8 @@ run {{ collective_timeout_seconds: 30 log_every_updates: 1000 {run_extra} }}
 def small_config(ids=40, views=1, val=0.25, batch=4, world=1, epochs=1,
                  sampler="masked_tail", weighting="global_count",
                  reducer="allreduce_sum", dedup="by_receipt_id", run_extra="",
-                 extra=""):
+                 extra="",
+                 model='architecture: "cnn" conv_channels: [4] hidden_units: [8]'):
   return SMALL.format(**locals())
 
 

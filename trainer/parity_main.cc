@@ -29,6 +29,7 @@
 #include "data/receipt_dataset.h"
 #include "logging/glog.h"
 #include "io/json_file.h"
+#include "trainer/layer_policy.h"
 #include "model/classifier.h"
 #include "parity/simulated_parity.h"
 #include "plugins/plugin_registry.h"
@@ -150,9 +151,20 @@ void PrintSummary(const SimulatedParityRequest& parity, const ParityReport& repo
   std::cout << "wrote " << out << "/parity.json" << std::endl;
 }
 
+// The layer audit of the config's model, for split.size() ranks.
+absl::StatusOr<LayerAudit> AuditSimulatedModel(const LoadedConfig& loaded,
+                                               const std::vector<int>& split) {
+  absl::StatusOr<std::shared_ptr<Classifier>> model = BuildClassifier(loaded.model);
+  if (!model.ok()) return loaded.locator->Locate(model.status());
+  return AuditRunModel(loaded, **model, static_cast<int>(split.size()));
+}
+
 // Loads the data, runs the check, writes parity.json.
 absl::StatusOr<ParityReport> CheckParity(const LoadedConfig& loaded,
                                          const std::vector<int>& split) {
+  // parity.batch_dependent_layers: a refused model stops here.
+  absl::StatusOr<LayerAudit> audit = AuditSimulatedModel(loaded, split);
+  if (!audit.ok()) return audit.status();
   absl::StatusOr<ReceiptSplit> data = LoadReceipts(loaded.data);
   if (!data.ok()) return loaded.locator->Locate(data.status());
   absl::StatusOr<RunPlugins> plugins = loaded.plugins.Create();
@@ -166,6 +178,7 @@ absl::StatusOr<ParityReport> CheckParity(const LoadedConfig& loaded,
       MakeRequest(loaded, *data, *batch, split, *plugins->weighting);
   absl::StatusOr<ParityReport> report = RunSimulatedParity(parity);
   if (!report.ok()) return report.status();
+  ExplainParity(*audit, &*report);
   // The one check this binary makes names its config like a run's
   // artifacts do; it is never resumed, so it is attempt 1.
   report->set_config_fingerprint(ConfigFingerprint(loaded.config));

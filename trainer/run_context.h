@@ -13,6 +13,7 @@
 
 #include "data/receipt_dataset.h"
 #include "model/classifier.h"
+#include "model/layer_audit.pb.h"
 #include "trainer/artifact_stamp.h"
 #include "trainer/artifacts.pb.h"
 #include "trainer/receipt_tensors.h"
@@ -27,6 +28,8 @@ struct RunInputs {
   ReceiptSplit data;
   RunPlugins plugins;
   std::shared_ptr<Classifier> model;
+  // The model's layer audit, its policy applied (trainer/layer_policy.h).
+  LayerAudit audit;
 };
 
 // The receipts as the loop and validation use them.

@@ -8,11 +8,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "io/json_file.h"
+#include "absl/strings/str_join.h"
 #include "logging/glog.h"
+#include "model/buffer_comparison.h"
+#include "model/layer_audit.h"
 #include "reducers/collective_error.h"
 #include "runtime/process_group.h"
 #include "samplers/audit.h"
 #include "trainer/first_step_record.h"
+#include "trainer/layer_policy.h"
 #include "trainer/progress_log.h"
 #include "trainer/run_artifacts.h"
 #include "trainer/run_folder.h"
@@ -39,6 +43,23 @@ absl::StatusOr<std::vector<RankReport>> FinishReports(Run& run,
   if (options.process_group == nullptr) return std::vector<RankReport>{mine};
   return GatherOnRankZero(*options.process_group->store, "report", options.rank,
                           options.world_size, mine);
+}
+
+// Every rank's buffers against rank 0's (rank 0's result; the others get
+// an empty comparison).
+absl::StatusOr<BufferComparison> CompareBuffersAcrossRanks(Run& run) {
+  const TrainingRunOptions& options = *run.options;
+  absl::StatusOr<RankBuffers> mine = DigestBuffers(run.model(), options.rank);
+  if (!mine.ok()) return mine.status();
+  std::vector<RankBuffers> ranks = {*mine};
+  if (options.process_group != nullptr) {
+    absl::StatusOr<std::vector<RankBuffers>> gathered = GatherOnRankZero(
+        *options.process_group->store, "buffers", options.rank, options.world_size, *mine);
+    if (!gathered.ok()) return gathered.status();
+    ranks = *std::move(gathered);
+  }
+  if (!run.writer()) return BufferComparison();
+  return CompareBuffers(ranks);
 }
 
 // After the run's `completed_updates` updates.
@@ -83,6 +104,10 @@ absl::StatusOr<ParityReport> CheckParity(const Run& run,
         static_cast<int64_t>(timing.bytes_reduced()), " bytes) divided by ", updates));
   }
   report->add_not_measured("rank_weight_sums");
+  const std::vector<std::string> why = ExplainParity(run.inputs.audit, &*report);
+  if (!why.empty()) {
+    LOG(ERROR) << "parity FAILED, and the layer audit says why: " << absl::StrJoin(why, "; ");
+  }
   return report;
 }
 
@@ -120,7 +145,8 @@ absl::Status RecordFinish(const Run& run, int64_t total_updates) {
 absl::StatusOr<TrainingOutcome> WriteArtifacts(
     Run& run, const RankReportBuilder& builder,
     const std::vector<RankReport>& reports, ValidationReport validation,
-    const FirstStep& first_step, const CheckpointCost& cost) {
+    const FirstStep& first_step, const CheckpointCost& cost,
+    const BufferComparison& buffers) {
   const TrainingConfig& config = *run.config;
   TrainingOutcome outcome;
   outcome.updates = builder.updates();
@@ -143,6 +169,7 @@ absl::StatusOr<TrainingOutcome> WriteArtifacts(
   run.manifest.set_purpose(run.options->purpose);
   validation.set_purpose(run.options->purpose);
   *summary.mutable_checkpoint() = cost;
+  *summary.mutable_buffers() = buffers;
   RunArtifactMessages artifacts;
   ParityReport parity;
   const std::optional<FirstStep> compared =
@@ -193,12 +220,14 @@ absl::StatusOr<TrainingOutcome> FinishRun(Run& run, RankReportBuilder& report,
   if (!validation.ok()) return validation.status();
   absl::StatusOr<std::vector<RankReport>> reports = FinishReports(run, report);
   if (!reports.ok()) return reports.status();
+  absl::StatusOr<BufferComparison> buffers = CompareBuffersAcrossRanks(run);
+  if (!buffers.ok()) return buffers.status();
   if (!run.writer()) {
     TrainingOutcome outcome;
     outcome.updates = report.updates();
     return outcome;
   }
-  return WriteArtifacts(run, report, *reports, *validation, first_step, cost);
+  return WriteArtifacts(run, report, *reports, *validation, first_step, cost, *buffers);
 }
 
 }  // namespace receipt_parity

@@ -40,6 +40,7 @@
 #include "trainer/artifacts.pb.h"
 #include "trainer/config_loader.h"
 #include "trainer/device_check.h"
+#include "trainer/layer_policy.h"
 #include "trainer/run_folder.h"
 #include "trainer/run_folder_setup.h"
 #include "trainer/plugin_listing.h"
@@ -311,6 +312,9 @@ int Main(int argc, char** argv) {
   }
   absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(config_path);
   if (!loaded.ok()) return Fail(loaded.status());
+  // parity.batch_dependent_layers: a refused model stops before anything
+  // trains, its reference included.
+  if (absl::Status s = CheckLayerPolicy(*loaded); !s.ok()) return Fail(s);
   if (absl::GetFlag(FLAGS_validate_only)) {
     if (absl::Status s = CheckRunnable(*loaded); !s.ok()) return Fail(s);
     std::cout << config_path << ": OK, fingerprint "

@@ -22,6 +22,7 @@
 #include "trainer/checkpoint_cadence.h"
 #include "trainer/compute_settings.h"
 #include "trainer/device_check.h"
+#include "trainer/layer_policy.h"
 #include "trainer/optimizer_factory.h"
 #include "trainer/plugin_kinds.h"
 #include "trainer/progress_log.h"
@@ -32,6 +33,7 @@
 #include "trainer/run_finish.h"
 #include "trainer/run_folder.h"
 #include "trainer/run_manifest.h"
+#include "trainer/run_model.h"
 #include "trainer/run_plugins.h"
 #include "trainer/update_loop.h"
 #include "trainer/update_recorder.h"
@@ -55,6 +57,10 @@ absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded) {
   absl::StatusOr<std::shared_ptr<Classifier>> model = loaded.model.Build();
   if (!model.ok()) return loaded.locator->Locate(model.status());
   inputs.model = std::move(*model);
+  // parity.batch_dependent_layers: "refuse" stops a parity run here.
+  absl::StatusOr<LayerAudit> audit = AuditRunModel(loaded, *inputs.model, loaded.config.world_size());
+  if (!audit.ok()) return audit.status();
+  inputs.audit = *std::move(audit);
   return inputs;
 }
 
@@ -174,6 +180,7 @@ absl::Status StartRun(const TrainingRunOptions& options, Run* run) {
     return LibTorchErrorToStatus(e, "run_manifest.json: LibTorch");
   }
   *run->manifest.mutable_platform() = *std::move(platform);
+  *run->manifest.mutable_audit() = run->inputs.audit;
   run->data_hash = DataHash(run->inputs.data);
   if (absl::Status s = MoveToDevice(run); !s.ok()) return s;
   run->local_batch = LocalBatchSizes(*run->config);

@@ -2,7 +2,8 @@
 trainer's `torchscript` model plugin.
 
   ~/.cache/receipt-parity/torch-2.11.0/venv/bin/python \
-      examples/torchscript/make_receipt_model.py [--out=PATH] [--image_size=16] [--seed=0]
+      examples/torchscript/make_receipt_model.py [--out=PATH] [--image_size=16] [--seed=0] \
+      [--batch_norm]
 
 writes PATH (default: receipt_model.pt beside this script), the file that
 two_worker.pbtxt names. Use the project's torch (2.11): the trainer loads
@@ -15,6 +16,12 @@ when it loads the config. It has no batch normalization or dropout, so its
 output for a receipt does not depend on the rest of the batch: two workers
 train exactly what one does. `pixel_mean` is a buffer (state that is not
 trained), saved and restored with the parameters in checkpoints.
+
+--batch_norm puts a BatchNorm2d after the first convolution ("features.1"),
+the kind of layer the trainer's layer audit finds: in training mode it
+normalizes by each rank's local batch, so two workers no longer compute the
+one-worker update (parity { batch_dependent_layers: "refuse" } refuses it;
+the default, "report", trains it and says why parity fails).
 """
 import argparse
 import os
@@ -28,10 +35,13 @@ NUM_LABELS = 4
 
 class ReceiptNet(nn.Module):
 
-  def __init__(self, image_size: int):
+  def __init__(self, image_size: int, batch_norm: bool = False):
     super().__init__()
+    first = [nn.Conv2d(1, 8, 3, padding=1)]
+    if batch_norm:
+      first.append(nn.BatchNorm2d(8))
     self.features = nn.Sequential(
-        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        *first, nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
     side = image_size // 4
     self.head = nn.Linear(16 * side * side, 32)
@@ -49,9 +59,11 @@ def main():
   parser.add_argument("--out", default=os.path.join(here, "receipt_model.pt"))
   parser.add_argument("--image_size", type=int, default=16)
   parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--batch_norm", action="store_true",
+                      help="a BatchNorm2d after the first convolution")
   args = parser.parse_args()
   torch.manual_seed(args.seed)
-  scripted = torch.jit.script(ReceiptNet(args.image_size))
+  scripted = torch.jit.script(ReceiptNet(args.image_size, args.batch_norm))
   logits = scripted(torch.zeros(2, 1, args.image_size, args.image_size))
   assert logits.shape == (2, NUM_LABELS), logits.shape
   torch.jit.save(scripted, args.out)

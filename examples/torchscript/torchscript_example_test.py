@@ -110,6 +110,47 @@ class TorchScriptExampleTest(unittest.TestCase):
     self.assertEqual(continued["final_parameter_hash"],
                      uninterrupted["final_parameter_hash"])
 
+  def test_a_scripted_model_with_batch_norm_is_found_then_refused_or_reported(self):
+    folder = os.path.join(self.tmp, "batch_norm")
+    os.makedirs(folder)
+    made = run(PYTHON, SCRIPT, "--batch_norm",
+               "--out=" + os.path.join(folder, "receipt_model.pt"))
+    self.assertEqual(made.returncode, 0, made.stderr)
+    with open(CONFIG) as f:
+      text = f.read().replace("run { ", "run { max_updates: 2 ")
+    refuse = os.path.join(folder, "refuse.pbtxt")
+    with open(refuse, "w") as f:
+      f.write(text + 'parity { batch_dependent_layers: "refuse" }\n')
+    refused = run(TRAIN, "--config=" + refuse, "--out=" + os.path.join(folder, "refused"))
+    self.assertEqual(refused.returncode, 2, refused.stderr[-3000:])
+    self.assertIn('parity.batch_dependent_layers: "refuse"', refused.stderr)
+    self.assertIn("features.1", refused.stderr)
+    self.assertFalse(os.path.exists(os.path.join(folder, "refused", "parity.json")))
+
+    report = os.path.join(folder, "report.pbtxt")
+    with open(report, "w") as f:
+      f.write(text)
+    out = os.path.join(folder, "reported")
+    reported = run(TRAIN, "--config=" + report, "--out=" + out)
+    # Local batch statistics: the two workers' first update is not the
+    # reference's (exit 3), and parity.json says why.
+    self.assertEqual(reported.returncode, 3, reported.stderr[-3000:])
+    parity = load(os.path.join(out, "parity.json"))
+    self.assertFalse(parity["pass"])
+    findings = parity["audit"]["findings"]
+    self.assertEqual(parity["audit"]["policy"], "report")
+    self.assertIn("features.1", [f["module"] for f in findings])
+    self.assertTrue(any("features.1" in failure and "batch norm" in failure
+                        for failure in parity["failures"]), parity["failures"])
+    manifest = load(os.path.join(out, "run_manifest.json"))
+    self.assertFalse(manifest["audit"]["clean"])
+    # Its running statistics are buffers, compared across ranks at the end.
+    buffers = load(os.path.join(out, "run_summary.json"))["buffers"]
+    self.assertIn("features.1.running_mean", buffers["differing"])
+    # The example model itself audits clean.
+    clean = load(os.path.join(self.out, "run_manifest.json"))["audit"]
+    self.assertTrue(clean["clean"], clean)
+
   def test_a_file_that_is_not_a_module_is_refused_naming_it(self):
     folder = os.path.join(self.tmp, "corrupt")
     os.makedirs(folder)
