@@ -38,6 +38,11 @@ const std::vector<Pinned>& PinnedFingerprints() {
       {"configs/two_worker_masked_tail.pbtxt",
        "6d6ee21d51c854797b5d0db00c78b7d702471728",
        "c16cfed2d292413cf4d2ec394e46cbe0e76bf99a"},
+      // two_worker_masked_tail.pbtxt with its model in the plugin form: the
+      // same fingerprints.
+      {"configs/two_worker_model_plugin.pbtxt",
+       "6d6ee21d51c854797b5d0db00c78b7d702471728",
+       "c16cfed2d292413cf4d2ec394e46cbe0e76bf99a"},
       {"configs/two_worker_rank_mean_wrong.pbtxt",
        "303fc4d44108db2d5eb810c4d67139cf2ad3f01c",
        "c87cca911091397f5f0323195381e5139c8e9bb9"},
