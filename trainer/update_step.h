@@ -113,6 +113,13 @@ class UpdateObserver {
                                           int64_t update,
                                           const UpdateResult& result,
                                           const Classifier& model) = 0;
+
+  // Called by the update loop (trainer/update_loop.h) once the update's
+  // time is taken: where an observer writes files, so that no write is
+  // timed as part of the update. Default: nothing.
+  virtual absl::Status AfterTimedUpdate(int64_t /*total_update*/) {
+    return absl::OkStatus();
+  }
 };
 
 class UpdateStep {
