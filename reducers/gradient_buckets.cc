@@ -140,14 +140,17 @@ absl::StatusOr<std::unique_ptr<GradientBuckets>> GradientBuckets::ForParameters(
 absl::Status GradientBuckets::AttachHooks(const std::vector<at::Tensor>& params) {
   try {
     for (size_t i = 0; i < params.size(); ++i) {
+      params_.push_back(params[i]);
+      // A frozen parameter gets no gradient from backward: its bucket is
+      // started by Reduce().
+      if (!params[i].requires_grad()) continue;
       std::shared_ptr<torch::autograd::Node> accumulator =
           torch::autograd::impl::grad_accumulator(params[i]);
       if (accumulator == nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(
             "gradient buckets: parameter ", params.size() - 1 - i,
-            " has no gradient accumulator (not a leaf that requires grad)"));
+            " has no gradient accumulator (not a leaf)"));
       }
-      params_.push_back(params[i]);
       hook_keys_.push_back(accumulator->add_post_hook(
           std::make_unique<ReadyHook>(this, static_cast<int>(i))));
       accumulators_.push_back(std::move(accumulator));

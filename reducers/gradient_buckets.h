@@ -66,7 +66,8 @@ class GradientBuckets {
   // parameter's .grad becomes a view into its bucket (its values kept; an
   // undefined gradient becomes zeros), and its gradient accumulator gets
   // the hook described above. Errors as ForTensors; LibTorch's as Internal.
-  // REQUIRES: params are leaves that require grad.
+  // REQUIRES: params are leaves (one that does not require grad gets no
+  // hook; its bucket starts in Reduce()).
   static absl::StatusOr<std::unique_ptr<GradientBuckets>> ForParameters(
       const std::vector<at::Tensor>& params, const GradientReducer& reducer);
 
