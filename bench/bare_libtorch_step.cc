@@ -1,6 +1,6 @@
 // bare_libtorch_step --model='architecture: "cnn" conv_channels: [8, 16]
 //     hidden_units: [32]' --batch=32 --updates=1000 --max_seconds=5
-//     --pool_images=P.f32 --pool_labels=P.i64 --out=F
+//     --pool_images=P.f32 --pool_labels=P.i64 --out=F [--pin_cpu=C]
 //
 // The floor the harness's per-update time is compared with: the model of
 // //model:classifier (BuildClassifier), batches of --batch examples cut
@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -40,6 +41,7 @@
 #include "google/protobuf/text_format.h"
 #include "io/json_file.h"
 #include "model/classifier.h"
+#include "runtime/cpu_pinning.h"
 #include "trainer/config.pb.h"
 #include "trainer/optimizer_factory.h"
 
@@ -60,6 +62,9 @@ ABSL_FLAG(std::string, pool_images, "",
           "Receipt pool images (bench/receipt_pool.h); empty: random noise.");
 ABSL_FLAG(std::string, pool_labels, "", "Receipt pool labels.");
 ABSL_FLAG(std::string, out, "", "Result JSON file; empty: stdout.");
+ABSL_FLAG(int32_t, pin_cpu, -1,
+          "Pin this process to that CPU first (runtime/cpu_pinning.h), as the "
+          "trainer's launcher pins a rank; -1: not pinned.");
 
 namespace receipt_parity {
 namespace {
@@ -209,6 +214,12 @@ int Main() {
   if (absl::Status s = CheckFlags(); !s.ok()) return Fail(s);
   absl::StatusOr<ModelConfig> model = ParseModel(absl::GetFlag(FLAGS_model));
   if (!model.ok()) return Fail(model.status());
+  if (const int cpu = absl::GetFlag(FLAGS_pin_cpu); cpu >= 0) {
+    if (const int error = PinSelfToCpu(cpu); error != 0) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--pin_cpu=", cpu, ": ", std::strerror(error))));
+    }
+  }
   at::set_num_threads(1);
   absl::StatusOr<BareStepResult> result = TimeSteps(*model);
   if (!result.ok()) return Fail(result.status());

@@ -6,6 +6,8 @@ Run with Debian's interpreter (the first `python3` on PATH may lack torch):
       --hidden-units=32 --world-size=2 --updates=400 --out=ddp.json
 
 What it does, per worker (torch.multiprocessing spawn, even for one worker):
+  with two or more workers, worker r pinned to the r-th CPU of the affinity
+  mask when there are enough (as the trainer's launcher pins its ranks);
   torch.set_num_threads(1); init_process_group("gloo") on 127.0.0.1;
   the model of model/classifier.cc (cnn: per conv_channels a 3x3 conv with
   padding 1, ReLU, 2x2 max pool; flatten; hidden Linear+ReLU; out Linear.
@@ -229,7 +231,21 @@ def median_allreduce_seconds(numel, repeats=30):
   return statistics.median(seconds)
 
 
+def pin_rank(rank, world_size):
+  """Rank r on the r-th CPU of this process's affinity mask, as the trainer's
+  local launcher pins its ranks (runtime/cpu_pinning.h): only with two or
+  more ranks and at least as many CPUs as ranks. Returns the CPU or None."""
+  cpus = sorted(os.sched_getaffinity(0))
+  if world_size < 2 or len(cpus) < world_size:
+    return None
+  os.sched_setaffinity(0, {cpus[rank]})
+  return cpus[rank]
+
+
 def worker(rank, args, port, result_path):
+  cpu = pin_rank(rank, args.world_size)
+  print(f"rank {rank}: " + (f"pinned to CPU {cpu}" if cpu is not None else "not pinned"),
+        flush=True)
   torch.set_num_threads(1)
   dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
                           rank=rank, world_size=args.world_size)

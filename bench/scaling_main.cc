@@ -55,10 +55,11 @@
 ABSL_FLAG(std::string, out, "out/scaling",
           "Output folder, relative to the directory `bazel run` was started "
           "from.");
-ABSL_FLAG(int32_t, rounds, 2,
-          "Rounds of every run, interleaved; each figure is the round with "
-          "the most examples/s (other work on the machine only slows runs "
-          "down). --smoke runs one.");
+ABSL_FLAG(int32_t, rounds, 3,
+          "Rounds of every run, interleaved (a round runs every variant once, "
+          "in the same order); each ratio is the median of the rounds' "
+          "ratios, with their spread; each run's figures are its round with "
+          "the most examples/s. --smoke runs one.");
 ABSL_FLAG(double, seconds_per_run, 4,
           "Aim of each run's timed updates, in seconds of bare-LibTorch "
           "update time (two-worker and Python runs take longer).");

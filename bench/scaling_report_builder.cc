@@ -126,6 +126,61 @@ void FillRatios(ModelScaling* m) {
                                 LargestRss(m->ddp_two_workers())));
   m->set_two_process_ceiling(Ratio(m->bare_two_processes().examples_per_second(),
                                    m->bare_libtorch().examples_per_second()));
+  m->set_overlap_gain(
+      Ratio(m->ours_two_workers_buckets_overlap().examples_per_second(),
+            m->ours_two_workers_buckets_no_overlap().examples_per_second()));
+}
+
+RoundSpread SpreadOf(const std::vector<double>& values) {
+  RoundSpread spread;
+  if (values.empty()) return spread;
+  spread.set_median(Median(values));
+  spread.set_min(*std::min_element(values.begin(), values.end()));
+  spread.set_max(*std::max_element(values.begin(), values.end()));
+  for (double v : values) spread.add_rounds(v);
+  return spread;
+}
+
+namespace {
+
+// A ratio of ModelScaling and its spread.
+struct RatioField {
+  double (ModelScaling::*get)() const;
+  void (ModelScaling::*set)(double);
+  RoundSpread* (ModelScaling::*spread)();
+};
+
+const std::vector<RatioField>& RatioFields() {
+  static const auto* fields = new std::vector<RatioField>{
+      {&ModelScaling::ours_scaling, &ModelScaling::set_ours_scaling,
+       &ModelScaling::mutable_ours_scaling_spread},
+      {&ModelScaling::ddp_scaling, &ModelScaling::set_ddp_scaling,
+       &ModelScaling::mutable_ddp_scaling_spread},
+      {&ModelScaling::ours_over_ddp_two_workers,
+       &ModelScaling::set_ours_over_ddp_two_workers,
+       &ModelScaling::mutable_ours_over_ddp_two_workers_spread},
+      {&ModelScaling::harness_over_bare_update_time,
+       &ModelScaling::set_harness_over_bare_update_time,
+       &ModelScaling::mutable_harness_over_bare_update_time_spread},
+      {&ModelScaling::rss_ratio_to_ddp, &ModelScaling::set_rss_ratio_to_ddp,
+       &ModelScaling::mutable_rss_ratio_to_ddp_spread},
+      {&ModelScaling::two_process_ceiling, &ModelScaling::set_two_process_ceiling,
+       &ModelScaling::mutable_two_process_ceiling_spread},
+      {&ModelScaling::overlap_gain, &ModelScaling::set_overlap_gain,
+       &ModelScaling::mutable_overlap_gain_spread},
+  };
+  return *fields;
+}
+
+}  // namespace
+
+void FillRoundRatios(const std::vector<ModelScaling>& rounds, ModelScaling* m) {
+  for (const RatioField& field : RatioFields()) {
+    std::vector<double> values;
+    for (const ModelScaling& round : rounds) values.push_back((round.*field.get)());
+    *(m->*field.spread)() = SpreadOf(values);
+    (m->*field.set)(Median(values));
+  }
 }
 
 std::vector<TargetCheck> CheckTargets(const std::vector<ModelScaling>& models) {

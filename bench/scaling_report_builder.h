@@ -47,6 +47,14 @@ void KeepFastestAllreduce(const DdpBaselineResult& round, ModelScaling* model);
 // denominator is 0 (a run without timed updates) is 0.
 void FillRatios(ModelScaling* model);
 
+// The median, min, max and every value of `values` (all 0 when empty).
+RoundSpread SpreadOf(const std::vector<double>& values);
+
+// `rounds` hold one round's runs each, FillRatios applied. Sets every ratio
+// of `model` to the median over the rounds of that ratio and its *_spread
+// to the spread. REQUIRES: rounds is not empty.
+void FillRoundRatios(const std::vector<ModelScaling>& rounds, ModelScaling* model);
+
 // The targets of issue 7 on the models present (by ModelScaling.name):
 // compute_bound: ours 2w/1w >= 1.95 and sync share (2w) <= 5 %;
 // communication_bound: ours 2w >= 2x DDP 2w; on each model: harness

@@ -7,6 +7,8 @@
 namespace receipt_parity {
 namespace {
 
+using ::testing::ElementsAre;
+
 RankTiming Timing(int rank, std::vector<double> update_seconds, double rss) {
   RankTiming t;
   t.set_rank(rank);
@@ -167,6 +169,28 @@ const TargetCheck* Find(const std::vector<TargetCheck>& checks,
     if (c.model() == model && c.target().rfind(prefix, 0) == 0) return &c;
   }
   return nullptr;
+}
+
+TEST(FillRoundRatiosTest, EachRatioIsTheMedianOfTheRoundsWithItsSpread) {
+  std::vector<ModelScaling> rounds(3);
+  const double two_worker_rates[3] = {150, 190, 120};
+  for (int r = 0; r < 3; ++r) {
+    rounds[r].mutable_ours_one_worker()->set_examples_per_second(100);
+    rounds[r].mutable_ours_two_workers()->set_examples_per_second(two_worker_rates[r]);
+    rounds[r].mutable_ours_two_workers_buckets_overlap()->set_examples_per_second(110);
+    rounds[r].mutable_ours_two_workers_buckets_no_overlap()->set_examples_per_second(100);
+    FillRatios(&rounds[r]);
+  }
+  ModelScaling m;
+  FillRoundRatios(rounds, &m);
+  EXPECT_DOUBLE_EQ(m.ours_scaling(), 1.5);
+  EXPECT_DOUBLE_EQ(m.ours_scaling_spread().median(), 1.5);
+  EXPECT_DOUBLE_EQ(m.ours_scaling_spread().min(), 1.2);
+  EXPECT_DOUBLE_EQ(m.ours_scaling_spread().max(), 1.9);
+  EXPECT_THAT(m.ours_scaling_spread().rounds(), ElementsAre(1.5, 1.9, 1.2));
+  EXPECT_DOUBLE_EQ(m.overlap_gain(), 1.1);
+  EXPECT_EQ(m.ddp_scaling(), 0);  // no DDP runs: a zero ratio in every round
+  EXPECT_EQ(m.ddp_scaling_spread().rounds_size(), 3);
 }
 
 TEST(CheckTargetsTest, EveryTargetOnItsModelMetOrMissedByItsThreshold) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -20,6 +21,8 @@
 #include "google/protobuf/text_format.h"
 #include "io/atomic_file.h"
 #include "io/json_file.h"
+#include "reducers/reducer_options.pb.h"
+#include "runtime/cpu_pinning.h"
 #include "runtime/subprocess.h"
 #include "trainer/artifacts.pb.h"
 
@@ -56,6 +59,38 @@ absl::StatusOr<double> RunChild(std::vector<std::string> argv,
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// How a trainer run's reducer is set: as the base config says, or
+// allreduce_sum over several buckets with and without overlap.
+enum class TrainerVariant { kAsConfigured, kBucketsOverlapped, kBucketsNotOverlapped };
+
+std::string VariantTag(TrainerVariant how) {
+  switch (how) {
+    case TrainerVariant::kAsConfigured: return "";
+    case TrainerVariant::kBucketsOverlapped: return "_buckets_overlap";
+    case TrainerVariant::kBucketsNotOverlapped: return "_buckets_no_overlap";
+  }
+  return "";
+}
+
+std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes) {
+  if (how == TrainerVariant::kAsConfigured) return "";
+  return absl::StrCat(" (allreduce_sum, buckets of <= ", bucket_cap_bytes, " bytes, ",
+                      how == TrainerVariant::kBucketsOverlapped ? "overlapped with"
+                                                                : "after",
+                      " backward)");
+}
+
+TrainingConfig WithBuckets(TrainingConfig config, TrainerVariant how,
+                           int64_t bucket_cap_bytes) {
+  if (how == TrainerVariant::kAsConfigured) return config;
+  AllreduceSumOptions options;
+  options.set_bucket_cap_bytes(bucket_cap_bytes);
+  options.set_overlap_backward(how == TrainerVariant::kBucketsOverlapped);
+  config.mutable_reducer()->set_name("allreduce_sum");
+  config.mutable_reducer()->mutable_options()->PackFrom(options);
+  return config;
+}
+
 // A baseline's own result and the report's view of the same run.
 template <typename Result>
 struct Measured {
@@ -64,6 +99,27 @@ struct Measured {
 };
 
 }  // namespace
+
+// Buckets of the overlap runs (ModelScaling.overlap_buckets).
+constexpr int kOverlapBuckets = 4;
+
+// What every run of one round needs.
+struct RoundInputs {
+  const BenchmarkModel* model = nullptr;
+  const PoolFiles* pool = nullptr;
+  std::string suffix;      // "_rN": names the round's files
+  int updates = 0;         // trainer and DDP updates (fixed in round 0)
+  int bare_updates = 0;    // the bare pair's timed updates (round 0's bare)
+  int64_t bucket_cap_bytes = 0;  // the overlap runs' cap
+};
+
+// One run of a round after the bare step (which fixes the round-0 sizes):
+// where it goes in ModelScaling and how it runs. A new variant of the
+// benchmark is one entry of Impl::Variants.
+struct Variant {
+  std::function<SystemRun*(ModelScaling*)> field;
+  std::function<absl::StatusOr<SystemRun>(const RoundInputs&)> run;
+};
 
 class ScalingRunner::Impl {
  public:
@@ -78,47 +134,85 @@ class ScalingRunner::Impl {
     *m.mutable_model() = model.model;
     m.set_image_size(model.image_size);
     m.set_batch_per_rank(model.batch_per_rank);
+    m.set_overlap_buckets(kOverlapBuckets);
 
     absl::StatusOr<PoolFiles> pool = WritePool(model);
     if (!pool.ok()) return pool.status();
-    int updates = 0;
+    RoundInputs inputs;
+    inputs.model = &model;
+    inputs.pool = &*pool;
+    std::vector<ModelScaling> rounds;
     for (int round = 0; round < settings_.rounds; ++round) {
-      const std::string suffix = absl::StrCat("_r", round);
-      absl::StatusOr<Measured<BareStepResult>> bare = RunBare(model, *pool, suffix);
+      inputs.suffix = absl::StrCat("_r", round);
+      ModelScaling this_round;
+      absl::StatusOr<Measured<BareStepResult>> bare = RunBare(model, *pool, inputs.suffix);
       if (!bare.ok()) return bare.status();
+      *this_round.mutable_bare_libtorch() = bare->run;
       KeepBestRound(bare->run, m.mutable_bare_libtorch());
       if (round == 0) {
         m.set_description(bare->result.model());
         m.set_parameter_count(bare->result.parameter_count());
-        updates = settings_.smoke
-                      ? kSmokeUpdates
-                      : UpdatesFor(settings_.seconds_per_run,
-                                   bare->result.median_update_seconds(),
-                                   kWarmupUpdates + 20 * kTimingWindow,
-                                   settings_.max_updates);
+        inputs.updates = settings_.smoke
+                             ? kSmokeUpdates
+                             : UpdatesFor(settings_.seconds_per_run,
+                                          bare->result.median_update_seconds(),
+                                          kWarmupUpdates + 20 * kTimingWindow,
+                                          settings_.max_updates);
+        inputs.bare_updates = bare->result.updates();
+        inputs.bucket_cap_bytes =
+            std::max<int64_t>(1, int64_t{4} * bare->result.parameter_count() /
+                                     kOverlapBuckets);
       }
-      absl::StatusOr<SystemRun> pair =
-          RunBarePair(model, *pool, bare->result.updates(), suffix);
-      if (!pair.ok()) return pair.status();
-      KeepBestRound(*pair, m.mutable_bare_two_processes());
-      for (int world : {1, 2}) {
-        absl::StatusOr<SystemRun> ours = RunOurs(model, world, updates, suffix);
-        if (!ours.ok()) return ours.status();
-        KeepBestRound(*ours, world == 1 ? m.mutable_ours_one_worker()
-                                        : m.mutable_ours_two_workers());
-        absl::StatusOr<Measured<DdpBaselineResult>> ddp =
-            RunDdp(model, *pool, world, updates, suffix);
-        if (!ddp.ok()) return ddp.status();
-        KeepBestRound(ddp->run, world == 1 ? m.mutable_ddp_one_worker()
-                                           : m.mutable_ddp_two_workers());
-        if (world == 2) KeepFastestAllreduce(ddp->result, &m);
+      for (const Variant& variant : Variants(&m)) {
+        absl::StatusOr<SystemRun> run = variant.run(inputs);
+        if (!run.ok()) return run.status();
+        *variant.field(&this_round) = *run;
+        KeepBestRound(*run, variant.field(&m));
       }
+      FillRatios(&this_round);
+      rounds.push_back(std::move(this_round));
     }
     FillRatios(&m);
+    FillRoundRatios(rounds, &m);
     return m;
   }
 
  private:
+  // Every run of a round after the bare step, in the order they run.
+  // `m` receives the DDP two-worker all-reduce figures.
+  std::vector<Variant> Variants(ModelScaling* m) {
+    auto ours = [this](int world, TrainerVariant how) {
+      return [this, world, how](const RoundInputs& in) {
+        return RunOurs(*in.model, world, in.updates, in.suffix, how, in.bucket_cap_bytes);
+      };
+    };
+    auto ddp = [this, m](int world) {
+      return [this, m, world](const RoundInputs& in) -> absl::StatusOr<SystemRun> {
+        absl::StatusOr<Measured<DdpBaselineResult>> run =
+            RunDdp(*in.model, *in.pool, world, in.updates, in.suffix);
+        if (!run.ok()) return run.status();
+        if (world == 2) KeepFastestAllreduce(run->result, m);
+        return run->run;
+      };
+    };
+    return {
+        {[](ModelScaling* s) { return s->mutable_bare_two_processes(); },
+         [this](const RoundInputs& in) {
+           return RunBarePair(*in.model, *in.pool, in.bare_updates, in.suffix);
+         }},
+        {[](ModelScaling* s) { return s->mutable_ours_one_worker(); },
+         ours(1, TrainerVariant::kAsConfigured)},
+        {[](ModelScaling* s) { return s->mutable_ddp_one_worker(); }, ddp(1)},
+        {[](ModelScaling* s) { return s->mutable_ours_two_workers(); },
+         ours(2, TrainerVariant::kAsConfigured)},
+        {[](ModelScaling* s) { return s->mutable_ddp_two_workers(); }, ddp(2)},
+        {[](ModelScaling* s) { return s->mutable_ours_two_workers_buckets_overlap(); },
+         ours(2, TrainerVariant::kBucketsOverlapped)},
+        {[](ModelScaling* s) { return s->mutable_ours_two_workers_buckets_no_overlap(); },
+         ours(2, TrainerVariant::kBucketsNotOverlapped)},
+    };
+  }
+
   std::string Path(const std::string& folder, const std::string& name) const {
     return (fs::path(settings_.out_dir) / folder / name).string();
   }
@@ -158,7 +252,7 @@ class ScalingRunner::Impl {
   // `max_seconds` when that is > 0. Returns its result and wall time.
   absl::StatusOr<std::pair<BareStepResult, double>> RunOneBare(
       const BenchmarkModel& model, const PoolFiles& pool, const std::string& name,
-      int updates, double max_seconds) {
+      int updates, double max_seconds, int pin_cpu = -1) {
     const std::string result_path = Path("runs", name + ".json");
     const std::string log_path = Path("logs", name + ".log");
     std::vector<std::string> argv = {programs_.bare};
@@ -167,6 +261,7 @@ class ScalingRunner::Impl {
                        updates, max_seconds, result_path)) {
       argv.push_back(std::move(arg));
     }
+    if (pin_cpu >= 0) argv.push_back(absl::StrCat("--pin_cpu=", pin_cpu));
     absl::StatusOr<double> wall = RunChild(argv, log_path, result_path);
     if (!wall.ok()) return wall.status();
     BareStepResult result;
@@ -201,10 +296,16 @@ class ScalingRunner::Impl {
                           updates, " updates each"));
     const std::string names[2] = {model.name + "_bare_pair_a" + suffix,
                                   model.name + "_bare_pair_b" + suffix};
+    // Pinned as the launcher pins two ranks (runtime/cpu_pinning.h).
+    int cpus[2] = {-1, -1};
+    if (absl::StatusOr<std::vector<int>> allowed = AllowedCpus(); allowed.ok()) {
+      for (int i = 0; i < 2; ++i) cpus[i] = CpuForRank(*allowed, i, 2).value_or(-1);
+    }
     absl::StatusOr<std::pair<BareStepResult, double>> second;
-    std::thread other([&] { second = RunOneBare(model, pool, names[1], updates, 0); });
+    std::thread other(
+        [&] { second = RunOneBare(model, pool, names[1], updates, 0, cpus[1]); });
     absl::StatusOr<std::pair<BareStepResult, double>> first =
-        RunOneBare(model, pool, names[0], updates, 0);
+        RunOneBare(model, pool, names[0], updates, 0, cpus[0]);
     other.join();
     if (!first.ok()) return first.status();
     if (!second.ok()) return second.status();
@@ -217,16 +318,21 @@ class ScalingRunner::Impl {
   }
 
   absl::StatusOr<SystemRun> RunOurs(const BenchmarkModel& model, int world,
-                                    int updates, const std::string& suffix) {
-    const std::string name = absl::StrCat(model.name, "_ours_", world, "w", suffix);
+                                    int updates, const std::string& suffix,
+                                    TrainerVariant how, int64_t bucket_cap_bytes) {
+    const std::string name =
+        absl::StrCat(model.name, "_ours_", world, "w", VariantTag(how), suffix);
     const std::string config_path = Path("configs", name + ".pbtxt");
     const std::string run_dir = Path("runs", name);
     const std::string log_path = Path("logs", name + ".log");
-    Announce(absl::StrCat(model.name, ": this project, ", world, " worker(s), ",
-                          updates, " updates"));
+    Announce(absl::StrCat(model.name, ": this project, ", world, " worker(s)",
+                          VariantLabel(how, bucket_cap_bytes), ", ", updates, " updates"));
     std::string text;
-    google::protobuf::TextFormat::PrintToString(
-        TrainerConfig(base_, model, world, updates), &text);
+    google::protobuf::TextFormat::Printer printer;
+    printer.SetExpandAny(true);  // plugin options as text, not bytes
+    printer.PrintToString(
+        WithBuckets(TrainerConfig(base_, model, world, updates), how, bucket_cap_bytes),
+        &text);
     std::error_code ignored;
     fs::create_directories(fs::path(config_path).parent_path(), ignored);
     if (absl::Status s = WriteFileAtomically(

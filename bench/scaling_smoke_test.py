@@ -18,9 +18,12 @@ SCALING, BARE, DDP, TORCH_PYTHON = (os.path.abspath(p) for p in sys.argv[1:5])
 del sys.argv[1:5]
 
 RUNS = ("ours_one_worker", "ours_two_workers", "ddp_one_worker",
-        "ddp_two_workers", "bare_libtorch", "bare_two_processes")
+        "ddp_two_workers", "bare_libtorch", "bare_two_processes",
+        "ours_two_workers_buckets_overlap", "ours_two_workers_buckets_no_overlap")
 WORLD = {"ours_one_worker": 1, "ours_two_workers": 2, "ddp_one_worker": 1,
-         "ddp_two_workers": 2, "bare_libtorch": 1, "bare_two_processes": 2}
+         "ddp_two_workers": 2, "bare_libtorch": 1, "bare_two_processes": 2,
+         "ours_two_workers_buckets_overlap": 2,
+         "ours_two_workers_buckets_no_overlap": 2}
 
 
 def temp_dir():
@@ -84,6 +87,12 @@ class SmokeTest(unittest.TestCase):
           m["bare_libtorch"]["examples_per_second"]))
       self.assertAlmostEqual(m["rss_ratio_to_ddp"], ratio(
           max(ours2["peak_rss_mib"]), max(ddp2["peak_rss_mib"])))
+      self.assertAlmostEqual(m["overlap_gain"], ratio(
+          m["ours_two_workers_buckets_overlap"]["examples_per_second"],
+          m["ours_two_workers_buckets_no_overlap"]["examples_per_second"]))
+      self.assertEqual(m["overlap_buckets"], 4)
+      # One round: each ratio's spread is that one round.
+      self.assertEqual(m["ours_scaling_spread"]["rounds"], [m["ours_scaling"]])
       # The reducer's all-reduces ran, so the two-worker run spent time in them.
       self.assertGreater(ours2["sync_seconds_per_update"], 0)
       self.assertGreater(m["allreduce_seconds_1kib"], 0)
@@ -96,8 +105,20 @@ class SmokeTest(unittest.TestCase):
   def test_generated_configs_run_the_trainer_as_planned(self):
     configs = sorted(os.listdir(os.path.join(self.out, "configs")))
     self.assertEqual(configs, sorted(
-        f"{m}_ours_{w}w_r0.pbtxt" for m in ("compute_bound", "communication_bound")
-        for w in (1, 2)))
+        [f"{m}_ours_{w}w_r0.pbtxt" for m in ("compute_bound", "communication_bound")
+         for w in (1, 2)] +
+        [f"{m}_ours_2w_buckets_{o}_r0.pbtxt"
+         for m in ("compute_bound", "communication_bound")
+         for o in ("overlap", "no_overlap")]))
+    # The overlap runs: allreduce_sum over a quarter of the gradient's bytes.
+    for overlap in (True, False):
+      name = "overlap" if overlap else "no_overlap"
+      with open(os.path.join(self.out, "configs",
+                             f"communication_bound_ours_2w_buckets_{name}_r0.pbtxt")) as f:
+        text = f.read()
+      self.assertIn('name: "allreduce_sum"', text)
+      self.assertIn(f"bucket_cap_bytes: {251080 * 4 // 4}", text)
+      self.assertIn(f"overlap_backward: {'true' if overlap else 'false'}", text)
     with open(os.path.join(self.out, "configs",
                            "communication_bound_ours_2w_r0.pbtxt")) as f:
       text = f.read()

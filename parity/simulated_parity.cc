@@ -12,6 +12,7 @@
 #include "model/weighted_loss.h"
 #include "parity/tensor_comparison.h"
 #include "reducers/collective_error.h"
+#include "reducers/gradient_buckets.h"
 #include "reducers/local_process_group.h"
 
 namespace receipt_parity {
@@ -233,7 +234,7 @@ absl::Status ReduceOnLocalGroup(const SimulatedParityRequest& request,
   absl::Status reduced = RunOnLocalGroup(
       static_cast<int>(ranks.reducers.size()),
       [&](int rank, c10d::ProcessGroup& group) {
-        return ranks.reducers[rank]->Reduce(ranks.grads[rank], group);
+        return ReduceInBuckets(*ranks.reducers[rank], ranks.grads[rank], group);
       },
       request.collective_timeout);
   if (!reduced.ok()) {

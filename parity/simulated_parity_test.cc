@@ -313,8 +313,7 @@ class WrongGlobalCountFactory
 class StubReducer : public GradientReducer {
  public:
   explicit StubReducer(absl::Status result) : result_(std::move(result)) {}
-  absl::Status Reduce(std::vector<at::Tensor>&,
-                      c10d::ProcessGroup&) override {
+  absl::Status ReduceBucket(at::Tensor&, c10d::ProcessGroup&) override {
     return result_;
   }
   ReduceStats stats() const override { return {}; }

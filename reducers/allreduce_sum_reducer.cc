@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <exception>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -10,81 +11,89 @@
 #include "reducers/collective_error.h"
 
 namespace receipt_parity {
+namespace {
 
-std::vector<GradientBucket> PlanBuckets(const std::vector<at::Tensor>& grads,
-                                        int64_t bucket_cap_bytes) {
-  std::vector<GradientBucket> buckets;
-  for (int i = 0; i < static_cast<int>(grads.size()); ++i) {
-    const int64_t bytes = grads[i].numel() * grads[i].element_size();
-    const bool fits =
-        !buckets.empty() &&
-        grads[buckets.back().begin].scalar_type() == grads[i].scalar_type() &&
-        buckets.back().bytes + bytes <= bucket_cap_bytes;
-    if (fits) {
-      buckets.back().end = i + 1;
-      buckets.back().bytes += bytes;
-    } else {
-      buckets.push_back({i, i + 1, bytes});
-    }
-  }
-  return buckets;
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+std::string BucketContext(int64_t bytes) {
+  return absl::StrCat("allreduce_sum: bucket of ", bytes, " bytes");
+}
+
+}  // namespace
+
 absl::StatusOr<AllreduceSumReducer> AllreduceSumReducer::Create(
-    int64_t bucket_cap_bytes) {
+    int64_t bucket_cap_bytes, bool overlap_backward) {
   if (bucket_cap_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "bucket_cap_bytes: must be >= 0 (0 = default ",
         kDefaultBucketCapBytes, "), got ", bucket_cap_bytes));
   }
-  return AllreduceSumReducer(bucket_cap_bytes == 0 ? kDefaultBucketCapBytes
-                                                   : bucket_cap_bytes);
+  return AllreduceSumReducer(
+      bucket_cap_bytes == 0 ? kDefaultBucketCapBytes : bucket_cap_bytes,
+      overlap_backward);
 }
 
-absl::Status AllreduceSumReducer::Reduce(std::vector<at::Tensor>& grads,
-                                         c10d::ProcessGroup& group) {
-  for (size_t i = 0; i < grads.size(); ++i) {
-    if (!grads[i].defined()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("allreduce_sum: gradient ", i, " is undefined"));
-    }
-    if (grads[i].device() != grads[0].device()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "allreduce_sum: gradient ", i, " is on ", grads[i].device().str(),
-          ", gradient 0 on ", grads[0].device().str()));
-    }
-  }
+std::vector<GradientBucket> AllreduceSumReducer::PlanBuckets(
+    const std::vector<at::Tensor>& gradients) const {
+  return receipt_parity::PlanBuckets(gradients, bucket_cap_bytes_);
+}
+
+c10::intrusive_ptr<c10d::Work> AllreduceSumReducer::Issue(at::Tensor& flat,
+                                                          c10d::ProcessGroup& group) {
   c10d::AllreduceOptions sum;
   sum.reduceOp = c10d::ReduceOp::SUM;
-  for (const GradientBucket& bucket : PlanBuckets(grads, bucket_cap_bytes_)) {
-    // Every rank plans the same buckets, so all skip the same empty ones.
-    if (bucket.bytes == 0) continue;
-    try {
-      std::vector<at::Tensor> pieces;
-      for (int i = bucket.begin; i < bucket.end; ++i) {
-        pieces.push_back(grads[i].reshape({-1}));
-      }
-      std::vector<at::Tensor> flat = {at::cat(pieces)};
-      const auto start = std::chrono::steady_clock::now();
-      group.allreduce(flat, sum)->wait();
-      stats_.seconds += std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
-      ++stats_.collectives;
-      stats_.bytes += bucket.bytes;
-      int64_t offset = 0;
-      for (int i = bucket.begin; i < bucket.end; ++i) {
-        const int64_t n = grads[i].numel();
-        grads[i].copy_(flat[0].narrow(0, offset, n).view(grads[i].sizes()));
-        offset += n;
-      }
-    } catch (const std::exception& e) {
-      return CollectiveErrorToStatus(
-          e, absl::StrCat("allreduce_sum: bucket of gradients [",
-                          bucket.begin, ", ", bucket.end, ")"));
-    }
+  std::vector<at::Tensor> tensors = {flat};
+  c10::intrusive_ptr<c10d::Work> work = group.allreduce(tensors, sum);
+  ++stats_.collectives;
+  stats_.bytes += flat.numel() * flat.element_size();
+  return work;
+}
+
+absl::Status AllreduceSumReducer::ReduceBucket(at::Tensor& flat,
+                                               c10d::ProcessGroup& group) {
+  const int64_t bytes = flat.numel() * flat.element_size();
+  try {
+    const Clock::time_point start = Clock::now();
+    Issue(flat, group)->wait();
+    stats_.seconds += SecondsSince(start);
+  } catch (const std::exception& e) {
+    return CollectiveErrorToStatus(e, BucketContext(bytes));
   }
   return absl::OkStatus();
+}
+
+absl::Status AllreduceSumReducer::StartBucket(at::Tensor& flat,
+                                              c10d::ProcessGroup& group) {
+  if (!overlap_backward_) return ReduceBucket(flat, group);
+  const int64_t bytes = flat.numel() * flat.element_size();
+  try {
+    in_flight_.emplace_back(Issue(flat, group), bytes);
+  } catch (const std::exception& e) {
+    return CollectiveErrorToStatus(e, BucketContext(bytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AllreduceSumReducer::FinishBuckets() {
+  if (in_flight_.empty()) return absl::OkStatus();
+  std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, int64_t>> works =
+      std::move(in_flight_);
+  in_flight_.clear();
+  absl::Status first_error;
+  const Clock::time_point start = Clock::now();
+  for (auto& [work, bytes] : works) {
+    try {
+      work->wait();
+    } catch (const std::exception& e) {
+      if (first_error.ok()) first_error = CollectiveErrorToStatus(e, BucketContext(bytes));
+    }
+  }
+  stats_.seconds += SecondsSince(start);
+  return first_error;
 }
 
 }  // namespace receipt_parity

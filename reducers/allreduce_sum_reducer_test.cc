@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "reducers/gradient_buckets.h"
 #include "reducers/local_process_group.h"
 
 namespace receipt_parity {
@@ -52,7 +53,7 @@ std::vector<RankResult> ReduceOnLocalGroup(
   for (int r = 0; r < world; ++r) results[r].grads = make(r);
   absl::Status status = RunOnLocalGroup(
       world, [&](int rank, c10d::ProcessGroup& group) {
-        absl::Status s = reducers[rank].Reduce(results[rank].grads, group);
+        absl::Status s = ReduceInBuckets(reducers[rank], results[rank].grads, group);
         results[rank].stats = reducers[rank].stats();
         return s;
       });
@@ -138,7 +139,7 @@ TEST(AllreduceSumReducerTest, RejectsBadInput) {
   AllreduceSumReducer reducer = MakeReducer(0);
   absl::Status status = RunOnLocalGroup(1, [&](int, c10d::ProcessGroup& group) {
     std::vector<at::Tensor> grads = {at::ones({2}), at::Tensor()};
-    return reducer.Reduce(grads, group);
+    return ReduceInBuckets(reducer, grads, group);
   });
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("gradient 1 is undefined"));
@@ -151,7 +152,7 @@ TEST(AllreduceSumReducerTest, MissingPeerBecomesDeadlineExceeded) {
       [&](int rank, c10d::ProcessGroup& group) -> absl::Status {
         if (rank == 1) return absl::OkStatus();  // never joins the collective
         std::vector<at::Tensor> grads = RankGradients(0);
-        return reducer.Reduce(grads, group);
+        return ReduceInBuckets(reducer, grads, group);
       },
       absl::Milliseconds(500));
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;

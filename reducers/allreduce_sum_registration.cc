@@ -19,7 +19,9 @@ class AllreduceSumFactory
   absl::StatusOr<std::unique_ptr<GradientReducer>> CreateTyped(
       const AllreduceSumOptions& options) const override {
     absl::StatusOr<AllreduceSumReducer> reducer =
-        AllreduceSumReducer::Create(options.bucket_cap_bytes());
+        AllreduceSumReducer::Create(
+            options.bucket_cap_bytes(),
+            !options.has_overlap_backward() || options.overlap_backward());
     if (!reducer.ok()) return reducer.status();
     return std::make_unique<AllreduceSumReducer>(*std::move(reducer));
   }

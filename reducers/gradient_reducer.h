@@ -3,8 +3,22 @@
 // Nothing here reimplements a collective: a reducer chooses how gradients
 // are grouped (buckets), which c10d collective runs, and any scaling.
 //
-// Built-ins: allreduce_sum (flattened buckets, one all-reduce SUM per
-// bucket), rank_average (DDP-style: SUM then divide by world size).
+// The gradients live in persistent flat buckets (reducers/gradient_buckets.h,
+// DDP's gradient_as_bucket_view): one contiguous tensor per bucket,
+// allocated once, every parameter's .grad a view into it. A reducer only
+// ever sees one flat bucket and reduces it IN PLACE; nothing is
+// concatenated or copied back per update. A reducer is, at its core,
+// "reduce this flat contiguous buffer in place" (ReduceBucket).
+//
+// Per update the trainer calls, on every rank, in the same order:
+//   StartBucket(flat_0), StartBucket(flat_1), ... (bucket order, possibly
+//     from inside the backward pass as buckets become ready, when
+//     overlaps_backward() says so)
+//   FinishBuckets()   every started bucket reduced; only then the step.
+//
+// Built-ins: allreduce_sum (one all-reduce SUM per bucket, asynchronous,
+// overlapping the backward pass), rank_average (DDP-style: SUM then divide
+// by world size).
 #ifndef RECEIPT_PARITY_REDUCERS_GRADIENT_REDUCER_H_
 #define RECEIPT_PARITY_REDUCERS_GRADIENT_REDUCER_H_
 
@@ -24,23 +38,66 @@ namespace receipt_parity {
 struct ReduceStats {
   int64_t collectives = 0;
   int64_t bytes = 0;
-  // Wall time inside collectives (waiting included).
+  // Wall time inside collectives (waiting included). For collectives
+  // started asynchronously: the time spent waiting for them.
   double seconds = 0;
 };
+
+// Tensors [begin, end) of a list share one flat buffer of `bytes`.
+struct GradientBucket {
+  int begin = 0;
+  int end = 0;
+  int64_t bytes = 0;
+};
+
+// The buckets of `tensors` under `bucket_cap_bytes`, in order: consecutive
+// tensors of one dtype; a tensor larger than the cap is a bucket of its
+// own. Deterministic in the tensors' shapes and dtypes only, so every rank
+// plans the same buckets. REQUIRES: bucket_cap_bytes > 0, every tensor
+// defined.
+std::vector<GradientBucket> PlanBuckets(const std::vector<at::Tensor>& tensors,
+                                        int64_t bucket_cap_bytes);
 
 class GradientReducer {
  public:
   static constexpr char kKind[] = "reducer";
+  // The bucket cap of PlanBuckets' default (DDP's bucket_cap_mb).
+  static constexpr int64_t kDefaultBucketCapBytes = int64_t{25} << 20;
+
   virtual ~GradientReducer() = default;
 
-  // Replaces every rank's `grads` in place with the reduced gradients.
-  // Every rank of `group` must call it with tensors of the same shapes and
-  // dtypes in the same order; a rank without accepted examples passes zero
-  // gradients and still takes part. c10d exceptions (a peer died, a
-  // timeout) come back as Unavailable/DeadlineExceeded/Internal.
-  // REQUIRES: grads are defined, contiguous, on the same device.
-  virtual absl::Status Reduce(std::vector<at::Tensor>& grads,
-                              c10d::ProcessGroup& group) = 0;
+  // The buckets this reducer wants over `gradients` (given in the order the
+  // trainer lays them out: the order backward produces them). Called once,
+  // before the first update; must depend on shapes and dtypes only, and a
+  // bucket must hold one dtype. Default: PlanBuckets(gradients,
+  // kDefaultBucketCapBytes).
+  virtual std::vector<GradientBucket> PlanBuckets(
+      const std::vector<at::Tensor>& gradients) const;
+
+  // Replaces `flat` (one bucket: contiguous, 1-D, one dtype) in place with
+  // its reduction over the ranks of `group`. Every rank of `group` calls it
+  // with buckets of the same size and dtype in the same order; a rank
+  // without accepted examples passes zeros and still takes part. c10d
+  // exceptions (a peer died, a timeout) come back as
+  // Unavailable/DeadlineExceeded/Internal.
+  virtual absl::Status ReduceBucket(at::Tensor& flat,
+                                    c10d::ProcessGroup& group) = 0;
+
+  // Begins reducing `flat` in place; it may still be in flight on return,
+  // and `flat` must not be touched until FinishBuckets() returns. Every rank
+  // starts the same buckets in the same order. Default: ReduceBucket (done
+  // on return).
+  virtual absl::Status StartBucket(at::Tensor& flat, c10d::ProcessGroup& group) {
+    return ReduceBucket(flat, group);
+  }
+
+  // Waits until every bucket started since the last call is reduced, then
+  // forgets them. Errors as ReduceBucket. Default: nothing in flight.
+  virtual absl::Status FinishBuckets() { return absl::OkStatus(); }
+
+  // Whether the trainer should start each bucket from inside the backward
+  // pass, as soon as its gradients are computed (in bucket order).
+  virtual bool overlaps_backward() const { return false; }
 
   // Totals since construction.
   virtual ReduceStats stats() const = 0;

@@ -12,17 +12,16 @@ namespace receipt_parity {
 absl::StatusOr<RankAverageReducer> RankAverageReducer::Create(
     int64_t bucket_cap_bytes) {
   absl::StatusOr<AllreduceSumReducer> sum =
-      AllreduceSumReducer::Create(bucket_cap_bytes);
+      AllreduceSumReducer::Create(bucket_cap_bytes, /*overlap_backward=*/false);
   if (!sum.ok()) return sum.status();
   return RankAverageReducer(*std::move(sum));
 }
 
-absl::Status RankAverageReducer::Reduce(std::vector<at::Tensor>& grads,
-                                        c10d::ProcessGroup& group) {
-  if (absl::Status s = sum_.Reduce(grads, group); !s.ok()) return s;
+absl::Status RankAverageReducer::ReduceBucket(at::Tensor& flat,
+                                              c10d::ProcessGroup& group) {
+  if (absl::Status s = sum_.ReduceBucket(flat, group); !s.ok()) return s;
   try {
-    const int world_size = group.getSize();
-    for (at::Tensor& grad : grads) grad.div_(world_size);
+    flat.div_(group.getSize());
   } catch (const std::exception& e) {
     return CollectiveErrorToStatus(e, "rank_average: dividing by world size");
   }

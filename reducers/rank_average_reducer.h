@@ -1,11 +1,12 @@
 // `rank_average`: DDP-style averaging. allreduce_sum's buckets and
-// collectives, then every gradient divided by the world size. Equals the
+// collectives, then every bucket divided by the world size. Equals the
 // one-worker gradient only when every rank weighed its loss by its own
 // mean AND every rank holds the same number of accepted examples; kept to
-// demonstrate the error with unequal local batches.
+// demonstrate the error with unequal local batches. Buckets are reduced
+// one at a time, after the backward pass (no overlap).
 //
-// Thread safety: one reducer per rank; Reduce() and stats() must not be
-// called concurrently on one object.
+// Thread safety: one reducer per rank; its calls must not run
+// concurrently.
 #ifndef RECEIPT_PARITY_REDUCERS_RANK_AVERAGE_REDUCER_H_
 #define RECEIPT_PARITY_REDUCERS_RANK_AVERAGE_REDUCER_H_
 
@@ -25,9 +26,12 @@ class RankAverageReducer : public GradientReducer {
   // As AllreduceSumReducer::Create.
   static absl::StatusOr<RankAverageReducer> Create(int64_t bucket_cap_bytes);
 
-  // As AllreduceSumReducer::Reduce, then grads[i] /= group size.
-  absl::Status Reduce(std::vector<at::Tensor>& grads,
-                      c10d::ProcessGroup& group) override;
+  std::vector<GradientBucket> PlanBuckets(
+      const std::vector<at::Tensor>& gradients) const override {
+    return sum_.PlanBuckets(gradients);
+  }
+  // As AllreduceSumReducer::ReduceBucket, then flat /= group size.
+  absl::Status ReduceBucket(at::Tensor& flat, c10d::ProcessGroup& group) override;
   // The collectives' statistics (the division is local).
   ReduceStats stats() const override { return sum_.stats(); }
 

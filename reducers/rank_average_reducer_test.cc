@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "reducers/gradient_buckets.h"
 #include "reducers/local_process_group.h"
 
 namespace receipt_parity {
@@ -39,7 +40,7 @@ TEST(RankAverageReducerTest, DividesTheSumByTheWorldSize) {
     }
     absl::Status status =
         RunOnLocalGroup(world, [&](int rank, c10d::ProcessGroup& group) {
-          return reducers[rank].Reduce(grads[rank], group);
+          return ReduceInBuckets(reducers[rank], grads[rank], group);
         });
     ASSERT_TRUE(status.ok()) << status;
     for (int r = 0; r < world; ++r) {
@@ -62,7 +63,7 @@ TEST(RankAverageReducerTest, RankWithZeroGradientsHalvesTheOther) {
     reducers.push_back(*RankAverageReducer::Create(0));
   }
   ASSERT_TRUE(RunOnLocalGroup(2, [&](int rank, c10d::ProcessGroup& group) {
-                return reducers[rank].Reduce(grads[rank], group);
+                return ReduceInBuckets(reducers[rank], grads[rank], group);
               }).ok());
   const std::vector<at::Tensor> original = RankGradients(2);
   for (int r = 0; r < 2; ++r) {

@@ -11,13 +11,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "logging/glog.h"
+#include "runtime/cpu_pinning.h"
 #include "runtime/distributed_env.h"
 #include "runtime/wait_status.h"
 
 namespace receipt_parity {
 namespace {
 
-pid_t StartWorker(const LaunchOptions& options, int rank) {
+// `cpu` < 0: not pinned.
+pid_t StartWorker(const LaunchOptions& options, int rank, int cpu) {
   DistributedEnv env;
   env.rank = rank;
   env.world_size = options.world_size;
@@ -31,15 +33,32 @@ pid_t StartWorker(const LaunchOptions& options, int rank) {
   // Child: die with the launcher, then become the worker.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);
+  if (cpu >= 0 && PinSelfToCpu(cpu) != 0) _exit(127);
   for (const std::string& entry : entries) putenv(strdup(entry.c_str()));
-  std::vector<std::string> argv_storage = {"/proc/self/exe"};
+  std::vector<std::string> argv_storage = {options.program};
   argv_storage.insert(argv_storage.end(), options.args.begin(),
                       options.args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
-  execv("/proc/self/exe", argv.data());
+  execv(options.program.c_str(), argv.data());
   _exit(127);
+}
+
+// The CPU of every rank (-1: not pinned), logged.
+std::vector<int> RankCpus(const LaunchOptions& options) {
+  std::vector<int> rank_cpus(options.world_size, -1);
+  if (!options.pin_cpus) return rank_cpus;
+  absl::StatusOr<std::vector<int>> cpus = AllowedCpus();
+  if (!cpus.ok()) {
+    LOG(WARNING) << "launcher: ranks not pinned: " << cpus.status().message();
+    return rank_cpus;
+  }
+  LOG(INFO) << "launcher: " << DescribePinning(*cpus, options.world_size);
+  for (int rank = 0; rank < options.world_size; ++rank) {
+    rank_cpus[rank] = CpuForRank(*cpus, rank, options.world_size).value_or(-1);
+  }
+  return rank_cpus;
 }
 
 }  // namespace
@@ -49,8 +68,9 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
   result->wait_status.assign(options.world_size, 0);
   result->failed_rank = -1;
   std::vector<pid_t> pids(options.world_size, -1);
+  const std::vector<int> cpus = RankCpus(options);
   for (int rank = 0; rank < options.world_size; ++rank) {
-    pids[rank] = StartWorker(options, rank);
+    pids[rank] = StartWorker(options, rank, cpus[rank]);
     if (pids[rank] < 0) {
       for (int r = 0; r < rank; ++r) kill(pids[r], SIGKILL);
       for (int r = 0; r < rank; ++r) waitpid(pids[r], nullptr, 0);

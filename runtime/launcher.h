@@ -5,6 +5,10 @@
 // others (SIGTERM, then SIGKILL after `grace`) and reports which rank died
 // and how. Workers also die with the launcher (PR_SET_PDEATHSIG), so none
 // is ever left running.
+//
+// Ranks on their own cores: when the launcher's affinity mask holds at
+// least W CPUs, rank r is pinned to the r-th of them before it execs
+// (runtime/cpu_pinning.h); the launcher logs the pinning either way.
 #ifndef RECEIPT_PARITY_RUNTIME_LAUNCHER_H_
 #define RECEIPT_PARITY_RUNTIME_LAUNCHER_H_
 
@@ -23,6 +27,10 @@ struct LaunchOptions {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
   std::chrono::seconds grace{5};
+  // The program every worker runs (argv[0] too); tests replace it.
+  std::string program = "/proc/self/exe";
+  // Pin rank r to the r-th CPU of the affinity mask (when there are enough).
+  bool pin_cpus = true;
 };
 
 struct LaunchResult {

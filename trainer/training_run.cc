@@ -264,6 +264,7 @@ UpdateRecorderOptions RecorderOptions(const Run& run) {
   options.artifact_dir = run.options->artifact_dir;
   options.receipt_ids = &run.data.train_ids;
   options.stamp = run.stamp();
+  options.defer_writes = true;  // no artifact write inside a timed update
   return options;
 }
 

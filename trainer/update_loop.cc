@@ -45,6 +45,9 @@ absl::Status RunUpdateLoop(const UpdateSchedule& schedule,
       if (!result.ok()) return result.status();
       parts.report->AddUpdate(
           *result, epoch, std::chrono::duration<double>(Clock::now() - begin).count());
+      if (parts.observer != nullptr) {
+        if (absl::Status s = parts.observer->AfterTimedUpdate(total); !s.ok()) return s;
+      }
       ++total;
       if (absl::Status s =
               parts.cadence->AfterUpdate(total, epoch, u, plan->num_updates());

@@ -6,7 +6,8 @@
 //       stop here once run.max_updates updates are done
 //       UpdateStep::Run            weights, backward, reduce, step; the
 //                                  observer (the UpdateRecorder) records
-//       RankReportBuilder::AddUpdate
+//       RankReportBuilder::AddUpdate   the update's time ends before this
+//       UpdateObserver::AfterTimedUpdate  the recorder's file writes
 //       CheckpointCadence::AfterUpdate   saves when due
 //       ProgressLog::AfterUpdate         logs when due
 //     RankReportBuilder::AddEpoch  the epoch's accounting of the updates run

@@ -82,23 +82,38 @@ absl::Status UpdateRecorder::AfterOptimizerStep(int64_t total_update,
                                   "sum_i w_i * loss_i over its slots; the whole "
                                   "update's is run_summary.json loss_curve");
   RecordBatch(plan, update, *options_.receipt_ids, &current_);
+  if (first) first_step_.MergeFrom(current_);
+  if (asked) {
+    for (const auto& item : model.named_parameters()) {
+      current_.add_parameter_order(item.key());
+    }
+    StampArtifact(options_.stamp, &current_);
+  }
+  pending_ = {true, first, asked, total_update};
+  if (options_.defer_writes) return absl::OkStatus();
+  return WritePending();
+}
+
+absl::Status UpdateRecorder::AfterTimedUpdate(int64_t /*total_update*/) {
+  return WritePending();
+}
+
+absl::Status UpdateRecorder::WritePending() {
+  if (!pending_.any) return absl::OkStatus();
+  const PendingWrites pending = pending_;
+  pending_ = PendingWrites();
   std::error_code ignored;  // a missing folder fails the write, named
   std::filesystem::create_directories(options_.artifact_dir, ignored);
-  if (first) {
-    first_step_.MergeFrom(current_);
+  if (pending.first_step) {
     if (absl::Status s =
             WriteJsonFile(options_.artifact_dir + "/first_step.json", first_step_);
         !s.ok()) {
       return s;
     }
   }
-  if (!asked) return absl::OkStatus();
-  for (const auto& item : model.named_parameters()) {
-    current_.add_parameter_order(item.key());
-  }
-  StampArtifact(options_.stamp, &current_);
+  if (!pending.update) return absl::OkStatus();
   return WriteJsonFile(
-      absl::StrCat(options_.artifact_dir, "/update-", total_update, ".json"),
+      absl::StrCat(options_.artifact_dir, "/update-", pending.total_update, ".json"),
       current_);
 }
 

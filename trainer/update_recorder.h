@@ -51,6 +51,10 @@ struct UpdateRecorderOptions {
   // Receipt ids by dataset index, for the records' batches. Not owned;
   // must outlive the recorder.
   const std::vector<std::string>* receipt_ids = nullptr;
+  // Write first_step.json and update-K.json in AfterTimedUpdate (the run's
+  // update loop calls it once the update's time is taken), so no file write
+  // is timed as part of an update; false: in AfterOptimizerStep.
+  bool defer_writes = false;
 };
 
 class UpdateRecorder : public UpdateObserver {
@@ -82,11 +86,24 @@ class UpdateRecorder : public UpdateObserver {
   // elsewhere.
   const FirstStep& first_step() const { return first_step_; }
 
+  // With defer_writes: writes what the update recorded. Errors as
+  // AfterOptimizerStep's writes.
+  absl::Status AfterTimedUpdate(int64_t total_update) override;
+
  private:
+  struct PendingWrites {
+    bool any = false;
+    bool first_step = false;
+    bool update = false;
+    int64_t total_update = 0;
+  };
+  absl::Status WritePending();
+
   UpdateRecorderOptions options_;
   FirstStep first_step_;
   // The record of the update in progress.
   FirstStep current_;
+  PendingWrites pending_;
 };
 
 }  // namespace receipt_parity

@@ -77,6 +77,7 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
   result.local_slots =
       static_cast<int64_t>(plan.UpdateSlots(parts_.rank, update).size());
   result.global_accepted = plan.GlobalAcceptedCount(update);
+  if (absl::Status s = PrepareBuckets(total_update); !s.ok()) return s;
   absl::StatusOr<double> loss = Backward(plan, update, total_update);
   if (!loss.ok()) return loss.status();
   result.weighted_loss = *loss;
@@ -122,14 +123,29 @@ absl::StatusOr<double> UpdateStep::Backward(const EpochPlan& plan,
   return backward->weighted_loss;
 }
 
+absl::Status UpdateStep::PrepareBuckets(int64_t total_update) {
+  if (parts_.group == nullptr) return absl::OkStatus();
+  if (buckets_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<GradientBuckets>> buckets =
+        GradientBuckets::ForParameters(parts_.model->parameters(), *parts_.reducer);
+    if (!buckets.ok()) {
+      return absl::Status(buckets.status().code(),
+                          absl::StrCat(Where(parts_.rank, total_update), ": ",
+                                       buckets.status().message()));
+    }
+    buckets_ = *std::move(buckets);
+  }
+  buckets_->ArmBackward(*parts_.reducer, *parts_.group);
+  return absl::OkStatus();
+}
+
 absl::Status UpdateStep::Reduce(int64_t total_update) {
   if (parts_.group == nullptr) return absl::OkStatus();
   absl::Status reduced;
   try {
     const PhaseKillScope injected_kill(parts_.phase_kill, KillPhase::kAllReduce,
                                        parts_.rank, total_update);
-    std::vector<at::Tensor> grads = Gradients(*parts_.model);
-    reduced = parts_.reducer->Reduce(grads, *parts_.group);
+    reduced = buckets_->Reduce(*parts_.reducer, *parts_.group);
   } catch (const std::exception& e) {
     return LibTorchError(e, parts_.rank, total_update);
   }

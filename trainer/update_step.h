@@ -7,7 +7,11 @@
 //              plan alone, no communication (trainer/epoch_accounting.h)
 //   backward of sum_i w_i * loss_i over r's slots (model/weighted_loss.h);
 //              masked slots are computed and weigh zero
-//   reducer.Reduce(gradients, group)          (skipped without a group)
+//   with a group, the gradients live in persistent flat buckets
+//   (reducers/gradient_buckets.h, made at the first update; every .grad a
+//   view into them); the reducer reduces the buckets in place, starting
+//   each during the backward pass once it is ready when the reducer
+//   overlaps_backward(), all done before the step  (skipped without a group)
 //   the reduced gradients and this rank's loss are finite
 //   observer->BeforeOptimizerStep(...)        gradients reduced, not stepped
 //   optimizer.step()
@@ -25,12 +29,16 @@
 //
 // Ownership: an UpdateStep holds the pointers of UpdateStepParts; all of
 // them must outlive it. It changes the model's parameters and gradients,
-// the optimizer's state and the reducer's stats.
+// the optimizer's state and the reducer's stats. From its first update with
+// a group on, the parameters' gradients are views into the UpdateStep's
+// buckets, and their gradient accumulators carry its hooks (removed when it
+// is destroyed); nothing else may replace a .grad meanwhile.
 // Thread safety: not thread-safe; one UpdateStep per rank.
 #ifndef RECEIPT_PARITY_TRAINER_UPDATE_STEP_H_
 #define RECEIPT_PARITY_TRAINER_UPDATE_STEP_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <torch/optim/optimizer.h>
@@ -39,6 +47,7 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/fault_injection.h"
 #include "model/classifier.h"
+#include "reducers/gradient_buckets.h"
 #include "reducers/gradient_reducer.h"
 #include "samplers/epoch_plan.h"
 #include "trainer/receipt_tensors.h"
@@ -104,6 +113,13 @@ class UpdateObserver {
                                           int64_t update,
                                           const UpdateResult& result,
                                           const Classifier& model) = 0;
+
+  // Called by the update loop (trainer/update_loop.h) once the update's
+  // time is taken: where an observer writes files, so that no write is
+  // timed as part of the update. Default: nothing.
+  virtual absl::Status AfterTimedUpdate(int64_t /*total_update*/) {
+    return absl::OkStatus();
+  }
 };
 
 class UpdateStep {
@@ -127,11 +143,14 @@ class UpdateStep {
  private:
   absl::StatusOr<double> Backward(const EpochPlan& plan, int64_t update,
                                   int64_t total_update);
+  // With a group: the buckets (made once) armed for the backward pass.
+  absl::Status PrepareBuckets(int64_t total_update);
   absl::Status Reduce(int64_t total_update);
   absl::Status Step(int64_t total_update);
   absl::Status CheckReducedUpdate(int64_t total_update, double loss);
 
   UpdateStepParts parts_;
+  std::unique_ptr<GradientBuckets> buckets_;
 };
 
 }  // namespace receipt_parity

@@ -132,10 +132,54 @@ TEST(UpdateStepTest, TwoRanksOverGlooStepLikeOneWorker) {
   EXPECT_GT(loss_shares[1], 0);
 }
 
+// Two ranks, several updates, with and without overlapping the backward
+// pass, one bucket per parameter: the same parameters bitwise, and after
+// every update each gradient is still a view into the same persistent
+// buckets (its memory never moves).
+TEST(UpdateStepTest, GradientsStayInTheirBucketsAndOverlapKeepsBitwiseParity) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(16);
+  const EpochPlan plan = TinyPlan(16, {3, 5});
+  std::vector<std::vector<at::Tensor>> final_params;
+  for (bool overlap : {false, true}) {
+    std::vector<std::unique_ptr<Rank>> ranks;
+    std::vector<AllreduceSumReducer> reducers(
+        2, *AllreduceSumReducer::Create(/*bucket_cap_bytes=*/1, overlap));
+    for (int r = 0; r < 2; ++r) ranks.push_back(std::make_unique<Rank>(set, &reducers[r]));
+    absl::Status status = RunOnLocalGroup(2, [&](int r, c10d::ProcessGroup& group) {
+      ranks[r]->parts.group = &group;
+      ranks[r]->parts.rank = r;
+      UpdateStep step(ranks[r]->parts);
+      std::vector<const void*> memory;
+      for (int64_t u = 0; u < plan.num_updates(); ++u) {
+        absl::StatusOr<UpdateResult> result = step.Run(plan, u, u, nullptr);
+        if (!result.ok()) return result.status();
+        std::vector<const void*> now;
+        for (const at::Tensor& p : ranks[r]->model->parameters()) {
+          if (!p.grad().defined()) return absl::InternalError("a gradient was set to none");
+          now.push_back(p.grad().data_ptr());
+        }
+        if (u > 0 && now != memory) return absl::InternalError("a gradient moved");
+        memory = now;
+      }
+      return absl::OkStatus();
+    });
+    ASSERT_TRUE(status.ok()) << status;
+    const size_t params = ranks[0]->model->parameters().size();
+    EXPECT_EQ(reducers[0].stats().collectives,
+              static_cast<int64_t>(params) * plan.num_updates());
+    EXPECT_TRUE(at::equal(ParameterValues(*ranks[0]->model)[0],
+                          ParameterValues(*ranks[1]->model)[0]));
+    final_params.push_back(ParameterValues(*ranks[0]->model));
+  }
+  for (size_t i = 0; i < final_params[0].size(); ++i) {
+    EXPECT_TRUE(at::equal(final_params[0][i], final_params[1][i])) << "parameter " << i;
+  }
+}
+
 class FailingReducer : public GradientReducer {
  public:
   explicit FailingReducer(bool throws) : throws_(throws) {}
-  absl::Status Reduce(std::vector<at::Tensor>&, c10d::ProcessGroup&) override {
+  absl::Status ReduceBucket(at::Tensor&, c10d::ProcessGroup&) override {
     TORCH_CHECK(!throws_, "reducer blew up");
     return absl::UnavailableError("peer gone");
   }

@@ -13,8 +13,10 @@
 //   }
 //
 // `my_sum` sums every gradient over the ranks with c10d's all-reduce SUM,
-// MySumOptions.gradients_per_collective consecutive gradients flattened
-// into each collective. A sum is what the effective-batch rule needs: with
+// MySumOptions.gradients_per_collective consecutive gradients in each
+// collective. The trainer keeps those gradients in one persistent flat
+// buffer (reducers/gradient_buckets.h), so a reducer only plans the groups
+// (PlanBuckets) and reduces one flat buffer in place (ReduceBucket). A sum is what the effective-batch rule needs: with
 // `global_count` weighting every rank ends with the one-worker gradient.
 //
 // The reducer interface is reducers/gradient_reducer.h. The library depends
@@ -49,18 +51,41 @@ class MySumReducer : public GradientReducer {
   explicit MySumReducer(int gradients_per_collective)
       : per_collective_(gradients_per_collective) {}
 
-  absl::Status Reduce(std::vector<at::Tensor>& grads,
-                      c10d::ProcessGroup& group) override {
-    const size_t step = per_collective_ == 0 ? grads.size() : per_collective_;
-    for (size_t begin = 0; begin < grads.size(); begin += step) {
-      const size_t end = std::min(grads.size(), begin + step);
-      // c10d throws; a Status leaves this function.
-      try {
-        SumOver(group, grads, begin, end);
-      } catch (const std::exception& e) {
-        return CollectiveErrorToStatus(
-            e, absl::StrCat(kName, ": gradients [", begin, ", ", end, ")"));
+  // Groups of `gradients_per_collective` consecutive gradients; the
+  // trainer keeps each group in one flat buffer (the gradients are views
+  // into it) for the whole run.
+  std::vector<GradientBucket> PlanBuckets(
+      const std::vector<at::Tensor>& gradients) const override {
+    const int n = static_cast<int>(gradients.size());
+    const int step = per_collective_ == 0 ? n : per_collective_;
+    std::vector<GradientBucket> buckets;
+    for (int begin = 0; begin < n; begin += step) {
+      GradientBucket bucket{begin, std::min(n, begin + step), 0};
+      for (int i = bucket.begin; i < bucket.end; ++i) {
+        bucket.bytes += gradients[i].numel() * gradients[i].element_size();
       }
+      buckets.push_back(bucket);
+    }
+    return buckets;
+  }
+
+  // One all-reduce SUM of the flat buffer, in place.
+  absl::Status ReduceBucket(at::Tensor& flat, c10d::ProcessGroup& group) override {
+    // c10d throws; a Status leaves this function.
+    try {
+      std::vector<at::Tensor> buffer = {flat};
+      c10d::AllreduceOptions sum;
+      sum.reduceOp = c10d::ReduceOp::SUM;
+      const auto start = std::chrono::steady_clock::now();
+      group.allreduce(buffer, sum)->wait();
+      stats_.seconds += std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+      ++stats_.collectives;
+      stats_.bytes += flat.numel() * flat.element_size();
+    } catch (const std::exception& e) {
+      return CollectiveErrorToStatus(
+          e, absl::StrCat(kName, ": bucket of ", flat.numel(), " elements"));
     }
     return absl::OkStatus();
   }
@@ -68,32 +93,7 @@ class MySumReducer : public GradientReducer {
   ReduceStats stats() const override { return stats_; }
 
  private:
-  // One all-reduce SUM of grads[begin, end), flattened, then split back.
-  void SumOver(c10d::ProcessGroup& group, std::vector<at::Tensor>& grads,
-               size_t begin, size_t end) {
-    std::vector<at::Tensor> flat;
-    std::vector<int64_t> sizes;
-    for (size_t i = begin; i < end; ++i) {
-      flat.push_back(grads[i].reshape({-1}));
-      sizes.push_back(grads[i].numel());
-    }
-    std::vector<at::Tensor> buffer = {at::cat(flat)};
-    c10d::AllreduceOptions sum;
-    sum.reduceOp = c10d::ReduceOp::SUM;
-    const auto start = std::chrono::steady_clock::now();
-    group.allreduce(buffer, sum)->wait();
-    stats_.seconds += std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start)
-                          .count();
-    ++stats_.collectives;
-    stats_.bytes += buffer[0].numel() * buffer[0].element_size();
-    std::vector<at::Tensor> parts = buffer[0].split_with_sizes(sizes);
-    for (size_t i = begin; i < end; ++i) {
-      grads[i].copy_(parts[i - begin].view(grads[i].sizes()));
-    }
-  }
-
-  const size_t per_collective_;
+  const int per_collective_;
   ReduceStats stats_;
 };
 

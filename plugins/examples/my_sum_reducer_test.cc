@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "plugins/plugin_library.h"
 #include "plugins/plugin_selection.h"
+#include "reducers/gradient_buckets.h"
 #include "reducers/gradient_reducer.h"
 #include "reducers/local_process_group.h"
 
@@ -64,7 +65,7 @@ void ExpectSumOnTwoRanks(const std::string& options_text, int collectives) {
     grads.push_back(RankGradients(rank));
   }
   absl::Status status = RunOnLocalGroup(2, [&](int rank, c10d::ProcessGroup& group) {
-    return reducers[rank]->Reduce(grads[rank], group);
+    return ReduceInBuckets(*reducers[rank], grads[rank], group);
   });
   ASSERT_TRUE(status.ok()) << status;
   const std::vector<at::Tensor> one = RankGradients(0), two = RankGradients(1);

@@ -1,0 +1,141 @@
+// Persistent flat gradient buckets (DDP's gradient_as_bucket_view).
+//
+// One contiguous 1-D tensor per planned bucket, allocated once; every
+// gradient is a view into its bucket, so a reducer reduces the flat bucket
+// in place (GradientReducer::ReduceBucket) and the gradients ARE the result:
+// no concatenation, no copy back, per update.
+//
+// The views survive training as long as nobody replaces a parameter's
+// .grad: autograd accumulates into a defined .grad in place, and zeroing
+// must be in place too (WeightedBackward zeroes with zero_(); LibTorch 2.x's
+// Optimizer::zero_grad() sets gradients to none by default: call
+// zero_grad(false) or ZeroGradients()). GradientsAreViews() checks it.
+//
+// Overlap with backward: ForParameters puts a post-hook on every
+// parameter's gradient accumulator. After ArmBackward(), the backward pass
+// starts a bucket (GradientReducer::StartBucket) as soon as every gradient
+// in it is accumulated, strictly in bucket order (bucket k starts only after
+// bucket k-1), so every rank issues the same collectives in the same order
+// whatever the timing. The reduced values do not depend on when a bucket
+// starts, so this keeps bitwise parity. Reduce() starts what the backward
+// did not (a parameter without a gradient this update, a rank with an empty
+// batch) and waits for all.
+//
+// Ownership: holds the flat tensors and the parameters' gradient
+// accumulators (so its hooks live as long as it does); removes its hooks on
+// destruction. The parameters must outlive it.
+// Thread safety: the hooks run on autograd's thread and take a lock;
+// everything else is one caller's. Not copyable or movable.
+#ifndef RECEIPT_PARITY_REDUCERS_GRADIENT_BUCKETS_H_
+#define RECEIPT_PARITY_REDUCERS_GRADIENT_BUCKETS_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "reducers/gradient_reducer.h"
+
+namespace c10d {
+class ProcessGroup;
+}  // namespace c10d
+
+namespace torch::autograd {
+struct Node;
+}  // namespace torch::autograd
+
+namespace receipt_parity {
+
+class GradientBuckets {
+ public:
+  // Over plain tensors (a list reduced once: tests, the simulated parity
+  // check): each tensor's values are copied into its bucket of `plan` and
+  // tensors[i] becomes a view into it. No hooks.
+  // InvalidArgument for an undefined tensor ("gradient I is undefined"),
+  // tensors on different devices, a plan that does not cover the list in
+  // order, or a bucket that mixes dtypes.
+  static absl::StatusOr<std::unique_ptr<GradientBuckets>> ForTensors(
+      std::vector<at::Tensor>& tensors, const std::vector<GradientBucket>& plan);
+
+  // Over a model's parameters, laid out in REVERSE order (the order backward
+  // produces their gradients) and planned by reducer.PlanBuckets: each
+  // parameter's .grad becomes a view into its bucket (its values kept; an
+  // undefined gradient becomes zeros), and its gradient accumulator gets
+  // the hook described above. Errors as ForTensors; LibTorch's as Internal.
+  // REQUIRES: params are leaves (one that does not require grad gets no
+  // hook; its bucket starts in Reduce()).
+  static absl::StatusOr<std::unique_ptr<GradientBuckets>> ForParameters(
+      const std::vector<at::Tensor>& params, const GradientReducer& reducer);
+
+  GradientBuckets(const GradientBuckets&) = delete;
+  GradientBuckets& operator=(const GradientBuckets&) = delete;
+  ~GradientBuckets();
+
+  int size() const { return static_cast<int>(flats_.size()); }
+  const at::Tensor& flat(int bucket) const { return flats_[bucket]; }
+
+  // Whether every parameter's .grad (ForParameters) is still its view into
+  // the buckets (same memory, same shape). False after a zero_grad() that
+  // set gradients to none, or anything else that replaced a .grad.
+  bool GradientsAreViews() const;
+
+  // Zeroes every bucket in place (so every gradient), one fill per bucket.
+  absl::Status ZeroGradients();
+
+  // The next backward pass starts each bucket on `reducer` and `group` as
+  // soon as it is ready, in bucket order. Does nothing unless
+  // reducer.overlaps_backward() and the buckets have hooks. The next
+  // Reduce() must name the same reducer and group.
+  void ArmBackward(GradientReducer& reducer, c10d::ProcessGroup& group);
+
+  // Every bucket reduced in place: starts, in order, those the backward pass
+  // did not, then reducer.FinishBuckets(). Disarms. Returns the first
+  // error: of a start during the backward, of a start here, of the finish.
+  absl::Status Reduce(GradientReducer& reducer, c10d::ProcessGroup& group);
+
+ private:
+  class ReadyHook;
+  GradientBuckets() = default;
+
+  static absl::StatusOr<std::unique_ptr<GradientBuckets>> Allocate(
+      const std::vector<at::Tensor>& tensors, const std::vector<GradientBucket>& plan);
+  absl::Status AttachHooks(const std::vector<at::Tensor>& params);
+  void ResetReadiness();
+  // A hook's call: tensor `index` of the layout is accumulated.
+  void OnAccumulated(int index);
+  // Starts the ready buckets from next_bucket_ on; under mutex_.
+  void StartReadyBuckets();
+  absl::Status StartBucket(int bucket);
+
+  std::vector<at::Tensor> flats_;
+  // By layout index: the view, and the bucket that holds it.
+  std::vector<at::Tensor> views_;
+  std::vector<int> bucket_of_;
+  std::vector<int> bucket_sizes_;
+  // ForParameters only: the parameters in layout order, their
+  // accumulators and hook keys.
+  std::vector<at::Tensor> params_;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<uintptr_t> hook_keys_;
+
+  std::mutex mutex_;
+  GradientReducer* armed_reducer_ = nullptr;
+  c10d::ProcessGroup* armed_group_ = nullptr;
+  std::vector<int> pending_;  // gradients not yet accumulated, by bucket
+  int next_bucket_ = 0;       // the first bucket not started
+  absl::Status start_error_;
+};
+
+// One-off: plans reducer.PlanBuckets(tensors), moves the tensors into flat
+// buckets (ForTensors: tensors[i] become views) and reduces them in place.
+// Errors as ForTensors and GradientBuckets::Reduce.
+absl::Status ReduceInBuckets(GradientReducer& reducer, std::vector<at::Tensor>& tensors,
+                             c10d::ProcessGroup& group);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_REDUCERS_GRADIENT_BUCKETS_H_

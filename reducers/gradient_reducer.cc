@@ -1,0 +1,29 @@
+#include "reducers/gradient_reducer.h"
+
+namespace receipt_parity {
+
+std::vector<GradientBucket> PlanBuckets(const std::vector<at::Tensor>& tensors,
+                                        int64_t bucket_cap_bytes) {
+  std::vector<GradientBucket> buckets;
+  for (int i = 0; i < static_cast<int>(tensors.size()); ++i) {
+    const int64_t bytes = tensors[i].numel() * tensors[i].element_size();
+    const bool fits =
+        !buckets.empty() &&
+        tensors[buckets.back().begin].scalar_type() == tensors[i].scalar_type() &&
+        buckets.back().bytes + bytes <= bucket_cap_bytes;
+    if (fits) {
+      buckets.back().end = i + 1;
+      buckets.back().bytes += bytes;
+    } else {
+      buckets.push_back({i, i + 1, bytes});
+    }
+  }
+  return buckets;
+}
+
+std::vector<GradientBucket> GradientReducer::PlanBuckets(
+    const std::vector<at::Tensor>& gradients) const {
+  return receipt_parity::PlanBuckets(gradients, kDefaultBucketCapBytes);
+}
+
+}  // namespace receipt_parity
