@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "logging/glog.h"
 #include "runtime/distributed_env.h"
+#include "runtime/mpirun_launcher.h"
 #include "runtime/wait_status.h"
 
 namespace receipt_parity {
@@ -46,6 +47,7 @@ pid_t StartWorker(const LaunchOptions& options, int rank) {
 
 absl::Status LaunchLocalWorkers(const LaunchOptions& options,
                                 LaunchResult* result) {
+  if (options.under_mpirun) return LaunchUnderMpirun(options, result);
   result->wait_status.assign(options.world_size, 0);
   result->failed_rank = -1;
   std::vector<pid_t> pids(options.world_size, -1);
