@@ -126,6 +126,11 @@ void FillRatios(ModelScaling* m) {
                                 LargestRss(m->ddp_two_workers())));
   m->set_two_process_ceiling(Ratio(m->bare_two_processes().examples_per_second(),
                                    m->bare_libtorch().examples_per_second()));
+  if (m->has_ours_two_workers_mpi()) {
+    m->set_ours_mpi_over_ddp_two_workers(
+        Ratio(m->ours_two_workers_mpi().examples_per_second(),
+              m->ddp_two_workers().examples_per_second()));
+  }
 }
 
 std::vector<TargetCheck> CheckTargets(const std::vector<ModelScaling>& models) {

@@ -1,6 +1,7 @@
 #include "bench/scaling_runs.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -12,6 +13,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "bench/receipt_pool.h"
 #include "bench/scaling_plan.h"
 #include "bench/scaling_report.pb.h"
@@ -57,6 +60,19 @@ absl::StatusOr<double> RunChild(std::vector<std::string> argv,
 }
 
 // A baseline's own result and the report's view of the same run.
+// Whether OpenMPI's mpirun (or $MPIRUN) is there for the MPI run.
+bool MpirunInPath() {
+  const char* named = std::getenv("MPIRUN");
+  if (named != nullptr && *named != '\0') return access(named, X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  for (const absl::string_view folder : absl::StrSplit(path == nullptr ? "" : path, ':')) {
+    if (!folder.empty() && access(absl::StrCat(folder, "/mpirun").c_str(), X_OK) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 template <typename Result>
 struct Measured {
   Result result;
@@ -106,6 +122,11 @@ class ScalingRunner::Impl {
         if (!ours.ok()) return ours.status();
         KeepBestRound(*ours, world == 1 ? m.mutable_ours_one_worker()
                                         : m.mutable_ours_two_workers());
+        if (world == 2 && MpirunInPath()) {
+          absl::StatusOr<SystemRun> mpi = RunOurs(model, world, updates, suffix, true);
+          if (!mpi.ok()) return mpi.status();
+          KeepBestRound(*mpi, m.mutable_ours_two_workers_mpi());
+        }
         absl::StatusOr<Measured<DdpBaselineResult>> ddp =
             RunDdp(model, *pool, world, updates, suffix);
         if (!ddp.ok()) return ddp.status();
@@ -216,17 +237,25 @@ class ScalingRunner::Impl {
     return run;
   }
 
+  // over_mpi: reducer mpi_allreduce, its ranks under the launcher's mpirun.
   absl::StatusOr<SystemRun> RunOurs(const BenchmarkModel& model, int world,
-                                    int updates, const std::string& suffix) {
-    const std::string name = absl::StrCat(model.name, "_ours_", world, "w", suffix);
+                                    int updates, const std::string& suffix,
+                                    bool over_mpi = false) {
+    const std::string name = absl::StrCat(model.name, "_ours_", world, "w",
+                                          over_mpi ? "_mpi" : "", suffix);
     const std::string config_path = Path("configs", name + ".pbtxt");
     const std::string run_dir = Path("runs", name);
     const std::string log_path = Path("logs", name + ".log");
-    Announce(absl::StrCat(model.name, ": this project, ", world, " worker(s), ",
-                          updates, " updates"));
+    Announce(absl::StrCat(model.name, ": this project, ", world, " worker(s)",
+                          over_mpi ? " over MPI" : "", ", ", updates, " updates"));
+    TrainingConfig config = TrainerConfig(base_, model, world, updates);
+    if (over_mpi) {
+      config.mutable_reducer()->set_name("mpi_allreduce");
+      config.mutable_reducer()->clear_options();
+      config.mutable_run()->set_launcher("mpirun");
+    }
     std::string text;
-    google::protobuf::TextFormat::PrintToString(
-        TrainerConfig(base_, model, world, updates), &text);
+    google::protobuf::TextFormat::PrintToString(config, &text);
     std::error_code ignored;
     fs::create_directories(fs::path(config_path).parent_path(), ignored);
     if (absl::Status s = WriteFileAtomically(

@@ -12,15 +12,20 @@ import os
 import subprocess
 import sys
 import tempfile
+import shutil
 import unittest
 
 SCALING, BARE, DDP, TORCH_PYTHON = (os.path.abspath(p) for p in sys.argv[1:5])
 del sys.argv[1:5]
 
+# Our two workers over MPI run where OpenMPI's mpirun is installed.
+HAS_MPIRUN = shutil.which("mpirun") is not None
 RUNS = ("ours_one_worker", "ours_two_workers", "ddp_one_worker",
-        "ddp_two_workers", "bare_libtorch", "bare_two_processes")
+        "ddp_two_workers", "bare_libtorch", "bare_two_processes") + (
+            ("ours_two_workers_mpi",) if HAS_MPIRUN else ())
 WORLD = {"ours_one_worker": 1, "ours_two_workers": 2, "ddp_one_worker": 1,
-         "ddp_two_workers": 2, "bare_libtorch": 1, "bare_two_processes": 2}
+         "ddp_two_workers": 2, "bare_libtorch": 1, "bare_two_processes": 2,
+         "ours_two_workers_mpi": 2}
 
 
 def temp_dir():
@@ -87,6 +92,10 @@ class SmokeTest(unittest.TestCase):
       # The reducer's all-reduces ran, so the two-worker run spent time in them.
       self.assertGreater(ours2["sync_seconds_per_update"], 0)
       self.assertGreater(m["allreduce_seconds_1kib"], 0)
+      if HAS_MPIRUN:
+        self.assertGreater(m["ours_two_workers_mpi"]["sync_seconds_per_update"], 0)
+        self.assertAlmostEqual(m["ours_mpi_over_ddp_two_workers"], ratio(
+            m["ours_two_workers_mpi"]["examples_per_second"], ddp2["examples_per_second"]))
     self.assertEqual(len(report["targets"]), 7)
     for t in report["targets"]:
       expected = (t["measured"] >= t["threshold"] if t["comparison"] == ">="
@@ -96,8 +105,10 @@ class SmokeTest(unittest.TestCase):
   def test_generated_configs_run_the_trainer_as_planned(self):
     configs = sorted(os.listdir(os.path.join(self.out, "configs")))
     self.assertEqual(configs, sorted(
-        f"{m}_ours_{w}w_r0.pbtxt" for m in ("compute_bound", "communication_bound")
-        for w in (1, 2)))
+        [f"{m}_ours_{w}w_r0.pbtxt" for m in ("compute_bound", "communication_bound")
+         for w in (1, 2)] +
+        [f"{m}_ours_2w_mpi_r0.pbtxt" for m in ("compute_bound", "communication_bound")
+         if HAS_MPIRUN]))
     with open(os.path.join(self.out, "configs",
                            "communication_bound_ours_2w_r0.pbtxt")) as f:
       text = f.read()
