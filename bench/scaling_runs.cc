@@ -122,7 +122,9 @@ class ScalingRunner::Impl {
         if (!ours.ok()) return ours.status();
         KeepBestRound(*ours, world == 1 ? m.mutable_ours_one_worker()
                                         : m.mutable_ours_two_workers());
-        if (world == 2 && MpirunInPath()) {
+        // --smoke: only where communication binds (the smoke run's time).
+        if (world == 2 && MpirunInPath() &&
+            (!settings_.smoke || model.name == "communication_bound")) {
           absl::StatusOr<SystemRun> mpi = RunOurs(model, world, updates, suffix, true);
           if (!mpi.ok()) return mpi.status();
           KeepBestRound(*mpi, m.mutable_ours_two_workers_mpi());
