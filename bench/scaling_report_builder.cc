@@ -129,6 +129,11 @@ void FillRatios(ModelScaling* m) {
   m->set_overlap_gain(
       Ratio(m->ours_two_workers_buckets_overlap().examples_per_second(),
             m->ours_two_workers_buckets_no_overlap().examples_per_second()));
+  if (m->has_ours_two_workers_mpi()) {
+    m->set_ours_mpi_over_ddp_two_workers(
+        Ratio(m->ours_two_workers_mpi().examples_per_second(),
+              m->ddp_two_workers().examples_per_second()));
+  }
 }
 
 RoundSpread SpreadOf(const std::vector<double>& values) {
@@ -168,6 +173,9 @@ const std::vector<RatioField>& RatioFields() {
        &ModelScaling::mutable_two_process_ceiling_spread},
       {&ModelScaling::overlap_gain, &ModelScaling::set_overlap_gain,
        &ModelScaling::mutable_overlap_gain_spread},
+      {&ModelScaling::ours_mpi_over_ddp_two_workers,
+       &ModelScaling::set_ours_mpi_over_ddp_two_workers,
+       &ModelScaling::mutable_ours_mpi_over_ddp_two_workers_spread},
   };
   return *fields;
 }

@@ -1,6 +1,7 @@
 #include "bench/scaling_runs.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -13,6 +14,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "bench/receipt_pool.h"
 #include "bench/scaling_plan.h"
 #include "bench/scaling_report.pb.h"
@@ -61,19 +64,28 @@ absl::StatusOr<double> RunChild(std::vector<std::string> argv,
 
 // How a trainer run's reducer is set: as the base config says, or
 // allreduce_sum over several buckets with and without overlap.
-enum class TrainerVariant { kAsConfigured, kBucketsOverlapped, kBucketsNotOverlapped };
+// Or over OpenMPI: reducer mpi_allreduce, its ranks under the launcher's
+// mpirun.
+enum class TrainerVariant {
+  kAsConfigured,
+  kBucketsOverlapped,
+  kBucketsNotOverlapped,
+  kOverMpi
+};
 
 std::string VariantTag(TrainerVariant how) {
   switch (how) {
     case TrainerVariant::kAsConfigured: return "";
     case TrainerVariant::kBucketsOverlapped: return "_buckets_overlap";
     case TrainerVariant::kBucketsNotOverlapped: return "_buckets_no_overlap";
+    case TrainerVariant::kOverMpi: return "_mpi";
   }
   return "";
 }
 
 std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes) {
   if (how == TrainerVariant::kAsConfigured) return "";
+  if (how == TrainerVariant::kOverMpi) return " over MPI";
   return absl::StrCat(" (allreduce_sum, buckets of <= ", bucket_cap_bytes, " bytes, ",
                       how == TrainerVariant::kBucketsOverlapped ? "overlapped with"
                                                                 : "after",
@@ -83,12 +95,31 @@ std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes) {
 TrainingConfig WithBuckets(TrainingConfig config, TrainerVariant how,
                            int64_t bucket_cap_bytes) {
   if (how == TrainerVariant::kAsConfigured) return config;
+  if (how == TrainerVariant::kOverMpi) {
+    config.mutable_reducer()->set_name("mpi_allreduce");
+    config.mutable_reducer()->clear_options();
+    config.mutable_run()->set_launcher("mpirun");
+    return config;
+  }
   AllreduceSumOptions options;
   options.set_bucket_cap_bytes(bucket_cap_bytes);
   options.set_overlap_backward(how == TrainerVariant::kBucketsOverlapped);
   config.mutable_reducer()->set_name("allreduce_sum");
   config.mutable_reducer()->mutable_options()->PackFrom(options);
   return config;
+}
+
+// Whether OpenMPI's mpirun (or $MPIRUN) is there for the MPI run.
+bool MpirunInPath() {
+  const char* named = std::getenv("MPIRUN");
+  if (named != nullptr && *named != '\0') return access(named, X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  for (const absl::string_view folder : absl::StrSplit(path == nullptr ? "" : path, ':')) {
+    if (!folder.empty() && access(absl::StrCat(folder, "/mpirun").c_str(), X_OK) == 0) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // A baseline's own result and the report's view of the same run.
@@ -195,7 +226,7 @@ class ScalingRunner::Impl {
         return run->run;
       };
     };
-    return {
+    std::vector<Variant> variants = {
         {[](ModelScaling* s) { return s->mutable_bare_two_processes(); },
          [this](const RoundInputs& in) {
            return RunBarePair(*in.model, *in.pool, in.bare_updates, in.suffix);
@@ -211,6 +242,12 @@ class ScalingRunner::Impl {
         {[](ModelScaling* s) { return s->mutable_ours_two_workers_buckets_no_overlap(); },
          ours(2, TrainerVariant::kBucketsNotOverlapped)},
     };
+    // Where mpirun is installed; --smoke: only where communication binds.
+    if (MpirunInPath() && (!settings_.smoke || m->name() == "communication_bound")) {
+      variants.push_back({[](ModelScaling* s) { return s->mutable_ours_two_workers_mpi(); },
+                          ours(2, TrainerVariant::kOverMpi)});
+    }
+    return variants;
   }
 
   std::string Path(const std::string& folder, const std::string& name) const {

@@ -12,18 +12,23 @@ import os
 import subprocess
 import sys
 import tempfile
+import shutil
 import unittest
 
 SCALING, BARE, DDP, TORCH_PYTHON = (os.path.abspath(p) for p in sys.argv[1:5])
 del sys.argv[1:5]
 
+# Our two workers over MPI run where OpenMPI's mpirun is installed.
+HAS_MPIRUN = shutil.which("mpirun") is not None
 RUNS = ("ours_one_worker", "ours_two_workers", "ddp_one_worker",
         "ddp_two_workers", "bare_libtorch", "bare_two_processes",
         "ours_two_workers_buckets_overlap", "ours_two_workers_buckets_no_overlap")
+# --smoke runs it on the communication-bound model only.
+MPI_RUNS = ("ours_two_workers_mpi",) if HAS_MPIRUN else ()
 WORLD = {"ours_one_worker": 1, "ours_two_workers": 2, "ddp_one_worker": 1,
          "ddp_two_workers": 2, "bare_libtorch": 1, "bare_two_processes": 2,
          "ours_two_workers_buckets_overlap": 2,
-         "ours_two_workers_buckets_no_overlap": 2}
+         "ours_two_workers_buckets_no_overlap": 2, "ours_two_workers_mpi": 2}
 
 
 def temp_dir():
@@ -62,7 +67,7 @@ class SmokeTest(unittest.TestCase):
                      ["compute_bound", "communication_bound"])
     for m in report["models"]:
       self.assertGreater(m["parameter_count"], 0)
-      for name in RUNS:
+      for name in RUNS + (MPI_RUNS if m["name"] == "communication_bound" else ()):
         r = m[name]
         self.assertEqual(r["world_size"], WORLD[name], name)
         self.assertGreater(r["examples_per_second"], 0, name)
@@ -96,6 +101,10 @@ class SmokeTest(unittest.TestCase):
       # The reducer's all-reduces ran, so the two-worker run spent time in them.
       self.assertGreater(ours2["sync_seconds_per_update"], 0)
       self.assertGreater(m["allreduce_seconds_1kib"], 0)
+      if MPI_RUNS and m["name"] == "communication_bound":
+        self.assertGreater(m["ours_two_workers_mpi"]["sync_seconds_per_update"], 0)
+        self.assertAlmostEqual(m["ours_mpi_over_ddp_two_workers"], ratio(
+            m["ours_two_workers_mpi"]["examples_per_second"], ddp2["examples_per_second"]))
     self.assertEqual(len(report["targets"]), 7)
     for t in report["targets"]:
       expected = (t["measured"] >= t["threshold"] if t["comparison"] == ">="
@@ -109,7 +118,8 @@ class SmokeTest(unittest.TestCase):
          for w in (1, 2)] +
         [f"{m}_ours_2w_buckets_{o}_r0.pbtxt"
          for m in ("compute_bound", "communication_bound")
-         for o in ("overlap", "no_overlap")]))
+         for o in ("overlap", "no_overlap")] +
+        ["communication_bound_ours_2w_mpi_r0.pbtxt"] * len(MPI_RUNS)))
     # The overlap runs: allreduce_sum over a quarter of the gradient's bytes.
     for overlap in (True, False):
       name = "overlap" if overlap else "no_overlap"

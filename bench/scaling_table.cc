@@ -48,6 +48,9 @@ std::string FormatScalingTable(const ScalingReport& report) {
                                     "sync %", "peak RSS MiB per rank"));
     absl::StrAppend(&out, Row("this project", m.ours_one_worker()),
                     Row("this project", m.ours_two_workers()),
+                    m.has_ours_two_workers_mpi()
+                        ? Row("this project, over MPI", m.ours_two_workers_mpi())
+                        : std::string(),
                     Row("PyTorch DDP", m.ddp_one_worker()),
                     Row("PyTorch DDP", m.ddp_two_workers()),
                     Row("bare LibTorch step", m.bare_libtorch()),
@@ -60,6 +63,10 @@ std::string FormatScalingTable(const ScalingReport& report) {
                         m.ours_scaling(), m.ddp_scaling(), m.two_process_ceiling(),
                         m.ours_over_ddp_two_workers(),
                         m.harness_over_bare_update_time(), m.rss_ratio_to_ddp()));
+    if (m.has_ours_two_workers_mpi()) {
+      absl::StrAppend(&out, absl::StrFormat("  our 2w over MPI / DDP 2w %.2fx\n",
+                                            m.ours_mpi_over_ddp_two_workers()));
+    }
     if (m.allreduce_seconds_1kib() > 0) {
       absl::StrAppend(
           &out, absl::StrFormat("  Gloo all-reduce here: %.3f ms for 1 KiB, %.3f "

@@ -109,6 +109,9 @@ std::string FaultInjectionLine(const std::string& log) {
 
 std::string KilledHow(const std::string& log, const ProcessExit& exit) {
   std::string how = LastLineWith(log, "was killed by signal");
+  // Under mpirun: "mpirun noticed that process rank 1 with PID ... exited
+  // on signal 9 (Killed)."
+  if (how.empty()) how = LastLineWith(log, "exited on signal");
   if (how.empty()) how = "the train process " + exit.Describe();
   if (size_t at = how.find("rank "); at != std::string::npos) how = how.substr(at);
   return how;

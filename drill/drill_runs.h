@@ -75,7 +75,8 @@ std::string LogMessage(const std::string& line);
 std::string FaultInjectionLine(const std::string& log);
 
 // "rank 1 was killed by signal 9 (Killed)", from the launcher's line in
-// `log`, else how the train process itself ended.
+// `log` (under mpirun, from mpirun's: "rank 1 with PID ... exited on
+// signal 9 (Killed)."), else how the train process itself ended.
 std::string KilledHow(const std::string& log, const ProcessExit& exit);
 
 // A killed run that failed on its own before its injection:

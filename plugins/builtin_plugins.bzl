@@ -14,6 +14,7 @@ BUILTIN_PLUGINS = {
     "loss_weighting/class_balanced": "//weighting:class_balanced",
     "reducer/allreduce_sum": "//reducers:allreduce_sum",
     "reducer/rank_average": "//reducers:rank_average",
+    "reducer/mpi_allreduce": "//reducers:mpi_allreduce",
     "metric_dedup/by_receipt_id": "//metrics:by_receipt_id",
     "metric_dedup/none": "//metrics:none",
     "model/cnn": "//model:cnn",

@@ -6,6 +6,8 @@
 #include "plugins/plugin_registry.h"
 #include "reducers/allreduce_sum_reducer.h"
 #include "reducers/gradient_reducer.h"
+#include "reducers/mpi_allreduce.h"
+#include "reducers/mpi_allreduce_options.pb.h"
 #include "reducers/rank_average_reducer.h"
 #include "reducers/reducer_options.pb.h"
 
@@ -18,7 +20,7 @@ using ::testing::NotNull;
 
 TEST(ReducerRegistrationTest, AllBuiltinsAreRegistered) {
   EXPECT_THAT(RegisteredNames(GradientReducer::kKind),
-              IsSupersetOf({"allreduce_sum", "rank_average"}));
+              IsSupersetOf({"allreduce_sum", "mpi_allreduce", "rank_average"}));
   ASSERT_TRUE(CheckRegistries().ok());
 }
 
@@ -43,6 +45,20 @@ TEST(ReducerRegistrationTest, FactoriesBuildFromTheirOptions) {
   auto average = (*average_factory)->Create(RankAverageOptions());
   ASSERT_TRUE(average.ok()) << average.status();
   EXPECT_THAT(dynamic_cast<RankAverageReducer*>(average->get()), NotNull());
+}
+
+TEST(ReducerRegistrationTest, MpiAllreduceBuildsWithoutMpi) {
+  auto factory = FindFactory<GradientReducer>("mpi_allreduce");
+  ASSERT_TRUE(factory.ok()) << factory.status();
+  MpiAllreduceOptions options;
+  options.set_bucket_cap_bytes(2048);
+  auto reducer = (*factory)->Create(options);
+  ASSERT_TRUE(reducer.ok()) << reducer.status();
+  auto* typed = dynamic_cast<MpiAllreduceReducer*>(reducer->get());
+  ASSERT_THAT(typed, NotNull());
+  EXPECT_EQ(typed->bucket_cap_bytes(), 2048);
+  options.set_bucket_cap_bytes(-1);
+  EXPECT_EQ((*factory)->Create(options).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ReducerRegistrationTest, BadOptionsAreRejected) {

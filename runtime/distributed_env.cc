@@ -1,6 +1,7 @@
 #include "runtime/distributed_env.h"
 
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -9,12 +10,14 @@
 namespace receipt_parity {
 namespace {
 
-absl::StatusOr<int> IntVariable(const char* name, int min, int max) {
+constexpr char kTorchrunCompanions[] =
+    " is not set (RANK is: set all of RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)";
+
+absl::StatusOr<int> IntVariable(const char* name, int min, int max,
+                                const char* missing = kTorchrunCompanions) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, " is not set (RANK is: set all of RANK, WORLD_SIZE, "
-                           "MASTER_ADDR, MASTER_PORT)"));
+    return absl::InvalidArgumentError(absl::StrCat(name, missing));
   }
   int parsed = 0;
   if (!absl::SimpleAtoi(value, &parsed) || parsed < min || parsed > max) {
@@ -24,10 +27,47 @@ absl::StatusOr<int> IntVariable(const char* name, int min, int max) {
   return parsed;
 }
 
+bool IsSet(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0';
+}
+
+// A rank of an mpirun job: OMPI_COMM_WORLD_*, and MASTER_ADDR/MASTER_PORT
+// when the user gives them (else rank 0 shares its store's over MPI).
+absl::StatusOr<DistributedEnv> MpirunEnv() {
+  constexpr char kMpirunCompanions[] =
+      " is not set (OMPI_COMM_WORLD_RANK is: mpirun sets OMPI_COMM_WORLD_SIZE "
+      "and OMPI_COMM_WORLD_LOCAL_RANK)";
+  DistributedEnv env;
+  env.under_mpirun = true;
+  absl::StatusOr<int> world =
+      IntVariable("OMPI_COMM_WORLD_SIZE", 1, 1 << 20, kMpirunCompanions);
+  if (!world.ok()) return world.status();
+  env.world_size = *world;
+  for (auto [name, field] : {std::make_pair("OMPI_COMM_WORLD_RANK", &env.rank),
+                             std::make_pair("OMPI_COMM_WORLD_LOCAL_RANK", &env.local_rank)}) {
+    absl::StatusOr<int> value = IntVariable(name, 0, env.world_size - 1, kMpirunCompanions);
+    if (!value.ok()) return value.status();
+    *field = *value;
+  }
+  if (IsSet("MASTER_ADDR")) env.master_addr = std::getenv("MASTER_ADDR");
+  if (!IsSet("MASTER_PORT")) {
+    env.store_address_over_mpi = true;
+    return env;
+  }
+  absl::StatusOr<int> port = IntVariable("MASTER_PORT", 1, 65535);
+  if (!port.ok()) return port.status();
+  env.master_port = *port;
+  return env;
+}
+
 }  // namespace
 
 absl::StatusOr<std::optional<DistributedEnv>> DistributedEnvFromEnvironment() {
-  if (std::getenv("RANK") == nullptr) return std::nullopt;
+  if (std::getenv("RANK") == nullptr) {
+    if (!IsSet("OMPI_COMM_WORLD_RANK")) return std::nullopt;
+    return MpirunEnv();
+  }
   DistributedEnv env;
   absl::StatusOr<int> world = IntVariable("WORLD_SIZE", 1, 1 << 20);
   if (!world.ok()) return world.status();

@@ -15,7 +15,9 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr const char* kVariables[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK",
-                                      "MASTER_ADDR", "MASTER_PORT"};
+                                      "MASTER_ADDR", "MASTER_PORT",
+                                      "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                                      "OMPI_COMM_WORLD_LOCAL_RANK"};
 
 TEST(ElasticRestartCountTest, IsTheCountOrZero) {
   unsetenv("TORCHELASTIC_RESTART_COUNT");
@@ -127,6 +129,59 @@ TEST_F(DistributedEnvTest, EnvironmentEntriesReadBackAsTheSameEnv) {
   EXPECT_EQ((*read)->local_rank, written.local_rank);
   EXPECT_EQ((*read)->master_addr, written.master_addr);
   EXPECT_EQ((*read)->master_port, written.master_port);
+}
+
+// What mpirun sets for rank 1 of 2 on one host.
+void SetMpirunRankOne() {
+  setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+}
+
+TEST_F(DistributedEnvTest, UnderMpirunTheStoreAddressComesOverMpi) {
+  SetMpirunRankOne();
+  absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+  ASSERT_TRUE(env.ok()) << env.status();
+  ASSERT_TRUE(env->has_value());
+  const DistributedEnv& e = **env;
+  EXPECT_EQ(e.rank, 1);
+  EXPECT_EQ(e.world_size, 2);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_TRUE(e.under_mpirun);
+  EXPECT_TRUE(e.store_address_over_mpi);
+}
+
+TEST_F(DistributedEnvTest, UnderMpirunMasterPortIsHonoured) {
+  SetMpirunRankOne();
+  Set({{"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}});
+  absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_TRUE((*env)->under_mpirun);
+  EXPECT_FALSE((*env)->store_address_over_mpi);
+  EXPECT_EQ((*env)->master_addr, "10.0.0.1");
+  EXPECT_EQ((*env)->master_port, 29500);
+}
+
+TEST_F(DistributedEnvTest, RankWinsOverMpirunsVariables) {
+  SetMpirunRankOne();
+  SetTorchrunRankOne();
+  setenv("RANK", "0", 1);
+  absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ((*env)->rank, 0);
+  EXPECT_FALSE((*env)->under_mpirun);
+}
+
+TEST_F(DistributedEnvTest, BadMpirunValuesNameTheVariable) {
+  SetMpirunRankOne();
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+  EXPECT_THAT(env.status().message(), HasSubstr("OMPI_COMM_WORLD_SIZE is not set"));
+  SetMpirunRankOne();
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "5", 1);
+  env = DistributedEnvFromEnvironment();
+  EXPECT_EQ(env.status().message(),
+            "OMPI_COMM_WORLD_LOCAL_RANK=5 is not an integer in [0, 1]");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "logging/glog.h"
 #include "runtime/cpu_pinning.h"
 #include "runtime/distributed_env.h"
+#include "runtime/mpirun_launcher.h"
 #include "runtime/wait_status.h"
 
 namespace receipt_parity {
@@ -65,6 +66,7 @@ std::vector<int> RankCpus(const LaunchOptions& options) {
 
 absl::Status LaunchLocalWorkers(const LaunchOptions& options,
                                 LaunchResult* result) {
+  if (options.under_mpirun) return LaunchUnderMpirun(options, result);
   result->wait_status.assign(options.world_size, 0);
   result->failed_rank = -1;
   std::vector<pid_t> pids(options.world_size, -1);

@@ -1,6 +1,9 @@
 // The local launcher (like `torchrun --nproc_per_node=W`): starts W copies
 // of this binary, each with the torchrun environment, and watches them.
 //
+// With `under_mpirun` it starts one mpirun instead, which starts the
+// workers (runtime/mpirun_launcher.h).
+//
 // If a worker exits non-zero or dies by a signal, the launcher stops the
 // others (SIGTERM, then SIGKILL after `grace`) and reports which rank died
 // and how. Workers also die with the launcher (PR_SET_PDEATHSIG), so none
@@ -31,6 +34,13 @@ struct LaunchOptions {
   std::string program = "/proc/self/exe";
   // Pin rank r to the r-th CPU of the affinity mask (when there are enough).
   bool pin_cpus = true;
+  // Start the workers with mpirun (runtime/mpirun_launcher.h), not fork.
+  bool under_mpirun = false;
+  // Under mpirun: environment variables of the form "VALUE:<this pid>" that
+  // tell a worker its parent (the launcher) prepared something (the run
+  // folder's lock); for mpirun's workers, whose parent is mpirun, the pid is
+  // rewritten to mpirun's.
+  std::vector<std::string> parent_pid_variables;
 };
 
 struct LaunchResult {
@@ -44,6 +54,7 @@ struct LaunchResult {
 // result's sense is: OK when every worker exited 0, otherwise Aborted with
 // e.g. "rank 1 was killed by signal 9 (Killed); stopped the other ranks".
 // A worker that exits with code 3 (parity failed) is reported as such.
+// With options.under_mpirun: LaunchUnderMpirun.
 absl::Status LaunchLocalWorkers(const LaunchOptions& options,
                                 LaunchResult* result);
 

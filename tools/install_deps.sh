@@ -29,6 +29,8 @@ PACKAGES=(
   zlib1g-dev
   python3-venv         # the torch virtual environment
   iproute2             # network namespaces for the across-hosts test
+  libopenmpi-dev       # OpenMPI 4.1: the mpi_allreduce reducer (headers, -lmpi)
+  openmpi-bin          # mpirun: run { launcher: "mpirun" } and the MPI tests
 )
 
 install_debian_packages() {

@@ -280,6 +280,10 @@ absl::Status ValidateRunOptions(const RunOptions& run, int world_size) {
   if (run.master_addr().empty()) {
     return Invalid("run.master_addr", "must not be empty (unset: 127.0.0.1)");
   }
+  if (run.launcher() != "local" && run.launcher() != "mpirun") {
+    return Invalid("run.launcher",
+                   absl::StrCat("unknown '", run.launcher(), "'; known: local, mpirun"));
+  }
   return ValidateFault(run.fault(), world_size);
 }
 
@@ -324,6 +328,7 @@ void ApplyDefaults(TrainingConfig* c) {
   if (!run->has_collective_timeout_seconds()) run->set_collective_timeout_seconds(60);
   if (!run->has_intra_op_threads()) run->set_intra_op_threads(1);
   if (!run->has_master_addr()) run->set_master_addr("127.0.0.1");
+  if (!run->has_launcher()) run->set_launcher("local");
   if (!run->fault().has_kill_generation()) run->mutable_fault()->set_kill_generation(1);
 }
 

@@ -68,6 +68,7 @@ TEST(ConfigLoaderTest, UnsetFieldsKeepTodaysDefaults) {
   EXPECT_EQ(c.run().collective_timeout_seconds(), 60);
   EXPECT_EQ(c.run().intra_op_threads(), 1);
   EXPECT_EQ(c.run().master_addr(), "127.0.0.1");
+  EXPECT_EQ(c.run().launcher(), "local");
   EXPECT_EQ(c.run().fault().kill_generation(), 1);
 }
 
@@ -368,6 +369,8 @@ TEST(ConfigLoaderTest, WrittenZerosAreCheckedNotReplaced) {
        "z.pbtxt:7:7: run.collective_timeout_seconds: must be >= 1"},
       {"run { intra_op_threads: 0 }", "z.pbtxt:7:7: run.intra_op_threads: must be >= 1"},
       {"run { master_addr: \"\" }", "z.pbtxt:7:7: run.master_addr: must not be empty"},
+      {"run { launcher: \"slurm\" }",
+       "z.pbtxt:7:7: run.launcher: unknown 'slurm'; known: local, mpirun"},
       {"run { fault { kill_point: \"mid_shard\" kill_rank: 1 kill_generation: 0 } }",
        "z.pbtxt:7:52: run.fault.kill_generation: must be >= 1, got 0"},
       {"run { fault { kill_point: \"sideways\" kill_rank: 1 } }",

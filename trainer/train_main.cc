@@ -6,7 +6,9 @@
 //   update: all that parity needs), then launches W local worker processes
 //   (torchrun conventions) and watches them.
 // RANK set (this launcher, `torchrun --no-python`, a scheduler, another
-//   host): runs as that one rank and writes DIR/ (rank 0).
+//   host), or OMPI_COMM_WORLD_RANK (mpirun): runs as that one rank and
+//   writes DIR/ (rank 0). `run { launcher: "mpirun" }` makes the launcher
+//   start its workers with mpirun (trainer/rank_transport.h).
 // The folder's states (fresh, resume, finished, another config) and
 // --overwrite: trainer/run_folder_setup.h. A finished run asked for no
 // more updates trains nothing and exits 0.
@@ -35,6 +37,7 @@
 #include "plugins/plugin_registry.h"
 #include "runtime/distributed_env.h"
 #include "runtime/launcher.h"
+#include "runtime/mpi_world.h"
 #include "runtime/cuda_support_loader.h"
 #include "runtime/process_group.h"
 #include "trainer/artifacts.pb.h"
@@ -44,6 +47,7 @@
 #include "trainer/run_folder.h"
 #include "trainer/run_folder_setup.h"
 #include "trainer/plugin_listing.h"
+#include "trainer/rank_transport.h"
 #include "trainer/training_run.h"
 
 ABSL_FLAG(std::string, config, "", "Training config (text proto), e.g. configs/one_worker.pbtxt.");
@@ -183,8 +187,8 @@ int ReportFinished(const RunFolderDecision& decision) {
   return 0;
 }
 
-int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
-              const std::string& out) {
+int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
+            const std::string& out) {
   const TrainingConfig& config = loaded.config;
   if (env.world_size != config.world_size()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat(
@@ -221,12 +225,16 @@ int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
     }
   }
   const CudaSupport* nccl = config.backend() == "nccl" ? LoadedCudaSupport() : nullptr;
+  // MPI for mpi_allreduce (after the folder: nothing forks after MPI_Init).
+  absl::StatusOr<DistributedEnv> joining = PrepareRankTransport(config, env);
+  if (!joining.ok()) return Fail(joining.status());
   absl::StatusOr<ProcessGroupHandle> group = ConnectProcessGroup(
-      env, std::chrono::seconds(config.run().collective_timeout_seconds()), nccl);
+      *joining, std::chrono::seconds(config.run().collective_timeout_seconds()), nccl);
   if (!group.ok()) return Fail(group.status());
   LOG(INFO) << "rank " << env.rank << "/" << env.world_size << ": joined the "
             << (nccl != nullptr ? "Gloo (CPU) and NCCL (CUDA)" : "Gloo")
-            << " process group at " << env.master_addr << ":" << env.master_port;
+            << " process group at " << joining->master_addr << ":" << joining->master_port
+            << (MpiStarted() ? "; gradients over MPI" : "");
   absl::StatusOr<bool> finished = AgreeRunFinished(
       *group, env.rank, env.world_size, folder.has_value() && folder->decision.finished);
   if (!finished.ok()) return Fail(finished.status());
@@ -259,6 +267,16 @@ int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
   return 0;
 }
 
+// RunRank, then MPI_Finalize where MPI was started and the run did not
+// fail: a failed rank exits without it, and mpirun ends the job.
+int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
+              const std::string& out) {
+  const int code = RunRank(loaded, env, out);
+  if (code != 0 && code != kExitCheckFailed) return code;
+  if (absl::Status s = FinishMpi(); !s.ok()) return Fail(s);
+  return code;
+}
+
 int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
            char** argv) {
   const TrainingConfig& config = loaded.config;
@@ -276,11 +294,14 @@ int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
   options.world_size = config.world_size();
   options.master_addr = config.run().master_addr();
   options.master_port = *port;
+  options.under_mpirun = config.run().launcher() == "mpirun";
+  options.parent_pid_variables = {kRunLockHeldEnv};
   for (int i = 1; i < argc; ++i) {
     if (!IsOverwriteFlag(argv[i])) options.args.push_back(argv[i]);
   }
   options.args.push_back("--out=" + out);
-  LOG(INFO) << "launching " << options.world_size << " workers (MASTER_ADDR="
+  LOG(INFO) << "launching " << options.world_size << " workers"
+            << (options.under_mpirun ? " under mpirun" : "") << " (MASTER_ADDR="
             << options.master_addr << " MASTER_PORT=" << options.master_port << ")";
   LaunchResult result;
   absl::Status status = LaunchLocalWorkers(options, &result);
@@ -289,7 +310,8 @@ int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
               << "/)" << std::endl;
     return 0;
   }
-  if (result.failed_rank == 0 && WIFEXITED(result.wait_status[0]) &&
+  // Under mpirun, mpirun's exit is rank 0's 3 (only rank 0 judges parity).
+  if ((result.failed_rank == 0 || options.under_mpirun) && WIFEXITED(result.wait_status[0]) &&
       WEXITSTATUS(result.wait_status[0]) == kExitCheckFailed) {
     return kExitCheckFailed;
   }
@@ -328,6 +350,7 @@ int Main(int argc, char** argv) {
   }
   absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
   if (!env.ok()) return Fail(env.status());
+  if (absl::Status s = CheckLauncherFits(*loaded, *env); !s.ok()) return Fail(s);
   if (env->has_value()) return RunAsRank(*loaded, **env, out);
   if (loaded->config.world_size() == 1) {
     // One worker: this run is the reference (with its checkpoints, if any).

@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""Ranks of the REAL train binary under a real mpirun: the mpi_allreduce
+reducer (under an outside mpirun, its store's address shared over MPI, and
+under run { launcher: "mpirun" }) trains bitwise what allreduce_sum trains;
+a killed rank ends the job non-zero and the restart resumes from the newest
+advertised generation; what is refused. Runs as root inside bazel test
+with what OpenMPI needs there."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import integration_support as support  # pylint: disable=wrong-import-position
+
+CHECKPOINTS = "checkpoint { every_updates: 2 keep_last: 2 }"
+
+
+def config(tmp, name, reducer, launcher="local"):
+  return support.write(
+      os.path.join(tmp, name + ".pbtxt"),
+      support.small_config(ids=40, world=2, epochs=2, reducer=reducer,
+                           run_extra='launcher: "%s"' % launcher, extra=CHECKPOINTS))
+
+
+def mpirun_env():
+  """What an outside mpirun needs as root in a container under bazel test:
+  the run-as-root variables and a short TMPDIR."""
+  env = dict(os.environ)
+  for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+    env.pop(key, None)
+  env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+             TMPDIR=tempfile.mkdtemp(prefix="ompi", dir="/tmp"))
+  return env
+
+
+def outside_mpirun(*args, env=None):
+  command = ["mpirun", "-np", "2", "--oversubscribe", "--mca", "pml", "ob1",
+             "--mca", "btl", "self,vader", "--mca", "mpi_yield_when_idle", "1",
+             support.TRAIN, *args]
+  return subprocess.run(command, capture_output=True, text=True, timeout=240,
+                        env=env or mpirun_env())
+
+
+def first_update(out):
+  step = support.load(os.path.join(out, "first_step.json"))
+  return step["gradients"], step["parameters_after"]
+
+
+def final_hash(out):
+  return support.load(os.path.join(out, "run_summary.json"))["final_parameter_hash"]
+
+
+class MpiRunTest(unittest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    cls.tmp = support.temp_dir("mpi")
+    # The same training, reduced over Gloo (ranks under the launcher's
+    # mpirun) and over MPI (an outside mpirun, then the launcher's).
+    cls.gloo_out = os.path.join(cls.tmp, "gloo")
+    cls.gloo = support.run_train(
+        "--config=" + config(cls.tmp, "gloo", "allreduce_sum", "mpirun"),
+        "--out=" + cls.gloo_out, env=mpirun_env())
+    cls.outside_out = os.path.join(cls.tmp, "outside")
+    cls.outside = outside_mpirun("--config=" + config(cls.tmp, "mpi", "mpi_allreduce"),
+                                 "--out=" + cls.outside_out)
+    cls.launched_out = os.path.join(cls.tmp, "launched")
+    cls.launched = support.run_train(
+        "--config=" + config(cls.tmp, "mpi_launched", "mpi_allreduce", "mpirun"),
+        "--out=" + cls.launched_out, env=mpirun_env())
+
+  def test_every_run_finished(self):
+    for result in (self.gloo, self.outside, self.launched):
+      self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+
+  def test_the_launcher_logs_its_mpirun_command_with_the_defaults(self):
+    for result in (self.gloo, self.launched):
+      self.assertIn("launcher: mpirun -np 2 --oversubscribe --mca pml ob1 --mca btl "
+                    "self,vader --mca mpi_yield_when_idle 1", result.stderr)
+      self.assertEqual("--allow-run-as-root" in result.stderr, os.getuid() == 0)
+    self.assertIn("gradients over MPI", self.launched.stderr)
+    self.assertNotIn("gradients over MPI", self.gloo.stderr)
+
+  def test_mpi_allreduce_is_bitwise_allreduce_sum_for_two_ranks(self):
+    gloo_gradients, gloo_after = first_update(self.gloo_out)
+    for out in (self.outside_out, self.launched_out):
+      gradients, after = first_update(out)
+      self.assertEqual(gradients, gloo_gradients, out)
+      self.assertEqual(after, gloo_after, out)
+      self.assertEqual(final_hash(out), final_hash(self.gloo_out), out)
+      parity = support.load(os.path.join(out, "parity.json"))
+      self.assertTrue(parity["pass"])
+      self.assertEqual(parity["reducer"], "mpi_allreduce")
+
+  def test_a_killed_rank_ends_the_job_and_the_restart_resumes(self):
+    path = config(self.tmp, "killed", "mpi_allreduce", "mpirun")
+    out = os.path.join(self.tmp, "killed")
+    killed = support.run_train("--config=" + path, "--out=" + out, "--kill_phase=allreduce",
+                               "--kill_rank=1", "--kill_update=5", env=mpirun_env())
+    self.assertEqual(killed.returncode, 1, killed.stdout + killed.stderr)
+    self.assertIn("mpirun exited with status", killed.stderr)
+    self.assertIn("rank 1", killed.stderr)
+    resumed = support.run_train("--config=" + path, "--out=" + out, env=mpirun_env())
+    self.assertEqual(resumed.returncode, 0, resumed.stdout + resumed.stderr)
+    resume = support.load(os.path.join(out, "resume.json"))
+    self.assertEqual(resume["generation"], 2)
+    self.assertEqual(final_hash(out), final_hash(self.launched_out))
+
+  def test_mpi_allreduce_without_mpirun_is_a_config_error(self):
+    path = config(self.tmp, "no_mpirun", "mpi_allreduce")
+    local = support.run_train("--config=" + path, "--out=" + os.path.join(self.tmp, "n1"))
+    self.assertEqual(local.returncode, 2, local.stderr)
+    self.assertIn("reducer.name: mpi_allreduce needs ranks started by mpirun, but "
+                  "run.launcher is 'local'", local.stderr)
+    torchrun = support.run_train(
+        "--config=" + path, "--out=" + os.path.join(self.tmp, "n2"),
+        env={"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+             "MASTER_PORT": str(support.free_port())})
+    self.assertEqual(torchrun.returncode, 2, torchrun.stderr)
+    self.assertIn("but RANK is set", torchrun.stderr)
+
+  def test_outside_mpirun_without_master_port_needs_mpi_allreduce(self):
+    result = outside_mpirun("--config=" + config(self.tmp, "gloo_outside", "allreduce_sum"),
+                            "--out=" + os.path.join(self.tmp, "n3"))
+    self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+    self.assertIn("pass MASTER_ADDR and MASTER_PORT (mpirun -x)", result.stderr)
+
+
+if __name__ == "__main__":
+  unittest.main()
