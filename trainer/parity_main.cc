@@ -154,7 +154,7 @@ void PrintSummary(const SimulatedParityRequest& parity, const ParityReport& repo
 // The layer audit of the config's model, for split.size() ranks.
 absl::StatusOr<LayerAudit> AuditSimulatedModel(const LoadedConfig& loaded,
                                                const std::vector<int>& split) {
-  absl::StatusOr<std::shared_ptr<Classifier>> model = BuildClassifier(loaded.model);
+  absl::StatusOr<std::shared_ptr<Classifier>> model = loaded.model.Build();
   if (!model.ok()) return loaded.locator->Locate(model.status());
   return AuditRunModel(loaded, **model, static_cast<int>(split.size()));
 }
