@@ -1,7 +1,6 @@
 #include "bench/scaling_runs.h"
 
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -14,8 +13,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/string_view.h"
 #include "bench/receipt_pool.h"
 #include "bench/scaling_plan.h"
 #include "bench/scaling_report.pb.h"
@@ -26,6 +23,7 @@
 #include "io/json_file.h"
 #include "reducers/reducer_options.pb.h"
 #include "runtime/cpu_pinning.h"
+#include "runtime/mpirun_launcher.h"
 #include "runtime/subprocess.h"
 #include "trainer/artifacts.pb.h"
 
@@ -107,19 +105,6 @@ TrainingConfig WithBuckets(TrainingConfig config, TrainerVariant how,
   config.mutable_reducer()->set_name("allreduce_sum");
   config.mutable_reducer()->mutable_options()->PackFrom(options);
   return config;
-}
-
-// Whether OpenMPI's mpirun (or $MPIRUN) is there for the MPI run.
-bool MpirunInPath() {
-  const char* named = std::getenv("MPIRUN");
-  if (named != nullptr && *named != '\0') return access(named, X_OK) == 0;
-  const char* path = std::getenv("PATH");
-  for (const absl::string_view folder : absl::StrSplit(path == nullptr ? "" : path, ':')) {
-    if (!folder.empty() && access(absl::StrCat(folder, "/mpirun").c_str(), X_OK) == 0) {
-      return true;
-    }
-  }
-  return false;
 }
 
 // A baseline's own result and the report's view of the same run.
@@ -243,7 +228,7 @@ class ScalingRunner::Impl {
          ours(2, TrainerVariant::kBucketsNotOverlapped)},
     };
     // Where mpirun is installed; --smoke: only where communication binds.
-    if (MpirunInPath() && (!settings_.smoke || m->name() == "communication_bound")) {
+    if (MpirunInstalled() && (!settings_.smoke || m->name() == "communication_bound")) {
       variants.push_back({[](ModelScaling* s) { return s->mutable_ours_two_workers_mpi(); },
                           ours(2, TrainerVariant::kOverMpi)});
     }

@@ -12,6 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "logging/glog.h"
 #include "runtime/wait_status.h"
 
@@ -21,11 +23,6 @@ namespace {
 // Longer TMPDIRs (Bazel's test folders) overflow the Unix socket paths in
 // OpenMPI's session folder.
 constexpr size_t kLongestTmpdir = 60;
-
-std::string MpirunProgram() {
-  const char* named = std::getenv("MPIRUN");
-  return named != nullptr && *named != '\0' ? named : "mpirun";
-}
 
 // In the child, before exec: "VALUE:<launcher pid>" becomes
 // "VALUE:<mpirun's pid>" (this process becomes mpirun).
@@ -60,6 +57,23 @@ pid_t StartMpirun(const std::vector<std::string>& command,
 }
 
 }  // namespace
+
+std::string MpirunProgram() {
+  const char* named = std::getenv("MPIRUN");
+  return named != nullptr && *named != '\0' ? named : "mpirun";
+}
+
+bool MpirunInstalled() {
+  const std::string program = MpirunProgram();
+  if (program.find('/') != std::string::npos) return access(program.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  for (const absl::string_view folder : absl::StrSplit(path == nullptr ? "" : path, ':')) {
+    if (!folder.empty() && access(absl::StrCat(folder, "/", program).c_str(), X_OK) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
 
 std::vector<std::string> MpirunCommandLine(const LaunchOptions& options,
                                            const std::string& program) {

@@ -25,6 +25,14 @@
 
 namespace receipt_parity {
 
+// The mpirun the launcher runs: $MPIRUN when set and not empty, else
+// "mpirun" (looked up in PATH).
+std::string MpirunProgram();
+
+// Whether MpirunProgram() names an executable: $MPIRUN itself, or an
+// executable `mpirun` in one of PATH's folders.
+bool MpirunInstalled();
+
 // The argv of mpirun that starts options.world_size copies of `program`
 // with options.args, each with MASTER_ADDR and MASTER_PORT from `options`
 // (passed with -x), and the defaults above for this process's uid and TMPDIR.
