@@ -27,14 +27,9 @@ std::string BucketContext(int64_t bytes) {
 
 absl::StatusOr<AllreduceSumReducer> AllreduceSumReducer::Create(
     int64_t bucket_cap_bytes, bool overlap_backward) {
-  if (bucket_cap_bytes < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bucket_cap_bytes: must be >= 0 (0 = default ",
-        kDefaultBucketCapBytes, "), got ", bucket_cap_bytes));
-  }
-  return AllreduceSumReducer(
-      bucket_cap_bytes == 0 ? kDefaultBucketCapBytes : bucket_cap_bytes,
-      overlap_backward);
+  absl::StatusOr<int64_t> cap = BucketCapBytes(bucket_cap_bytes);
+  if (!cap.ok()) return cap.status();
+  return AllreduceSumReducer(*cap, overlap_backward);
 }
 
 std::vector<GradientBucket> AllreduceSumReducer::PlanBuckets(

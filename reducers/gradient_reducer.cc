@@ -1,5 +1,7 @@
 #include "reducers/gradient_reducer.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace receipt_parity {
 
 std::vector<GradientBucket> PlanBuckets(const std::vector<at::Tensor>& tensors,
@@ -24,6 +26,15 @@ std::vector<GradientBucket> PlanBuckets(const std::vector<at::Tensor>& tensors,
 std::vector<GradientBucket> GradientReducer::PlanBuckets(
     const std::vector<at::Tensor>& gradients) const {
   return receipt_parity::PlanBuckets(gradients, kDefaultBucketCapBytes);
+}
+
+absl::StatusOr<int64_t> BucketCapBytes(int64_t bucket_cap_bytes) {
+  if (bucket_cap_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bucket_cap_bytes: must be >= 0 (0 = default ",
+        GradientReducer::kDefaultBucketCapBytes, "), got ", bucket_cap_bytes));
+  }
+  return bucket_cap_bytes == 0 ? GradientReducer::kDefaultBucketCapBytes : bucket_cap_bytes;
 }
 
 }  // namespace receipt_parity

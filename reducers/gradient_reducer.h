@@ -28,6 +28,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace c10d {
 class ProcessGroup;
@@ -57,6 +58,11 @@ struct GradientBucket {
 // defined.
 std::vector<GradientBucket> PlanBuckets(const std::vector<at::Tensor>& tensors,
                                         int64_t bucket_cap_bytes);
+
+// A reducer option `bucket_cap_bytes` as the cap PlanBuckets takes: 0 means
+// GradientReducer::kDefaultBucketCapBytes; negative is InvalidArgument
+// naming `bucket_cap_bytes`.
+absl::StatusOr<int64_t> BucketCapBytes(int64_t bucket_cap_bytes);
 
 class GradientReducer {
  public:

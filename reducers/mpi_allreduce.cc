@@ -69,13 +69,9 @@ absl::Status MpiAllreduceSumInPlace(at::Tensor& flat_bucket) {
 }
 
 absl::StatusOr<MpiAllreduceReducer> MpiAllreduceReducer::Create(int64_t bucket_cap_bytes) {
-  if (bucket_cap_bytes < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bucket_cap_bytes: must be >= 0 (0 = default ", kDefaultBucketCapBytes, "), got ",
-        bucket_cap_bytes));
-  }
-  return MpiAllreduceReducer(bucket_cap_bytes == 0 ? kDefaultBucketCapBytes
-                                                   : bucket_cap_bytes);
+  absl::StatusOr<int64_t> cap = BucketCapBytes(bucket_cap_bytes);
+  if (!cap.ok()) return cap.status();
+  return MpiAllreduceReducer(*cap);
 }
 
 std::vector<GradientBucket> MpiAllreduceReducer::PlanBuckets(
