@@ -43,6 +43,11 @@ const std::vector<Pinned>& PinnedFingerprints() {
       {"configs/two_worker_model_plugin.pbtxt",
        "6d6ee21d51c854797b5d0db00c78b7d702471728",
        "c16cfed2d292413cf4d2ec394e46cbe0e76bf99a"},
+      // two_worker_masked_tail.pbtxt over OpenMPI: the reducer is in the
+      // fingerprint (its reference's too), the launcher is not.
+      {"configs/two_worker_mpi.pbtxt",
+       "5587498b245fd012ac83f1a038205bf15b7b5715",
+       "b6f6ef5c74476c42690b542d57760b1faceeb9b3"},
       {"configs/two_worker_rank_mean_wrong.pbtxt",
        "303fc4d44108db2d5eb810c4d67139cf2ad3f01c",
        "c87cca911091397f5f0323195381e5139c8e9bb9"},
