@@ -13,6 +13,8 @@ inline constexpr char kOneWorkerDir[] = "one_worker";
 inline constexpr char kOneWorkerRunDir[] = "one_worker/reference";
 inline constexpr char kSimulatedParityDir[] = "parity_simulated";
 inline constexpr char kTwoWorkerDir[] = "two_worker";
+// The same two-worker run over OpenMPI; made only where mpirun is installed.
+inline constexpr char kTwoWorkerMpiDir[] = "two_worker_mpi";
 inline constexpr char kFaultDrillDir[] = "fault_drill";
 // The checkpoints of the drill's killed-and-resumed run, inside its folder.
 inline constexpr char kFaultDrillCheckpointsDir[] = "interrupted/checkpoints";

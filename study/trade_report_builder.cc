@@ -175,6 +175,36 @@ CheckpointFigures SummariseCheckpointCost(
   return figures;
 }
 
+absl::StatusOr<MpiFigures> SummariseMpi(
+    const std::optional<MpiRunArtifacts>& mpi, const RunFigures& gloo) {
+  MpiFigures figures;
+  if (!mpi.has_value()) {
+    figures.set_status(kNotMeasured);
+    figures.set_note(kMpirunNotInstalled);
+    return figures;
+  }
+  if (mpi->run.summary.world_size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        mpi->run.source, "/run_summary.json: world_size is ",
+        mpi->run.summary.world_size(), "; the run over MPI needs at least 2"));
+  }
+  absl::StatusOr<RunFigures> run = SummariseRun(mpi->run);
+  if (!run.ok()) return run.status();
+  figures.set_status(kMeasured);
+  figures.set_source(mpi->run.source);
+  *figures.mutable_run() = *std::move(run);
+  if (gloo.examples_per_second() > 0) {
+    figures.set_over_gloo_examples_per_second(
+        figures.run().examples_per_second() / gloo.examples_per_second());
+  }
+  figures.set_final_parameters_equal_to_gloo(
+      !gloo.final_parameter_hash().empty() &&
+      figures.run().final_parameter_hash() == gloo.final_parameter_hash());
+  *figures.mutable_parity() = SummariseParity(mpi->parity);
+  figures.set_parity_verdict(figures.parity().verdict());
+  return figures;
+}
+
 double LossCurvesMaxAbsDiff(const RunFigures& a, const RunFigures& b) {
   const int common = std::min(a.loss_curve_size(), b.loss_curve_size());
   if (common == 0) return -1;
@@ -227,6 +257,10 @@ absl::StatusOr<TradeReport> BuildTradeReport(const TradeReportInputs& inputs) {
   *report.mutable_recovery() = SummariseRecovery(inputs.recovery);
   *report.mutable_checkpoint_cost() =
       SummariseCheckpointCost(inputs.checkpoint_cost);
+  absl::StatusOr<MpiFigures> mpi =
+      SummariseMpi(inputs.two_workers_mpi, report.two_workers());
+  if (!mpi.ok()) return mpi.status();
+  *report.mutable_two_workers_mpi() = *std::move(mpi);
   report.set_picture(inputs.picture);
   return report;
 }

@@ -38,6 +38,16 @@ struct RunArtifacts {
   ValidationReport validation;
 };
 
+// The two-worker run over OpenMPI: its run and its parity.json.
+struct MpiRunArtifacts {
+  RunArtifacts run;
+  Sourced<ParityReport> parity;
+};
+
+// Why a study has no two-worker run over MPI: its stage runs only where
+// OpenMPI's mpirun is installed.
+inline constexpr char kMpirunNotInstalled[] = "OpenMPI's mpirun is not installed";
+
 struct TradeReportInputs {
   RunArtifacts one_worker;
   RunArtifacts two_workers;
@@ -50,6 +60,8 @@ struct TradeReportInputs {
   // The two-worker run's RunSummary.checkpoint, or nullopt when the run
   // saved no generation.
   std::optional<Sourced<CheckpointCost>> checkpoint_cost;
+  // The two-worker run over MPI, or nullopt when the study did not run it.
+  std::optional<MpiRunArtifacts> two_workers_mpi;
   // File name of the picture, recorded in the report.
   std::string picture = "trade_report.svg";
 };
@@ -57,12 +69,12 @@ struct TradeReportInputs {
 // Builds the report. Figures are carried over unchanged where an artifact
 // has them (examples/s, sync share, per-class metrics, parity differences)
 // and summed or averaged as trade_report.proto documents otherwise.
-// Missing recovery or checkpoint figures give status "not measured" with a
-// note, never an error.
+// Missing recovery, checkpoint or MPI figures give status "not measured"
+// with a note (for MPI, kMpirunNotInstalled), never an error.
 // Errors: InvalidArgument naming the source when an input contradicts what
-// it must be: one_worker with world_size != 1, two_workers with world_size
-// < 2, a run whose timing does not hold one entry per rank, a run with no
-// updates.
+// it must be: one_worker with world_size != 1, two_workers or the MPI run
+// with world_size < 2, a run whose timing does not hold one entry per rank,
+// a run with no updates.
 absl::StatusOr<TradeReport> BuildTradeReport(const TradeReportInputs& inputs);
 
 }  // namespace receipt_parity

@@ -44,6 +44,7 @@ TEST(TradeReportBuilderTest, EveryKeyOfTheFormatIsWritten) {
   inputs.recovery = Sourced<RecoveryReport>{"recovery.json", TestRecovery(true)};
   inputs.checkpoint_cost =
       Sourced<CheckpointCost>{"run_summary.json", TestCheckpointCost()};
+  inputs.two_workers_mpi = TestMpiRun();
   const std::string json = ToJson(Build(inputs));
   std::set<const Descriptor*> visited;
   std::set<std::string> names;
@@ -195,6 +196,54 @@ TEST(TradeReportBuilderTest, CarriesCheckpointCost) {
   EXPECT_EQ(cost.status(), kNotMeasured);
   EXPECT_THAT(cost.note(), HasSubstr("no generation saved"));
   EXPECT_DOUBLE_EQ(cost.cost().bytes_per_generation(), 0);
+}
+
+TEST(TradeReportBuilderTest, WithoutARunOverMpiItIsNotMeasuredForWantOfMpirun) {
+  const MpiFigures mpi = Build(TestInputs()).two_workers_mpi();
+  EXPECT_EQ(mpi.status(), kNotMeasured);
+  EXPECT_EQ(mpi.note(), "OpenMPI's mpirun is not installed");
+  EXPECT_FALSE(mpi.has_run());
+  EXPECT_TRUE(mpi.source().empty());
+  EXPECT_TRUE(mpi.parity_verdict().empty());
+}
+
+TEST(TradeReportBuilderTest, CarriesTheRunOverMpiBesideGloo) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.two_workers_mpi = TestMpiRun();
+  MpiFigures mpi = Build(inputs).two_workers_mpi();
+  EXPECT_EQ(mpi.status(), kMeasured);
+  EXPECT_EQ(mpi.source(), "two_worker_mpi");
+  EXPECT_TRUE(mpi.note().empty());
+  EXPECT_EQ(mpi.run().world_size(), 2);
+  EXPECT_DOUBLE_EQ(mpi.run().examples_per_second(), 2500.5);
+  EXPECT_DOUBLE_EQ(mpi.run().sync_share(), 0.05);
+  EXPECT_DOUBLE_EQ(mpi.over_gloo_examples_per_second(), 2500.5 / 2000.5);
+  EXPECT_TRUE(mpi.final_parameters_equal_to_gloo());
+  EXPECT_EQ(mpi.parity_verdict(), kPass);
+  EXPECT_EQ(mpi.parity().source(), "two_worker_mpi/parity.json");
+  EXPECT_EQ(mpi.parity().reducer(), "mpi_allreduce");
+
+  inputs.two_workers_mpi->run.summary.set_final_parameter_hash("other");
+  inputs.two_workers_mpi->parity.message.set_pass(false);
+  mpi = Build(inputs).two_workers_mpi();
+  EXPECT_FALSE(mpi.final_parameters_equal_to_gloo());
+  EXPECT_EQ(mpi.parity_verdict(), kFail);
+}
+
+TEST(TradeReportBuilderTest, RejectsARunOverMpiOfTheWrongShapeNamingTheFile) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.two_workers_mpi = TestMpiRun();
+  inputs.two_workers_mpi->run.summary.set_world_size(1);
+  absl::StatusOr<TradeReport> report = BuildTradeReport(inputs);
+  EXPECT_EQ(report.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(report.status().message(),
+              HasSubstr("two_worker_mpi/run_summary.json: world_size is 1"));
+
+  inputs.two_workers_mpi = TestMpiRun();
+  inputs.two_workers_mpi->run.summary.set_updates(0);
+  report = BuildTradeReport(inputs);
+  EXPECT_THAT(report.status().message(),
+              HasSubstr("two_worker_mpi/run_summary.json: updates is 0"));
 }
 
 TEST(TradeReportBuilderTest, LossCurvesThatDoNotLineUpAreNotCompared) {

@@ -45,6 +45,24 @@ absl::Status ReadRun(const std::string& study_dir, const std::string& run_dir,
       &run->validation);
 }
 
+// The two-worker run over MPI, when the study made its folder.
+absl::Status ReadMpiRun(const std::string& study_dir, TradeReportInputs* inputs) {
+  if (!fs::is_directory(Join(study_dir, layout::kTwoWorkerMpiDir))) {
+    return absl::OkStatus();
+  }
+  MpiRunArtifacts mpi;
+  if (absl::Status s = ReadRun(study_dir, layout::kTwoWorkerMpiDir, &mpi.run);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<Sourced<ParityReport>> parity = ReadSourced<ParityReport>(
+      study_dir, absl::StrCat(layout::kTwoWorkerMpiDir, "/", layout::kParity));
+  if (!parity.ok()) return parity.status();
+  mpi.parity = *std::move(parity);
+  inputs->two_workers_mpi = std::move(mpi);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<TradeReportInputs> LoadTradeReportInputs(
@@ -88,6 +106,7 @@ absl::StatusOr<TradeReportInputs> LoadTradeReportInputs(
                      " checkpoint"),
         inputs.two_workers.summary.checkpoint()};
   }
+  if (absl::Status s = ReadMpiRun(study_dir, &inputs); !s.ok()) return s;
   inputs.picture = layout::kTradeReportPicture;
   return inputs;
 }

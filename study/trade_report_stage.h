@@ -17,9 +17,11 @@ namespace receipt_parity {
 //   two_worker/{run_summary,validation,parity}.json
 //   parity_simulated/parity.json
 //   sampler_audit_duplicate_pad.json, sampler_audit_masked_tail.json
-// and, when present, recovery.json (the fault drill's RecoveryReport); the
-// checkpoint cost is the two-worker run's RunSummary.checkpoint. A missing
-// recovery.json or checkpoint record is "not measured", not an error.
+// and, when present, recovery.json (the fault drill's RecoveryReport) and
+// the folder two_worker_mpi/ (then its run_summary, validation and parity
+// .json are required); the checkpoint cost is the two-worker run's
+// RunSummary.checkpoint. A missing recovery.json, checkpoint record or
+// two_worker_mpi/ is "not measured", not an error.
 // Errors: NotFound / InvalidArgument from ReadJsonFile naming the file for
 // a missing or malformed required artifact.
 absl::StatusOr<TradeReportInputs> LoadTradeReportInputs(

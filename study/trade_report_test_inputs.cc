@@ -182,6 +182,17 @@ CheckpointCost TestCheckpointCost() {
   return c;
 }
 
+MpiRunArtifacts TestMpiRun() {
+  MpiRunArtifacts mpi;
+  mpi.run = TestRun(2, 1e-6);
+  mpi.run.source = "two_worker_mpi";
+  mpi.run.summary.set_examples_per_second(2500.5);
+  mpi.run.summary.set_sync_share(0.05);
+  mpi.parity = {"two_worker_mpi/parity.json", TestParity(false)};
+  mpi.parity.message.set_reducer("mpi_allreduce");
+  return mpi;
+}
+
 TradeReportInputs TestInputs() {
   TradeReportInputs inputs;
   inputs.one_worker = TestRun(1);
