@@ -8,9 +8,11 @@
 namespace receipt_parity {
 namespace svg {
 
-// The runs' colours: one worker, two workers, gradient sync.
+// The runs' colours: one worker, two workers, two workers over MPI,
+// gradient sync.
 inline constexpr char kOneColor[] = "#1f5fa8";
 inline constexpr char kTwoColor[] = "#e8710a";
+inline constexpr char kMpiColor[] = "#1b998b";
 inline constexpr char kSyncColor[] = "#8250df";
 
 // `text` with &, <, > and " escaped.

@@ -1,6 +1,7 @@
 #include "study/trade_report_markdown.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -71,6 +72,21 @@ std::string PeakRss(const RunFigures& run, int rank) {
   return kDash;
 }
 
+// "2010.5 examples/s, 1.01× Gloo; final parameters equal to Gloo's: yes;
+// parity pass", or "not measured (why)".
+std::string MpiLine(const MpiFigures& mpi) {
+  if (mpi.status() != kMeasured) {
+    return mpi.note().empty() ? kNotMeasured
+                              : absl::StrCat(kNotMeasured, " (", mpi.note(), ")");
+  }
+  return absl::StrCat(Fixed(mpi.run().examples_per_second(), 1),
+                      " examples/s, ", Fixed(mpi.over_gloo_examples_per_second(), 2),
+                      "× Gloo; sync ", Percent(mpi.run().sync_share()),
+                      " of an update; final parameters equal to Gloo's: ",
+                      YesNo(mpi.final_parameters_equal_to_gloo()), "; parity ",
+                      mpi.parity_verdict());
+}
+
 void AppendThroughput(const TradeReport& report, std::string* md) {
   const RunFigures& one = report.one_worker();
   const RunFigures& two = report.two_workers();
@@ -130,6 +146,34 @@ void AppendThroughput(const TradeReport& report, std::string* md) {
                     "The two loss curves do not have the same updates and "
                     "examples seen; they are not compared point by point.\n\n");
   }
+}
+
+// The two-worker run over MPI beside the one over Gloo, or why it is not
+// there.
+void AppendMpi(const TradeReport& report, std::string* md) {
+  const MpiFigures& mpi = report.two_workers_mpi();
+  absl::StrAppend(md, "## Two workers over MPI\n\n");
+  if (mpi.status() != kMeasured) {
+    absl::StrAppend(md, "**", kNotMeasured, "** (", mpi.note(), ").\n\n");
+    return;
+  }
+  const RunFigures& gloo = report.two_workers();
+  const RunFigures& run = mpi.run();
+  absl::StrAppend(md, HeaderRow({"", "two workers, Gloo", "two workers, MPI"}));
+  absl::StrAppend(md, Row({"examples/s", Fixed(gloo.examples_per_second(), 1),
+                           Fixed(run.examples_per_second(), 1)}));
+  absl::StrAppend(md, Row({"update time, ms (mean, slowest rank)",
+                           Ms(gloo.update_seconds()), Ms(run.update_seconds())}));
+  absl::StrAppend(md, Row({"gradient synchronisation per update, ms",
+                           Ms(gloo.sync_seconds_per_update()),
+                           Ms(run.sync_seconds_per_update())}));
+  absl::StrAppend(md, Row({"synchronisation share of an update",
+                           Percent(gloo.sync_share()), Percent(run.sync_share())}));
+  absl::StrAppend(md, Row({"final training loss", Fixed(gloo.final_loss(), 6),
+                           Fixed(run.final_loss(), 6)}));
+  absl::StrAppend(md, "\nOver MPI: ", MpiLine(mpi), ".\n\nFrom `", mpi.source(),
+                  "` (its parity against the one-update reference of its "
+                  "own config, in its folder).\n\n");
 }
 
 std::string ClassCell(const ClassMetrics* c) {
@@ -193,10 +237,14 @@ void AppendParity(const TradeReport& report, std::string* md) {
   absl::StrAppend(md, HeaderRow({"check", "verdict", "split", "weighting",
                                  "reducer", "max abs diff", "max rel diff",
                                  "bitwise equal", "rtol / atol"}));
-  const std::pair<const char*, const ParityFigures*> checks[] = {
+  std::vector<std::pair<const char*, const ParityFigures*>> checks = {
       {"two-worker run (real processes)", &report.parity()},
       {"one process, ranks as threads (simulated)", &report.simulated_parity()},
   };
+  if (report.two_workers_mpi().status() == kMeasured) {
+    checks.push_back({"two-worker run over MPI (real processes)",
+                      &report.two_workers_mpi().parity()});
+  }
   for (const auto& [name, p] : checks) {
     absl::StrAppend(
         md, Row({absl::StrCat(name, " `", p->source(), "`"),
@@ -349,6 +397,8 @@ std::string TradeReportHeadline(const TradeReport& report) {
   absl::StrAppend(&out, "parity: two-worker run ", report.parity().verdict(),
                   ", simulated ", SplitText(report.simulated_parity()),
                   " split ", report.simulated_parity().verdict(), "\n");
+  absl::StrAppend(&out, "two workers over MPI: ",
+                  MpiLine(report.two_workers_mpi()), "\n");
   absl::StrAppend(&out, "recovery: ", report.recovery().verdict(), "\n");
   absl::StrAppend(&out, "checkpoint cost: ",
                   CheckpointCostLine(report.checkpoint_cost()), "\n");
@@ -362,6 +412,7 @@ std::string TradeReportMarkdown(const TradeReport& report) {
                   report.picture(), ")\n\n");
   absl::StrAppend(&md, "```\n", TradeReportHeadline(report), "```\n\n");
   AppendThroughput(report, &md);
+  AppendMpi(report, &md);
   AppendValidation(report, &md);
   AppendParity(report, &md);
   AppendSamplerAudits(report, &md);

@@ -110,6 +110,44 @@ TEST(TradeReportMarkdownTest, ShowsRecoveryAndCheckpointFigures) {
   EXPECT_THAT(md, HasSubstr("| 3 | 123456 | 30.000 | 20.000 | 1.50× |"));
 }
 
+TEST(TradeReportMarkdownTest, WithoutARunOverMpiSaysWhyNotMeasured) {
+  const TradeReport report = Build(TestInputs());
+  const std::string md = TradeReportMarkdown(report);
+  EXPECT_THAT(md, HasSubstr("## Two workers over MPI\n\n**not measured** "
+                            "(OpenMPI's mpirun is not installed).\n"));
+  EXPECT_THAT(TradeReportHeadline(report),
+              HasSubstr("\ntwo workers over MPI: not measured (OpenMPI's "
+                        "mpirun is not installed)\n"));
+  EXPECT_THAT(md, Not(HasSubstr("over MPI (real processes)")));
+  EXPECT_THAT(TradeReportHeadline(TradeReport()),
+              HasSubstr("two workers over MPI: not measured\n"));
+}
+
+TEST(TradeReportMarkdownTest, ShowsTheRunOverMpiBesideGloo) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.two_workers_mpi = TestMpiRun();
+  const TradeReport report = Build(inputs);
+  const std::string md = TradeReportMarkdown(report);
+  const std::string line =
+      "two workers over MPI: 2500.5 examples/s, 1.25× Gloo; sync 5.0 % of an "
+      "update; final parameters equal to Gloo's: yes; parity pass\n";
+  EXPECT_THAT(TradeReportHeadline(report), HasSubstr("\n" + line));
+  EXPECT_THAT(md, HasSubstr("|  | two workers, Gloo | two workers, MPI |"));
+  EXPECT_THAT(md, HasSubstr("| examples/s | 2000.5 | 2500.5 |"));
+  EXPECT_THAT(md, HasSubstr("| synchronisation share of an update | 10.0 % | "
+                            "5.0 % |"));
+  EXPECT_THAT(md, HasSubstr("\nOver MPI: 2500.5 examples/s, 1.25× Gloo; "));
+  EXPECT_THAT(md, HasSubstr("From `two_worker_mpi`"));
+  EXPECT_THAT(md, HasSubstr("| two-worker run over MPI (real processes) "
+                            "`two_worker_mpi/parity.json` | **pass** | 16+16 | "
+                            "global_count | mpi_allreduce |"));
+  // The Gloo figures and the straggler stay as they were.
+  EXPECT_THAT(md, HasSubstr("| examples/s (median of timing windows after 2 "
+                            "warm-up updates) | 1000.5 | 2000.5 |"));
+  EXPECT_THAT(TradeReportHeadline(report),
+              HasSubstr("straggler: rank 1, last to the gradient reduction in 2 of 2"));
+}
+
 TEST(TradeReportMarkdownTest, ShowsSamplerAudits) {
   const std::string md = TradeReportMarkdown(Build(TestInputs()));
   EXPECT_THAT(md, HasSubstr("| duplicate_pad | 5 | 2 | 2 | 6 | 2 | r-0, r-3 | "

@@ -1,7 +1,9 @@
 #include "study/trade_report_stage.h"
 
 #include <filesystem>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -89,6 +91,43 @@ TEST(TradeReportStageTest, ReadsRecoveryAndTheTwoWorkerCheckpointCost) {
             "two_worker/run_summary.json checkpoint");
   EXPECT_DOUBLE_EQ(report->checkpoint_cost().cost().bytes_per_generation(),
                    123456);
+}
+
+TEST(TradeReportStageTest, WithoutTheMpiFolderTheRunOverMpiIsNotMeasured) {
+  const std::string dir = MakeStudyDir("no_mpi");
+  absl::StatusOr<TradeReport> report = WriteTradeReport(dir);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->two_workers_mpi().status(), kNotMeasured);
+  EXPECT_EQ(report->two_workers_mpi().note(), kMpirunNotInstalled);
+  EXPECT_THAT(*ReadFileToString(dir + "/trade_report.md"),
+              HasSubstr("**not measured** (OpenMPI's mpirun is not installed)"));
+}
+
+TEST(TradeReportStageTest, ReadsTheRunOverMpiFromItsFolder) {
+  const std::string dir = MakeStudyDir("with_mpi");
+  const MpiRunArtifacts mpi = TestMpiRun();
+  fs::create_directories(fs::path(dir) / layout::kTwoWorkerMpiDir);
+  for (const auto& [file, message] :
+       std::initializer_list<std::pair<const char*, const google::protobuf::Message*>>{
+           {"run_summary.json", &mpi.run.summary},
+           {"validation.json", &mpi.run.validation},
+           {"parity.json", &mpi.parity.message}}) {
+    ASSERT_TRUE(WriteJsonFile(dir + "/two_worker_mpi/" + file, *message).ok());
+  }
+  absl::StatusOr<TradeReport> report = WriteTradeReport(dir);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->two_workers_mpi().status(), kMeasured);
+  EXPECT_EQ(report->two_workers_mpi().source(), "two_worker_mpi");
+  EXPECT_DOUBLE_EQ(report->two_workers_mpi().run().examples_per_second(), 2500.5);
+  EXPECT_EQ(report->two_workers_mpi().parity().source(),
+            "two_worker_mpi/parity.json");
+  EXPECT_THAT(*ReadFileToString(dir + "/trade_report.svg"), HasSubstr(">two (MPI)<"));
+
+  // A folder without its parity.json is a missing artifact, named.
+  fs::remove(fs::path(dir) / "two_worker_mpi/parity.json");
+  report = WriteTradeReport(dir);
+  EXPECT_EQ(report.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(report.status().message(), HasSubstr("two_worker_mpi/parity.json"));
 }
 
 TEST(TradeReportStageTest, AMissingArtifactIsNamed) {

@@ -7,12 +7,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "study/svg_elements.h"
+#include "study/trade_report_builder.h"
 
 namespace receipt_parity {
 namespace {
 
 using svg::Rect;
 using svg::Text;
+using svg::kMpiColor;
 using svg::kOneColor;
 using svg::kSyncColor;
 using svg::kTwoColor;
@@ -27,32 +29,51 @@ struct Bar {
 // Where the right-hand panels draw: labels, then bars up to bar_max wide.
 constexpr double kLabelX = 640, kBarX = 730, kBarMax = 150;
 
-// Examples per second, one bar per run, and the two-over-one ratio.
+// Examples per second, one bar per run (the run over MPI when measured,
+// the bars closer then), and the two-over-one (and MPI-over-Gloo) ratio.
 std::string ThroughputBars(const TradeReport& report) {
   const RunFigures& one = report.one_worker();
   const RunFigures& two = report.two_workers();
+  const MpiFigures& mpi = report.two_workers_mpi();
+  std::vector<Bar> rates = {
+      {"one worker", kOneColor, one.examples_per_second()},
+      {"two workers", kTwoColor, two.examples_per_second()}};
+  if (mpi.status() == kMeasured) {
+    rates.push_back({"two (MPI)", kMpiColor, mpi.run().examples_per_second()});
+  }
+  // Two bars 24 high every 36; three 22 high every 30, so that both ratio
+  // lines end above the next panel's title (y 273).
+  const bool three = rates.size() > 2;
+  const double step = three ? 30 : 36, height = three ? 22 : 24;
   double y = 125;
   std::string svg = Text(kLabelX, y - 12, "Examples per second", 15,
                          "font-weight=\"bold\"");
-  const double max_rate =
-      std::max({one.examples_per_second(), two.examples_per_second(), 1e-12});
-  const std::vector<Bar> rates = {
-      {"one worker", kOneColor, one.examples_per_second()},
-      {"two workers", kTwoColor, two.examples_per_second()}};
+  double max_rate = 1e-12;
+  for (const Bar& bar : rates) max_rate = std::max(max_rate, bar.value);
   for (const Bar& bar : rates) {
     const double w = kBarMax * bar.value / max_rate;
-    absl::StrAppend(&svg, Text(kLabelX, y + 22, bar.label, 13),
-                    Rect(kBarX, y + 6, w, 24, bar.color),
-                    Text(kBarX + w + 6, y + 23,
+    absl::StrAppend(&svg, Text(kLabelX, y + height - 2, bar.label, 13),
+                    Rect(kBarX, y + 6, w, height, bar.color),
+                    Text(kBarX + w + 6, y + height - 1,
                          absl::StrFormat("%.0f", bar.value), 13,
                          "font-weight=\"bold\""));
-    y += 36;
+    y += step;
   }
   absl::StrAppend(
       &svg, Text(kLabelX, y + 16,
                  absl::StrFormat("two workers = %.2f× one worker",
                                  report.two_over_one_examples_per_second()),
                  13, "fill=\"#57606a\""));
+  if (three) {
+    absl::StrAppend(
+        &svg, Text(kLabelX, y + 32,
+                   absl::StrFormat("MPI = %.2f× Gloo%s",
+                                   mpi.over_gloo_examples_per_second(),
+                                   mpi.final_parameters_equal_to_gloo()
+                                       ? ", same final parameters"
+                                       : ", final parameters differ"),
+                   13, "fill=\"#57606a\""));
+  }
   return svg;
 }
 

@@ -1,5 +1,6 @@
 // The right-hand panels of the trade report's picture
-// (study/trade_report_svg.h): examples per second, time per update split
+// (study/trade_report_svg.h): examples per second (with a third bar for
+// the two-worker run over MPI when it is measured), time per update split
 // into computation and gradient sync, peak memory per rank, and who came
 // last to the gradient sync.
 #ifndef RECEIPT_PARITY_STUDY_TRADE_REPORT_SVG_BARS_H_

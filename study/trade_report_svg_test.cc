@@ -64,6 +64,48 @@ TEST(TradeReportSvgTest, LabelsThroughputAndSync) {
   EXPECT_THAT(svg, HasSubstr("two workers: rank 0 110, rank 1 111"));
 }
 
+// The y of the <text> holding exactly `text`; -1 when there is none.
+double TextY(const std::string& svg, const std::string& text) {
+  const std::regex element("<text x=\"[0-9.]+\" y=\"([0-9.]+)\"[^>]*>" + text +
+                           "</text>");
+  std::smatch match;
+  return std::regex_search(svg, match, element) ? std::stod(match[1]) : -1;
+}
+
+TEST(TradeReportSvgTest, WithoutARunOverMpiThereAreTwoExamplesPerSecondBars) {
+  const std::string svg = TradeReportSvg(Build(TestInputs()));
+  EXPECT_THAT(svg, Not(HasSubstr("two (MPI)")));
+  EXPECT_THAT(svg, Not(HasSubstr("Gloo")));
+  EXPECT_EQ(Count(svg, "fill=\"#1b998b\""), 0);
+  // The two bars where they always were: 24 high every 36 from y 131.
+  EXPECT_THAT(svg, HasSubstr("<rect x=\"730.0\" y=\"131.0\" width=\"75.0\" "
+                             "height=\"24.0\""));
+  EXPECT_THAT(svg, HasSubstr("<rect x=\"730.0\" y=\"167.0\" width=\"150.0\" "
+                             "height=\"24.0\""));
+}
+
+TEST(TradeReportSvgTest, ARunOverMpiGetsAThirdBarAboveTheNextPanel) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.two_workers_mpi = TestMpiRun();
+  const std::string svg = TradeReportSvg(Build(inputs));
+  EXPECT_EQ(Count(svg, "<text"), Count(svg, "</text>"));
+  EXPECT_THAT(svg, HasSubstr(">two (MPI)</text>"));
+  EXPECT_THAT(svg, HasSubstr(">2500</text>"));  // MPI's examples/s, rounded
+  // The fastest bar is the longest: MPI's, 150 px; Gloo's 150 x 2000.5 / 2500.5.
+  EXPECT_THAT(svg, HasSubstr("<rect x=\"730.0\" y=\"191.0\" width=\"150.0\" "
+                             "height=\"22.0\" fill=\"#1b998b\""));
+  EXPECT_THAT(svg, HasSubstr("<rect x=\"730.0\" y=\"161.0\" width=\"120.0\" "
+                             "height=\"22.0\""));
+  EXPECT_THAT(svg, HasSubstr("two workers = 2.00× one worker"));
+  // Both ratio lines end above the time-per-update panel's title.
+  const double ratio = TextY(svg, "MPI = 1.25× Gloo, same final parameters");
+  const double title = TextY(svg, "Time per update \\(ms\\)");
+  ASSERT_GT(ratio, 0);
+  ASSERT_GT(title, 0);
+  EXPECT_LE(ratio + 4, title - 15);
+  EXPECT_LT(TextY(svg, "two workers = 2.00× one worker"), ratio);
+}
+
 TEST(TradeReportSvgTest, ShowsWhoCameLastToTheGradientSync) {
   const std::string svg = TradeReportSvg(Build(TestInputs()));
   EXPECT_THAT(svg, HasSubstr(">Last to the gradient sync (two workers)</text>"));
