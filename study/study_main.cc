@@ -5,7 +5,8 @@
 // Runs the real binaries, each a child process found in this binary's
 // runfiles: the one-worker reference, the one-process 3+1 parity check, the
 // sampler audits (47 ids, 3 ranks, duplicate_pad and masked_tail), the
-// two-worker run with deduplicated validation, the fault drill; then writes
+// two-worker run with deduplicated validation, the same run over OpenMPI
+// (where mpirun is installed), the fault drill; then writes
 // the trade report. One progress line per stage start and end; a failing
 // stage stops the study with exit 1 and a message naming it. --out is
 // relative to the user's directory (BUILD_WORKING_DIRECTORY under `bazel

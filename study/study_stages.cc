@@ -5,8 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "io/atomic_file.h"
+#include "runtime/mpirun_launcher.h"
 #include "runtime/subprocess.h"
 #include "study/study_layout.h"
+#include "study/trade_report_builder.h"
 #include "study/trade_report_stage.h"
 
 namespace receipt_parity {
@@ -17,6 +19,8 @@ namespace layout = study_layout;
 
 constexpr char kOneWorkerConfig[] = "one_worker.pbtxt";
 constexpr char kTwoWorkerConfig[] = "two_worker_masked_tail.pbtxt";
+constexpr char kTwoWorkerMpiConfig[] = "two_worker_mpi.pbtxt";
+constexpr char kTwoWorkerMpiStage[] = "two_worker_mpi";
 constexpr int kAuditIds = 47;
 constexpr int kAuditRanks = 3;
 constexpr int kAuditEpochs = 2;
@@ -167,6 +171,22 @@ absl::Status RunSamplerAudits(const StudyPrograms& programs,
                   Path(options.out_dir, layout::kSamplerAudit));
 }
 
+// //trainer:train with `config` (a file in the configs folder) into
+// `run_out`, its output in `log`; a failure points at the run's parity.json
+// when it left one.
+absl::Status TrainMultiWorker(const StudyPrograms& programs,
+                              const std::string& config,
+                              const std::string& run_out,
+                              const std::string& log) {
+  return PointAt(
+      RunProcessToSuccess({{programs.train,
+                            "--config=" + Path(programs.configs_dir, config),
+                            "--out=" + run_out},
+                           log},
+                          TrainExitMeanings()),
+      Path(run_out, layout::kParity));
+}
+
 absl::Status RunTwoWorker(const StudyPrograms& programs,
                           const StudyOptions& options) {
   const std::string run_out = Path(options.out_dir, layout::kTwoWorkerDir);
@@ -178,19 +198,50 @@ absl::Status RunTwoWorker(const StudyPrograms& programs,
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = PointAt(
-          RunProcessToSuccess(
-              {{programs.train,
-                "--config=" + Path(programs.configs_dir, kTwoWorkerConfig),
-                "--out=" + run_out},
-               LogPath(options, "two_worker")},
-              TrainExitMeanings()),
-          Path(run_out, layout::kParity));
+  if (absl::Status s =
+          TrainMultiWorker(programs, kTwoWorkerConfig, run_out,
+                           LogPath(options, "two_worker"));
       !s.ok()) {
     return s;
   }
   return CopyFiles(run_out, options.out_dir,
                    {layout::kFirstStep, layout::kParity, layout::kValidation});
+}
+
+// Where OpenMPI's mpirun is not installed the stage only says so in its
+// log. The run makes its own one-update reference: the study's is of
+// another reducer, so of another config fingerprint, which the trainer
+// refuses as a reference.
+absl::Status RunTwoWorkerMpi(const StudyPrograms& programs,
+                             const StudyOptions& options) {
+  const std::string log = LogPath(options, kTwoWorkerMpiStage);
+  if (!MpirunInstalled()) {
+    std::error_code error;
+    fs::create_directories(fs::path(log).parent_path(), error);
+    return WriteFileAtomically(
+        log, absl::StrCat("not run: ", kMpirunNotInstalled, " (", MpirunProgram(),
+                          ", $MPIRUN or in PATH)\n"));
+  }
+  const std::string run_out = Path(options.out_dir, layout::kTwoWorkerMpiDir);
+  if (absl::Status s =
+          TrainMultiWorker(programs, kTwoWorkerMpiConfig, run_out, log);
+      !s.ok()) {
+    return s;
+  }
+  for (const char* artifact :
+       {layout::kRunSummary, layout::kValidation, layout::kParity}) {
+    if (absl::Status s = RequireFile(Path(run_out, artifact)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// The stage's line: what it runs, or that it will not run.
+std::string TwoWorkerMpiDescription() {
+  const std::string run = absl::StrCat(
+      "the two-worker run over OpenMPI (configs/", kTwoWorkerMpiConfig, ")");
+  return MpirunInstalled()
+             ? run
+             : absl::StrCat(run, ": not run, ", kMpirunNotInstalled);
 }
 
 absl::Status RunFaultDrill(const StudyPrograms& programs,
@@ -260,7 +311,8 @@ absl::Status PrepareStudyFolder(const std::string& out_dir) {
 
 std::vector<std::string> StudyConfigs(const StudyPrograms& programs) {
   return {Path(programs.configs_dir, kOneWorkerConfig),
-          Path(programs.configs_dir, kTwoWorkerConfig)};
+          Path(programs.configs_dir, kTwoWorkerConfig),
+          Path(programs.configs_dir, kTwoWorkerMpiConfig)};
 }
 
 std::vector<Stage> StudyStages(const StudyPrograms& programs,
@@ -279,6 +331,8 @@ std::vector<Stage> StudyStages(const StudyPrograms& programs,
        "two-worker run with deduplicated validation "
        "(configs/two_worker_masked_tail.pbtxt)",
        [=] { return RunTwoWorker(programs, options); }},
+      {kTwoWorkerMpiStage, TwoWorkerMpiDescription(),
+       [=] { return RunTwoWorkerMpi(programs, options); }},
       {"fault_drill", "fault drill: kill a rank mid-save, restart, compare",
        [=] { return RunFaultDrill(programs, options); }},
       {"trade_report", "trade report: trade_report.json, .md and .svg",

@@ -6,6 +6,10 @@
 //   parity_simulated  //trainer:parity, 3+1 split, one process
 //   sampler_audit     //samplers:audit, 47 ids on 3 ranks, both policies
 //   two_worker        //trainer:train, configs/two_worker_masked_tail.pbtxt
+//   two_worker_mpi    //trainer:train, configs/two_worker_mpi.pbtxt (the
+//                     same over OpenMPI), only where MpirunInstalled()
+//                     (runtime/mpirun_launcher.h): elsewhere it succeeds
+//                     without running and the report says "not measured"
 //   fault_drill       //trainer:fault_drill, same config
 //   trade_report      trade_report.{json,md,svg}
 #ifndef RECEIPT_PARITY_STUDY_STUDY_STAGES_H_
@@ -26,7 +30,8 @@ struct StudyPrograms {
   std::string parity;
   std::string fault_drill;
   std::string sampler_audit;
-  // Holds one_worker.pbtxt and two_worker_masked_tail.pbtxt.
+  // Holds one_worker.pbtxt, two_worker_masked_tail.pbtxt and
+  // two_worker_mpi.pbtxt.
   std::string configs_dir;
 };
 
@@ -44,7 +49,8 @@ struct StudyOptions {
 // naming the path.
 absl::Status PrepareStudyFolder(const std::string& out_dir);
 
-// The training configs the stages pass to their programs, as paths.
+// The training configs the stages pass to their programs, as paths (the
+// MPI one too where its stage will not run: it is shipped and checked).
 std::vector<std::string> StudyConfigs(const StudyPrograms& programs);
 
 // The stages in order. They only capture copies of the arguments. Each

@@ -1,9 +1,12 @@
 #include "study/study_stages.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -86,7 +89,8 @@ TEST(StudyStagesTest, RunsTheDesignedStagesInOrder) {
   for (const Stage& stage : StudyStages({}, {})) names.push_back(stage.name);
   EXPECT_THAT(names, ::testing::ElementsAre("one_worker", "parity_simulated",
                                             "sampler_audit", "two_worker",
-                                            "fault_drill", "trade_report"));
+                                            "two_worker_mpi", "fault_drill",
+                                            "trade_report"));
 }
 
 TEST(StudyStagesTest, AMissingProgramStopsTheStudyAtTheFirstStage) {
@@ -104,14 +108,15 @@ TEST(StudyStagesTest, AMissingProgramStopsTheStudyAtTheFirstStage) {
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(status.message(), HasSubstr("stage 'one_worker' failed"));
   EXPECT_THAT(status.message(), HasSubstr("/nonexistent/trainer/train"));
-  EXPECT_THAT(progress.str(), Not(HasSubstr("[2/6]")));
+  EXPECT_THAT(progress.str(), Not(HasSubstr("[2/7]")));
 }
 
 // Fake programs that write stand-in artifacts where the real ones do:
 // the one-worker run, the parity check, the audits and the fault drill
 // succeed; the two-worker run exits `two_worker_exit` (3: parity failed,
-// like the trainer).
-StudyPrograms FakePrograms(const std::string& bin, int two_worker_exit) {
+// like the trainer), the one over MPI `mpi_exit` (1: mpirun failed).
+StudyPrograms FakePrograms(const std::string& bin, int two_worker_exit,
+                           int mpi_exit = 0) {
   StudyPrograms programs;
   programs.train = FakeProgram(bin, "train", absl::StrCat(R"(
 case "$config" in
@@ -120,6 +125,11 @@ case "$config" in
     for f in run_manifest first_step run_summary validation; do
       echo '{}' > "$out/reference/$f.json"
     done;;
+  */two_worker_mpi.pbtxt)
+    mkdir -p "$out"
+    for f in first_step parity run_summary validation; do echo '{}' > "$out/$f.json"; done
+    echo "mpirun exited with status 1" >&2
+    exit )", mpi_exit, R"(;;
   *)
     test -f "$out/reference/first_step.json" && echo "reference reused"
     for f in first_step parity run_summary validation; do echo '{}' > "$out/$f.json"; done
@@ -155,8 +165,8 @@ TEST(StudyStagesTest, ATwoWorkerParityFailureStopsTheStudyNamingTheStage) {
                         "one-worker reference failed)"));
   EXPECT_THAT(status.message(), HasSubstr("two-worker run ends"));
   EXPECT_THAT(status.message(), HasSubstr("see " + out + "/two_worker/parity.json"));
-  EXPECT_THAT(progress.str(), HasSubstr("[3/6] sampler_audit: done"));
-  EXPECT_THAT(progress.str(), HasSubstr("[4/6] two_worker: FAILED"));
+  EXPECT_THAT(progress.str(), HasSubstr("[3/7] sampler_audit: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[4/7] two_worker: FAILED"));
   EXPECT_THAT(progress.str(), Not(HasSubstr("fault_drill")));
   EXPECT_FALSE(fs::exists(out + "/fault_drill"));
 
@@ -191,7 +201,7 @@ TEST(StudyStagesTest, EveryStageLeavesItsArtifactsAtTheTop) {
   EXPECT_THAT(status.message(), HasSubstr("stage 'trade_report' failed"));
   EXPECT_THAT(status.message(),
               HasSubstr("one_worker/reference/run_summary.json: world_size is 0"));
-  EXPECT_THAT(progress.str(), HasSubstr("[5/6] fault_drill: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[6/7] fault_drill: done"));
   for (const char* artifact :
        {"reference/run_manifest.json", "reference/first_step.json",
         "first_step.json", "parity.json", "sampler_audit.json",
@@ -218,6 +228,90 @@ echo '{"pass": true}' > "$out/recovery.json"
               HasSubstr(out + "/fault_drill/interrupted/checkpoints"));
 }
 
+// Sets MPIRUN for the life of the object, then restores it.
+class ScopedMpirun {
+ public:
+  explicit ScopedMpirun(const std::string& program) {
+    if (const char* old = std::getenv("MPIRUN")) old_ = old;
+    setenv("MPIRUN", program.c_str(), 1);
+  }
+  ~ScopedMpirun() {
+    if (old_.has_value()) {
+      setenv("MPIRUN", old_->c_str(), 1);
+    } else {
+      unsetenv("MPIRUN");
+    }
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+// Stage 5 of 7, before the fault drill.
+TEST(StudyStagesTest, TheMpiStageFollowsTheTwoWorkerRun) {
+  std::vector<Stage> stages = StudyStages({}, {});
+  ASSERT_EQ(stages.size(), 7u);
+  EXPECT_EQ(stages[4].name, "two_worker_mpi");
+  EXPECT_EQ(stages[3].name, "two_worker");
+}
+
+TEST(StudyStagesTest, WithoutMpirunTheMpiStageSucceedsWithoutRunning) {
+  const ScopedMpirun missing("/nonexistent/bin/mpirun");
+  const std::string out = FreshDir("fake_study_no_mpirun");
+  const StudyPrograms programs =
+      FakePrograms(FreshDir("fake_bin_no_mpirun"), 0, /*mpi_exit=*/1);
+  ASSERT_TRUE(PrepareStudyFolder(out).ok());
+  std::ostringstream progress;
+  RunStages(StudyStages(programs, {out, 0}), &progress).IgnoreError();
+  EXPECT_THAT(progress.str(),
+              HasSubstr("[5/7] two_worker_mpi: the two-worker run over OpenMPI "
+                        "(configs/two_worker_mpi.pbtxt): not run, OpenMPI's "
+                        "mpirun is not installed"));
+  EXPECT_THAT(progress.str(), HasSubstr("[5/7] two_worker_mpi: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[6/7] fault_drill: done"));
+  EXPECT_FALSE(fs::exists(out + "/two_worker_mpi"));
+  EXPECT_THAT(*ReadFileToString(out + "/logs/two_worker_mpi.log"),
+              HasSubstr("not run: OpenMPI's mpirun is not installed "
+                        "(/nonexistent/bin/mpirun"));
+}
+
+TEST(StudyStagesTest, WithMpirunTheMpiStageTrainsItsConfigIntoItsFolder) {
+  const ScopedMpirun installed("/bin/true");
+  const std::string out = FreshDir("fake_study_mpirun");
+  const StudyPrograms programs = FakePrograms(FreshDir("fake_bin_mpirun"), 0);
+  ASSERT_TRUE(PrepareStudyFolder(out).ok());
+  std::ostringstream progress;
+  RunStages(StudyStages(programs, {out, 0}), &progress).IgnoreError();
+  EXPECT_THAT(progress.str(), HasSubstr("[5/7] two_worker_mpi: done"));
+  EXPECT_THAT(progress.str(), Not(HasSubstr("not run")));
+  EXPECT_THAT(*ReadFileToString(out + "/logs/two_worker_mpi.log"),
+              HasSubstr("--config=/configs/two_worker_mpi.pbtxt --out=" + out +
+                        "/two_worker_mpi"));
+  for (const char* artifact : {"run_summary.json", "validation.json", "parity.json"}) {
+    EXPECT_TRUE(fs::is_regular_file(out + "/two_worker_mpi/" + artifact)) << artifact;
+  }
+  // Nothing of it is copied to the top: those are the Gloo run's.
+  EXPECT_FALSE(fs::exists(out + "/two_worker_mpi/reference/first_step.json"));
+}
+
+TEST(StudyStagesTest, AnInstalledMpirunThatFailsFailsTheStudy) {
+  const ScopedMpirun installed("/bin/true");
+  const std::string out = FreshDir("fake_study_mpirun_fails");
+  const StudyPrograms programs =
+      FakePrograms(FreshDir("fake_bin_mpirun_fails"), 0, /*mpi_exit=*/1);
+  ASSERT_TRUE(PrepareStudyFolder(out).ok());
+  std::ostringstream progress;
+  absl::Status status = RunStages(StudyStages(programs, {out, 0}), &progress);
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(status.message(), HasSubstr("stage 'two_worker_mpi' failed"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("exited with status 1 (a run failed: a rank died or a "
+                        "peer timed out)"));
+  EXPECT_THAT(status.message(), HasSubstr("mpirun exited with status"));
+  EXPECT_THAT(progress.str(), HasSubstr("[5/7] two_worker_mpi: FAILED"));
+  EXPECT_THAT(progress.str(), Not(HasSubstr("fault_drill")));
+}
+
 // The configs the study checks before its first stage are those its stages
 // pass.
 TEST(StudyStagesTest, StudyConfigsAreTheConfigsTheStagesPass) {
@@ -225,7 +319,8 @@ TEST(StudyStagesTest, StudyConfigsAreTheConfigsTheStagesPass) {
   programs.configs_dir = "/configs";
   EXPECT_EQ(StudyConfigs(programs),
             (std::vector<std::string>{"/configs/one_worker.pbtxt",
-                                      "/configs/two_worker_masked_tail.pbtxt"}));
+                                      "/configs/two_worker_masked_tail.pbtxt",
+                                      "/configs/two_worker_mpi.pbtxt"}));
 }
 
 }  // namespace

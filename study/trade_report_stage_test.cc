@@ -23,25 +23,7 @@ using ::testing::HasSubstr;
 std::string MakeStudyDir(const std::string& name) {
   const fs::path dir = fs::path(::testing::TempDir()) / name;
   fs::remove_all(dir);
-  fs::create_directories(dir / layout::kOneWorkerRunDir);
-  fs::create_directories(dir / layout::kTwoWorkerDir);
-  fs::create_directories(dir / layout::kSimulatedParityDir);
-  const TradeReportInputs inputs = TestInputs();
-  auto write = [&](const std::string& relative,
-                   const google::protobuf::Message& message) {
-    ASSERT_TRUE(WriteJsonFile((dir / relative).string(), message).ok())
-        << relative;
-  };
-  write(std::string(layout::kOneWorkerRunDir) + "/run_summary.json",
-        inputs.one_worker.summary);
-  write(std::string(layout::kOneWorkerRunDir) + "/validation.json",
-        inputs.one_worker.validation);
-  write("two_worker/run_summary.json", inputs.two_workers.summary);
-  write("two_worker/validation.json", inputs.two_workers.validation);
-  write("two_worker/parity.json", inputs.parity.message);
-  write("parity_simulated/parity.json", inputs.simulated_parity.message);
-  write(layout::kSamplerAuditDuplicatePad, inputs.sampler_audits[0].message);
-  write(layout::kSamplerAuditMaskedTail, inputs.sampler_audits[1].message);
+  EXPECT_TRUE(WriteTestArtifacts(dir.string()).ok());
   return dir.string();
 }
 

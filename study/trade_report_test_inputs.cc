@@ -1,6 +1,13 @@
 #include "study/trade_report_test_inputs.h"
 
+#include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "io/json_file.h"
+#include "study/study_layout.h"
 
 namespace receipt_parity {
 
@@ -204,6 +211,31 @@ TradeReportInputs TestInputs() {
   inputs.sampler_audits.push_back(
       {"sampler_audit_masked_tail.json", TestAudit("masked_tail")});
   return inputs;
+}
+
+absl::Status WriteTestArtifacts(const std::string& study_dir) {
+  namespace layout = study_layout;
+  const TradeReportInputs inputs = TestInputs();
+  const std::string one = layout::kOneWorkerRunDir;
+  const std::string two = layout::kTwoWorkerDir;
+  const std::string simulated = layout::kSimulatedParityDir;
+  const std::vector<std::pair<std::string, const google::protobuf::Message*>> files = {
+      {one + "/" + layout::kRunSummary, &inputs.one_worker.summary},
+      {one + "/" + layout::kValidation, &inputs.one_worker.validation},
+      {two + "/" + layout::kRunSummary, &inputs.two_workers.summary},
+      {two + "/" + layout::kValidation, &inputs.two_workers.validation},
+      {two + "/" + layout::kParity, &inputs.parity.message},
+      {simulated + "/" + layout::kParity, &inputs.simulated_parity.message},
+      {layout::kSamplerAuditDuplicatePad, &inputs.sampler_audits[0].message},
+      {layout::kSamplerAuditMaskedTail, &inputs.sampler_audits[1].message},
+  };
+  for (const auto& [relative, message] : files) {
+    const std::filesystem::path path = std::filesystem::path(study_dir) / relative;
+    std::error_code error;
+    std::filesystem::create_directories(path.parent_path(), error);
+    if (absl::Status s = WriteJsonFile(path.string(), *message); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace receipt_parity

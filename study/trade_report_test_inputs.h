@@ -4,6 +4,9 @@
 #ifndef RECEIPT_PARITY_STUDY_TRADE_REPORT_TEST_INPUTS_H_
 #define RECEIPT_PARITY_STUDY_TRADE_REPORT_TEST_INPUTS_H_
 
+#include <string>
+
+#include "absl/status/status.h"
 #include "study/trade_report_builder.h"
 
 namespace receipt_parity {
@@ -43,6 +46,11 @@ MpiRunArtifacts TestMpiRun();
 // one_worker = TestRun(1), two_workers = TestRun(2, 1e-6), both parities
 // passing, both audits; no recovery, no checkpoint cost, no run over MPI.
 TradeReportInputs TestInputs();
+
+// Writes TestInputs()'s artifacts into `study_dir` where the study's stages
+// put them (study/study_layout.h; trade_report_stage.h lists them),
+// creating the folders. Errors: WriteJsonFile's.
+absl::Status WriteTestArtifacts(const std::string& study_dir);
 
 }  // namespace receipt_parity
 
