@@ -1,19 +1,37 @@
 #include "io/json_file.h"
 
+#include <algorithm>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/reflection.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/type_resolver_util.h"
 #include "io/atomic_file.h"
 
 namespace receipt_parity {
+namespace {
 
-std::string ToJson(const google::protobuf::Message& message) {
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+// Arrays at least this long are printed apart (see ToJson's header note).
+constexpr int kArrayPrintedApart = 1024;
+
+// Protobuf's JSON of `message`; with `print_defaults` every field is
+// printed (protobuf then builds the whole document in memory first).
+std::string ProtobufJson(const Message& message, bool print_defaults) {
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
-  options.always_print_primitive_fields = true;
+  options.always_print_primitive_fields = print_defaults;
   options.preserve_proto_field_names = true;
   // Protobuf maps iterate in a per-process random order; deterministic
   // serialization sorts them by key, so the same message always gives the
@@ -34,6 +52,196 @@ std::string ToJson(const google::protobuf::Message& message) {
       resolver,
       absl::StrCat("type.googleapis.com/", message.GetDescriptor()->full_name()),
       binary, &json, options);
+  return json;
+}
+
+// The text from the first '[' to the last ']' of `json`.
+std::string ArrayText(const std::string& json) {
+  const size_t open = json.find('[');
+  const size_t close = json.rfind(']');
+  if (open == std::string::npos || close == std::string::npos) return "";
+  return json.substr(open, close - open + 1);
+}
+
+// One array printed apart: the element the skeleton holds in its place,
+// as protobuf prints it, and a message of the container's type holding
+// nothing but the array.
+struct ArrayPrintedApart {
+  std::string marker_text;
+  std::unique_ptr<Message> alone;
+};
+
+// The array of `alone` (only that field set) as protobuf prints it at the
+// top level: from its '[' to its ']'.
+std::string ArrayText(const Message& alone) {
+  // No other field is set, so nothing but the array can be left out.
+  const std::string json = ProtobufJson(alone, /*print_defaults=*/false);
+  const size_t open = json.find('[');
+  const size_t close = json.rfind(']');
+  if (open == std::string::npos || close == std::string::npos) return "";
+  return json.substr(open, close - open + 1);
+}
+
+template <typename T>
+void AddValue(Message* message, const FieldDescriptor* field, T value) {
+  if constexpr (std::is_same_v<T, float>) {
+    message->GetReflection()->AddFloat(message, field, value);
+  } else {
+    message->GetReflection()->AddDouble(message, field, value);
+  }
+}
+
+// Moves the array out of `container` into `apart` and leaves the i-th
+// marker element in its place.
+template <typename T>
+void PrintApart(Message* container, const FieldDescriptor* field,
+                std::vector<ArrayPrintedApart>* apart) {
+  const T marker = static_cast<T>(1e30) * static_cast<T>(apart->size() + 1);
+  ArrayPrintedApart printed;
+  {
+    std::unique_ptr<Message> marker_alone(container->New());
+    AddValue(marker_alone.get(), field, marker);
+    const std::string marker_array = ArrayText(*marker_alone);
+    printed.marker_text = std::string(absl::StripAsciiWhitespace(
+        absl::StripSuffix(absl::StripPrefix(marker_array, "["), "]")));
+  }
+  printed.alone.reset(container->New());
+  container->GetReflection()->SwapFields(container, printed.alone.get(), {field});
+  AddValue(container, field, marker);
+  apart->push_back(std::move(printed));
+}
+
+// Walks `message`, printing apart every long float or double array.
+void MarkLongArrays(Message* message, std::vector<ArrayPrintedApart>* apart) {
+  const Reflection* reflection = message->GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(*message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (!field->is_repeated()) {
+        MarkLongArrays(reflection->MutableMessage(message, field), apart);
+        continue;
+      }
+      for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
+        MarkLongArrays(reflection->MutableRepeatedMessage(message, field, i), apart);
+      }
+      continue;
+    }
+    if (!field->is_repeated() ||
+        reflection->FieldSize(*message, field) < kArrayPrintedApart) {
+      continue;
+    }
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_FLOAT) {
+      PrintApart<float>(message, field, apart);
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE) {
+      PrintApart<double>(message, field, apart);
+    }
+  }
+}
+
+// Where `marker` stands alone on a line of `json` ("\n<spaces>marker\n"):
+// its position, or npos unless it does so exactly once.
+size_t OnlyPlace(const std::string& json, const std::string& marker) {
+  size_t found = std::string::npos;
+  for (size_t at = json.find(marker); at != std::string::npos;
+       at = json.find(marker, at + 1)) {
+    const size_t end = at + marker.size();
+    if (at == 0 || json[at - 1] != ' ' || end >= json.size() || json[end] != '\n') {
+      continue;
+    }
+    if (found != std::string::npos) return std::string::npos;
+    found = at;
+  }
+  return found;
+}
+
+// Appends `text` to `out` with `indent` added after each line break.
+void AppendIndented(const std::string& text, const std::string& indent,
+                    std::string* out) {
+  for (char c : text) {
+    out->push_back(c);
+    if (c == '\n') out->append(indent);
+  }
+}
+
+// Where an array printed apart goes in the skeleton: its one-element
+// array's '[' and ']', and the indent to add to the array printed alone.
+struct Place {
+  size_t open;
+  size_t close;
+  std::string indent;
+  const Message* alone;
+};
+
+// Empty when a marker is not found exactly once.
+std::vector<Place> Places(const std::string& skeleton,
+                          const std::vector<ArrayPrintedApart>& apart) {
+  std::vector<Place> places;
+  for (const ArrayPrintedApart& array : apart) {
+    const size_t at = OnlyPlace(skeleton, array.marker_text);
+    if (at == std::string::npos) return {};
+    const size_t indent_here = at - (skeleton.rfind('\n', at) + 1);
+    // At the top level the elements are one level in: 2 spaces.
+    constexpr size_t kIndentAlone = 2;
+    if (indent_here < kIndentAlone) return {};
+    places.push_back({skeleton.rfind('[', at), skeleton.find(']', at),
+                      std::string(indent_here - kIndentAlone, ' '),
+                      array.alone.get()});
+  }
+  std::sort(places.begin(), places.end(),
+            [](const Place& a, const Place& b) { return a.open < b.open; });
+  return places;
+}
+
+// `skeleton` with each marker's one-element array replaced by its array,
+// printed one at a time; empty when a marker is not found exactly once.
+std::string Splice(const std::string& skeleton,
+                   const std::vector<ArrayPrintedApart>& apart) {
+  const std::vector<Place> places = Places(skeleton, apart);
+  if (places.empty()) return "";
+  // Room for the longest element protobuf prints ("-1.17549435e-38,") and
+  // its line on each: reserved pages not written to stay out of memory, and
+  // the text is never copied as it grows.
+  size_t room = skeleton.size();
+  for (const Place& place : places) {
+    const Message& alone = *place.alone;
+    std::vector<const FieldDescriptor*> fields;
+    alone.GetReflection()->ListFields(alone, &fields);
+    room += alone.GetReflection()->FieldSize(alone, fields.front()) *
+            (place.indent.size() + 32);
+  }
+  std::string json;
+  json.reserve(room);
+  size_t copied = 0;
+  for (const Place& place : places) {
+    json.append(skeleton, copied, place.open - copied);
+    AppendIndented(ArrayText(*place.alone), place.indent, &json);
+    copied = place.close + 1;
+  }
+  json.append(skeleton, copied, std::string::npos);
+  return json;
+}
+
+}  // namespace
+
+std::string ToJsonInOnePass(const google::protobuf::Message& message) {
+  return ProtobufJson(message, /*print_defaults=*/true);
+}
+
+std::string ToJson(const google::protobuf::Message& message,
+                   int* arrays_printed_apart) {
+  if (arrays_printed_apart != nullptr) *arrays_printed_apart = 0;
+  std::unique_ptr<Message> skeleton(message.New());
+  skeleton->CopyFrom(message);
+  std::vector<ArrayPrintedApart> apart;
+  MarkLongArrays(skeleton.get(), &apart);
+  if (apart.empty()) return ToJsonInOnePass(message);
+  std::string json = Splice(ToJsonInOnePass(*skeleton), apart);
+  // A marker value that the message itself holds somewhere: print it whole.
+  if (json.empty()) return ToJsonInOnePass(message);
+  if (arrays_printed_apart != nullptr) {
+    *arrays_printed_apart = static_cast<int>(apart.size());
+  }
   return json;
 }
 

@@ -14,7 +14,19 @@
 namespace receipt_parity {
 
 // The JSON text of `message` (indented, with a trailing newline).
-std::string ToJson(const google::protobuf::Message& message);
+// Protobuf 3.21 prints defaults by first building the whole document as a
+// tree, a node of some 300 bytes per array element (250 MB for the
+// first_step.json of a 250 000-parameter model); so every float or double
+// array of 1024 elements or more is printed by protobuf apart, as a stream,
+// and put in its place. The text is exactly ToJsonInOnePass's. When
+// `arrays_printed_apart` is not null it is set to how many were (0 when the
+// message was printed in one pass).
+std::string ToJson(const google::protobuf::Message& message,
+                   int* arrays_printed_apart = nullptr);
+
+// Protobuf's own one-pass printing of `message` with the options above:
+// the text ToJson gives, at the memory cost described there.
+std::string ToJsonInOnePass(const google::protobuf::Message& message);
 
 // Writes ToJson(message) atomically (io/atomic_file.h).
 absl::Status WriteJsonFile(const std::string& path,

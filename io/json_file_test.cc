@@ -1,6 +1,8 @@
 #include "io/json_file.h"
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -51,6 +53,67 @@ TEST(JsonFileTest, UnknownKeysAreErrors) {
   ASSERT_TRUE(WriteFileAtomically(path, "{\"greting\": \"hi\"}").ok());
   io_testing::Greeting read;
   EXPECT_FALSE(ReadJsonFile(path, &read).ok());
+}
+
+// Values of every kind protobuf prints differently: integers, fractions,
+// exponents, negative zero, infinities and NaN.
+void FillArray(int count, int seed, io_testing::Array* array) {
+  array->add_shape(count);
+  array->set_scale(seed * 0.25);
+  for (int i = 0; i < count; ++i) {
+    const int kind = (i + seed) % 7;
+    const float value =
+        kind == 0   ? static_cast<float>(i)
+        : kind == 1 ? 1.0f / static_cast<float>(i + 3)
+        : kind == 2 ? -3.5e-20f * static_cast<float>(i)
+        : kind == 3 ? -0.0f
+        : kind == 4 ? std::numeric_limits<float>::infinity()
+        : kind == 5 ? std::nanf("")
+                    : 1.25e30f;
+    array->add_values(value);
+  }
+}
+
+io_testing::ArrayHolder HolderWithLongArrays() {
+  io_testing::ArrayHolder holder;  // rank 0, note "" and `unset` are defaults
+  for (const char* name : {"fc.weight", "a.bias", "conv.weight", "empty"}) {
+    io_testing::Array& array = (*holder.mutable_by_name())[name];
+    if (std::string(name) != "empty") FillArray(3000, name[0], &array);
+  }
+  FillArray(1024, 1, holder.add_in_order());
+  FillArray(1023, 2, holder.add_in_order());  // just short of printed apart
+  FillArray(5000, 3, holder.mutable_single());
+  for (int i = 0; i < 2000; ++i) holder.add_seconds(i * 1e-3);
+  return holder;
+}
+
+TEST(JsonFileTest, LongArraysPrintExactlyAsProtobufPrintsTheWholeMessage) {
+  const io_testing::ArrayHolder holder = HolderWithLongArrays();
+  int apart = -1;
+  const std::string json = ToJson(holder, &apart);
+  // Three by name, one in order, single, seconds.
+  EXPECT_EQ(apart, 6);
+  EXPECT_EQ(json, ToJsonInOnePass(holder));
+  // Defaults are still printed, and the text reads back to the message.
+  EXPECT_THAT(json, HasSubstr("\"rank\": 0"));
+  EXPECT_THAT(json, HasSubstr("\"note\": \"\""));
+  const std::string path = ::testing::TempDir() + "/long_arrays.json";
+  ASSERT_TRUE(WriteJsonFile(path, holder).ok());
+  io_testing::ArrayHolder read;
+  ASSERT_TRUE(ReadJsonFile(path, &read).ok());
+  EXPECT_EQ(read.by_name().at("fc.weight").values_size(), 3000);
+  EXPECT_EQ(read.single().values(4), holder.single().values(4));
+  EXPECT_EQ(read.seconds(1999), holder.seconds(1999));
+}
+
+TEST(JsonFileTest, AMessageHoldingAMarkerValueIsPrintedWholeAndTheSame) {
+  io_testing::ArrayHolder holder = HolderWithLongArrays();
+  // The first array printed apart is marked with 1e30 in its place; a
+  // short array holding 1e30 itself makes that mark ambiguous.
+  holder.add_in_order()->add_values(1e30f);
+  int apart = -1;
+  EXPECT_EQ(ToJson(holder, &apart), ToJsonInOnePass(holder));
+  EXPECT_EQ(apart, 0);
 }
 
 }  // namespace
