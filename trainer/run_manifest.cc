@@ -12,6 +12,12 @@ namespace receipt_parity {
 
 std::string DataHash(const ReceiptSplit& data) {
   std::string bytes;
+  size_t pixels = 0;
+  for (const auto* part : {&data.train, &data.validation}) {
+    for (const ReceiptExample& e : *part) pixels += e.pixels.size();
+  }
+  // The ids and labels are a few bytes per receipt beside its pixels.
+  bytes.reserve(pixels * sizeof(float) + 64 * (data.train.size() + data.validation.size()));
   for (const auto* part : {&data.train, &data.validation}) {
     for (const ReceiptExample& e : *part) {
       absl::StrAppend(&bytes, e.receipt_id, "/", e.label, "/", e.view, ";");
