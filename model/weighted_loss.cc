@@ -27,15 +27,17 @@ absl::StatusOr<WeightedBackwardResult> WeightedBackward(
       }
     }
     if (n == 0) return result;
-    at::Tensor w = at::tensor(weights, at::kDouble).to(images.device(), at::kFloat);
+    // The weights rounded to float here, as .to(at::kFloat) rounds them: one
+    // tensor made instead of a double one and its float copy.
+    const std::vector<float> weights_as_float(weights.begin(), weights.end());
+    at::Tensor w = at::tensor(at::ArrayRef<float>(weights_as_float));
+    if (w.device() != images.device()) w = w.to(images.device());
     at::Tensor logits = model.forward(images);
     at::Tensor per_example = at::cross_entropy_loss(
         logits, labels, /*weight=*/{}, at::Reduction::None);
     at::Tensor loss = (per_example * w).sum();
     loss.backward();
     result.weighted_loss = loss.item<double>();
-    result.unweighted_loss_sum =
-        (per_example.detach() * (w != 0).to(at::kFloat)).sum().item<double>();
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("weighted backward: ",
                                             e.what_without_backtrace()));

@@ -19,8 +19,6 @@ namespace receipt_parity {
 struct WeightedBackwardResult {
   // sum_i w_i * loss_i (this rank's contribution to the update's loss).
   double weighted_loss = 0;
-  // sum_i loss_i over slots with non-zero weight, for reporting.
-  double unweighted_loss_sum = 0;
 };
 
 // Sets every parameter's gradient to the gradient of sum_i w_i * loss_i.
