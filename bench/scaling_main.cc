@@ -243,7 +243,9 @@ int Main(int argc, char** argv) {
     }
     *report.add_models() = *std::move(scaling);
   }
-  for (TargetCheck& check : CheckTargets({report.models().begin(), report.models().end()})) {
+  const std::vector<ModelScaling> models(report.models().begin(), report.models().end());
+  for (TargetCheck& check : CheckTargets(models)) *report.add_targets() = std::move(check);
+  for (TargetCheck& check : CheckIssue13Targets(models)) {
     *report.add_targets() = std::move(check);
   }
   report.set_wall_seconds(std::chrono::duration<double>(Clock::now() - start).count());

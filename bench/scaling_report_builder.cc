@@ -30,6 +30,19 @@ TargetCheck Check(std::string target, const std::string& model,
   return check;
 }
 
+// The ratios of ours_two_workers_mpi. REQUIRES: the other ratios are filled.
+void FillMpiRatios(ModelScaling* m) {
+  const SystemRun& mpi = m->ours_two_workers_mpi();
+  m->set_ours_mpi_over_ddp_two_workers(
+      Ratio(mpi.examples_per_second(), m->ddp_two_workers().examples_per_second()));
+  m->set_ours_mpi_scaling(
+      Ratio(mpi.examples_per_second(), m->ours_one_worker().examples_per_second()));
+  m->set_ours_mpi_over_ceiling(
+      Ratio(m->ours_mpi_scaling(), m->two_process_ceiling()));
+  m->set_rss_ratio_to_bare_mpi(
+      Ratio(LargestRss(mpi), LargestRss(m->bare_libtorch())));
+}
+
 }  // namespace
 
 SystemRun FromRunSummary(const RunSummary& summary) {
@@ -129,11 +142,10 @@ void FillRatios(ModelScaling* m) {
   m->set_overlap_gain(
       Ratio(m->ours_two_workers_buckets_overlap().examples_per_second(),
             m->ours_two_workers_buckets_no_overlap().examples_per_second()));
-  if (m->has_ours_two_workers_mpi()) {
-    m->set_ours_mpi_over_ddp_two_workers(
-        Ratio(m->ours_two_workers_mpi().examples_per_second(),
-              m->ddp_two_workers().examples_per_second()));
-  }
+  m->set_ours_over_ceiling(Ratio(m->ours_scaling(), m->two_process_ceiling()));
+  m->set_rss_ratio_to_bare(Ratio(LargestRss(m->ours_two_workers()),
+                                 LargestRss(m->bare_libtorch())));
+  if (m->has_ours_two_workers_mpi()) FillMpiRatios(m);
 }
 
 RoundSpread SpreadOf(const std::vector<double>& values) {
@@ -153,6 +165,8 @@ struct RatioField {
   double (ModelScaling::*get)() const;
   void (ModelScaling::*set)(double);
   RoundSpread* (ModelScaling::*spread)();
+  // Issue 13's ratios of ours_two_workers_mpi: only when it ran.
+  bool mpi_only = false;
 };
 
 const std::vector<RatioField>& RatioFields() {
@@ -176,6 +190,16 @@ const std::vector<RatioField>& RatioFields() {
       {&ModelScaling::ours_mpi_over_ddp_two_workers,
        &ModelScaling::set_ours_mpi_over_ddp_two_workers,
        &ModelScaling::mutable_ours_mpi_over_ddp_two_workers_spread},
+      {&ModelScaling::ours_over_ceiling, &ModelScaling::set_ours_over_ceiling,
+       &ModelScaling::mutable_ours_over_ceiling_spread},
+      {&ModelScaling::rss_ratio_to_bare, &ModelScaling::set_rss_ratio_to_bare,
+       &ModelScaling::mutable_rss_ratio_to_bare_spread},
+      {&ModelScaling::ours_mpi_scaling, &ModelScaling::set_ours_mpi_scaling,
+       &ModelScaling::mutable_ours_mpi_scaling_spread, true},
+      {&ModelScaling::ours_mpi_over_ceiling, &ModelScaling::set_ours_mpi_over_ceiling,
+       &ModelScaling::mutable_ours_mpi_over_ceiling_spread, true},
+      {&ModelScaling::rss_ratio_to_bare_mpi, &ModelScaling::set_rss_ratio_to_bare_mpi,
+       &ModelScaling::mutable_rss_ratio_to_bare_mpi_spread, true},
   };
   return *fields;
 }
@@ -183,7 +207,9 @@ const std::vector<RatioField>& RatioFields() {
 }  // namespace
 
 void FillRoundRatios(const std::vector<ModelScaling>& rounds, ModelScaling* m) {
+  const bool mpi_measured = rounds.front().has_ours_two_workers_mpi();
   for (const RatioField& field : RatioFields()) {
+    if (field.mpi_only && !mpi_measured) continue;
     std::vector<double> values;
     for (const ModelScaling& round : rounds) values.push_back((round.*field.get)());
     *(m->*field.spread)() = SpreadOf(values);
@@ -212,6 +238,46 @@ std::vector<TargetCheck> CheckTargets(const std::vector<ModelScaling>& models) {
     checks.push_back(Check("peak RSS per rank / PyTorch DDP's (two workers)",
                            m.name(), m.rss_ratio_to_ddp(), "<=", kRssRatioTarget));
   }
+  for (TargetCheck& check : checks) check.set_issue(7);
+  return checks;
+}
+
+std::vector<TargetCheck> CheckIssue13Targets(const std::vector<ModelScaling>& models) {
+  std::vector<TargetCheck> checks;
+  for (const ModelScaling& m : models) {
+    const bool mpi = m.has_ours_two_workers_mpi();
+    if (m.name() == "communication_bound") {
+      if (mpi) {
+        checks.push_back(Check(
+            "our two workers over MPI / PyTorch DDP two workers examples/s",
+            m.name(), m.ours_mpi_over_ddp_two_workers(), ">=", kOursMpiOverDdpTarget));
+      }
+      checks.push_back(Check("our two workers / PyTorch DDP two workers examples/s",
+                             m.name(), m.ours_over_ddp_two_workers(), ">=",
+                             kOursGlooOverDdpTarget));
+    }
+    if (m.name() == "compute_bound") {
+      checks.push_back(Check("two workers / one worker over the two-process ceiling",
+                             m.name(), m.ours_over_ceiling(), ">=",
+                             kScalingOverCeilingTarget));
+      if (mpi) {
+        checks.push_back(Check(
+            "two workers over MPI / one worker over the two-process ceiling",
+            m.name(), m.ours_mpi_over_ceiling(), ">=", kScalingOverCeilingTarget));
+      }
+    }
+    checks.push_back(Check("harness per-update time / bare LibTorch step", m.name(),
+                           m.harness_over_bare_update_time(), "<=",
+                           kHarnessOverBareTightTarget));
+    checks.push_back(Check("peak RSS per rank / bare LibTorch step's (two workers)",
+                           m.name(), m.rss_ratio_to_bare(), "<=", kRssRatioToBareTarget));
+    if (mpi) {
+      checks.push_back(Check(
+          "peak RSS per rank / bare LibTorch step's (two workers over MPI)", m.name(),
+          m.rss_ratio_to_bare_mpi(), "<=", kRssRatioToBareTarget));
+    }
+  }
+  for (TargetCheck& check : checks) check.set_issue(13);
   return checks;
 }
 

@@ -154,6 +154,31 @@ TEST(FillRatiosTest, RatiosOfTheRuns) {
   EXPECT_DOUBLE_EQ(m.two_process_ceiling(), 1700.0 / 1000);
 }
 
+// `m` with our two workers over MPI at that rate and peak RSS per rank.
+ModelScaling WithMpi(ModelScaling m, double examples_per_second, double rss) {
+  *m.mutable_ours_two_workers_mpi() = Run(examples_per_second, 0, {rss - 1, rss});
+  FillRatios(&m);
+  return m;
+}
+
+TEST(FillRatiosTest, Issue13RatiosOfTheRuns) {
+  const ModelScaling gloo =
+      Model("compute_bound", 1000, 1600, 800, 1500, 0.0022, 0.002, 180, 300, 0.1);
+  // Two bare processes 1700/s over one bare step 1000/s: the ceiling 1.7.
+  EXPECT_DOUBLE_EQ(gloo.ours_over_ceiling(), (1600.0 / 1000) / (1700.0 / 1000));
+  // Largest rank of our two workers (180) over the bare step's (100).
+  EXPECT_DOUBLE_EQ(gloo.rss_ratio_to_bare(), 1.8);
+  EXPECT_EQ(gloo.ours_mpi_scaling(), 0);
+  EXPECT_EQ(gloo.ours_mpi_over_ceiling(), 0);
+  EXPECT_EQ(gloo.rss_ratio_to_bare_mpi(), 0);
+
+  const ModelScaling mpi = WithMpi(gloo, 1500, 120);
+  EXPECT_DOUBLE_EQ(mpi.ours_mpi_over_ddp_two_workers(), 1500.0 / 1500);
+  EXPECT_DOUBLE_EQ(mpi.ours_mpi_scaling(), 1500.0 / 1000);
+  EXPECT_DOUBLE_EQ(mpi.ours_mpi_over_ceiling(), (1500.0 / 1000) / 1.7);
+  EXPECT_DOUBLE_EQ(mpi.rss_ratio_to_bare_mpi(), 1.2);
+}
+
 TEST(FillRatiosTest, ZeroDenominatorGivesZero) {
   const ModelScaling m = Model("compute_bound", 0, 1900, 0, 0, 0.002, 0, 180, 0, 0);
   EXPECT_EQ(m.ours_scaling(), 0);
@@ -161,6 +186,7 @@ TEST(FillRatiosTest, ZeroDenominatorGivesZero) {
   EXPECT_EQ(m.ours_over_ddp_two_workers(), 0);
   EXPECT_EQ(m.harness_over_bare_update_time(), 0);
   EXPECT_EQ(m.rss_ratio_to_ddp(), 0);
+  EXPECT_EQ(m.ours_over_ceiling(), 0);
 }
 
 const TargetCheck* Find(const std::vector<TargetCheck>& checks,
@@ -191,6 +217,54 @@ TEST(FillRoundRatiosTest, EachRatioIsTheMedianOfTheRoundsWithItsSpread) {
   EXPECT_DOUBLE_EQ(m.overlap_gain(), 1.1);
   EXPECT_EQ(m.ddp_scaling(), 0);  // no DDP runs: a zero ratio in every round
   EXPECT_EQ(m.ddp_scaling_spread().rounds_size(), 3);
+}
+
+// Rounds whose ours_scaling over the ceiling is not the medians' ratio: the
+// ratio is taken in each round, then its median.
+std::vector<ModelScaling> CeilingRounds(bool with_mpi) {
+  const double ours2[3] = {1500, 1800, 1400};
+  const double bare2[3] = {1900, 1800, 1600};  // ceilings 1.9, 1.8, 1.6
+  const double rss[3] = {110, 104, 130};       // largest rank; bare 100
+  std::vector<ModelScaling> rounds;
+  for (int r = 0; r < 3; ++r) {
+    ModelScaling m =
+        Model("compute_bound", 1000, ours2[r], 1, 1, 0.001, 0.001, rss[r], 300, 0);
+    m.mutable_bare_two_processes()->set_examples_per_second(bare2[r]);
+    FillRatios(&m);
+    rounds.push_back(with_mpi ? WithMpi(m, ours2[r] - 100, rss[r] + 10) : m);
+  }
+  return rounds;
+}
+
+TEST(FillRoundRatiosTest, Issue13RatiosPerRoundThenTheMedian) {
+  ModelScaling m;
+  FillRoundRatios(CeilingRounds(/*with_mpi=*/false), &m);
+  // Per round: 1.5/1.9, 1.8/1.8, 1.4/1.6; the median 1.4/1.6 = 0.875.
+  EXPECT_THAT(m.ours_over_ceiling_spread().rounds(),
+              ElementsAre(1.5 / 1.9, 1.0, 1.4 / 1.6));
+  EXPECT_DOUBLE_EQ(m.ours_over_ceiling(), 1.4 / 1.6);
+  EXPECT_DOUBLE_EQ(m.ours_over_ceiling_spread().min(), 1.5 / 1.9);
+  EXPECT_DOUBLE_EQ(m.ours_over_ceiling_spread().max(), 1.0);
+  EXPECT_THAT(m.rss_ratio_to_bare_spread().rounds(), ElementsAre(1.1, 1.04, 1.3));
+  EXPECT_DOUBLE_EQ(m.rss_ratio_to_bare(), 1.1);
+  // No MPI run: its ratios stay 0 without a spread.
+  EXPECT_FALSE(m.has_ours_mpi_scaling_spread());
+  EXPECT_FALSE(m.has_ours_mpi_over_ceiling_spread());
+  EXPECT_FALSE(m.has_rss_ratio_to_bare_mpi_spread());
+  EXPECT_EQ(m.ours_mpi_over_ceiling(), 0);
+}
+
+TEST(FillRoundRatiosTest, MpiRatiosPerRoundWhenMeasured) {
+  ModelScaling m;
+  FillRoundRatios(CeilingRounds(/*with_mpi=*/true), &m);
+  EXPECT_THAT(m.ours_mpi_scaling_spread().rounds(), ElementsAre(1.4, 1.7, 1.3));
+  EXPECT_DOUBLE_EQ(m.ours_mpi_scaling(), 1.4);
+  // Per round: 1.4/1.9, 1.7/1.8, 1.3/1.6; the median 1.3/1.6.
+  EXPECT_THAT(m.ours_mpi_over_ceiling_spread().rounds(),
+              ElementsAre(1.4 / 1.9, 1.7 / 1.8, 1.3 / 1.6));
+  EXPECT_DOUBLE_EQ(m.ours_mpi_over_ceiling(), 1.3 / 1.6);
+  EXPECT_THAT(m.rss_ratio_to_bare_mpi_spread().rounds(), ElementsAre(1.2, 1.14, 1.4));
+  EXPECT_DOUBLE_EQ(m.rss_ratio_to_bare_mpi(), 1.2);
 }
 
 TEST(CheckTargetsTest, EveryTargetOnItsModelMetOrMissedByItsThreshold) {
@@ -232,6 +306,120 @@ TEST(CheckTargetsTest, EveryTargetOnItsModelMetOrMissedByItsThreshold) {
     EXPECT_EQ(rss->met(), good) << model;
   }
   EXPECT_EQ(Find(checks, "communication_bound", "two workers / one"), nullptr);
+}
+
+TEST(CheckTargetsTest, EveryCheckIsIssue7s) {
+  const ModelScaling m =
+      WithMpi(Model("communication_bound", 1000, 700, 1000, 400, 0.003, 0.002, 200,
+                    300, 0.6),
+              1500, 200);
+  const std::vector<TargetCheck> checks = CheckTargets({m});
+  ASSERT_EQ(checks.size(), 3u);  // MPI adds none of issue 7's
+  for (const TargetCheck& c : checks) EXPECT_EQ(c.issue(), 7) << c.target();
+}
+
+const TargetCheck* FindExactly(const std::vector<TargetCheck>& checks,
+                               const std::string& model, const std::string& target) {
+  for (const TargetCheck& c : checks) {
+    if (c.model() == model && c.target() == target) return &c;
+  }
+  return nullptr;
+}
+
+constexpr char kCeiling[] = "two workers / one worker over the two-process ceiling";
+constexpr char kMpiCeiling[] =
+    "two workers over MPI / one worker over the two-process ceiling";
+constexpr char kMpiOverDdp[] =
+    "our two workers over MPI / PyTorch DDP two workers examples/s";
+constexpr char kGlooOverDdp[] = "our two workers / PyTorch DDP two workers examples/s";
+constexpr char kHarness[] = "harness per-update time / bare LibTorch step";
+constexpr char kRss[] = "peak RSS per rank / bare LibTorch step's (two workers)";
+constexpr char kMpiRss[] =
+    "peak RSS per rank / bare LibTorch step's (two workers over MPI)";
+
+// compute_bound meets every issue-13 target; communication_bound misses all.
+std::vector<ModelScaling> Issue13Models(bool with_mpi) {
+  // Ceiling 1.7 (bare 1000/s, two bare 1700/s); bare RSS 100; bare update 1 ms.
+  ModelScaling compute =
+      Model("compute_bound", 1000, 1700, 900, 1500, 0.00102, 0.001, 104, 300, 0.04);
+  ModelScaling comm =
+      Model("communication_bound", 1000, 500, 1000, 400, 0.003, 0.002, 200, 300, 0.6);
+  if (with_mpi) {
+    compute = WithMpi(compute, 1660, 103);  // 1.66 / 1.7 = 0.976 of the ceiling
+    comm = WithMpi(comm, 1100, 150);        // 2.75x DDP
+  }
+  return {compute, comm};
+}
+
+TEST(CheckIssue13TargetsTest, EveryTargetMetOrMissedWithMpiMeasured) {
+  const std::vector<TargetCheck> checks = CheckIssue13Targets(Issue13Models(true));
+  ASSERT_EQ(checks.size(), 10u);
+  for (const TargetCheck& c : checks) EXPECT_EQ(c.issue(), 13) << c.target();
+  struct Expected {
+    const char* model;
+    const char* target;
+    double measured;
+    const char* comparison;
+    double threshold;
+  };
+  const Expected expected[] = {
+      {"compute_bound", kCeiling, 1.0, ">=", kScalingOverCeilingTarget},
+      {"compute_bound", kMpiCeiling, 1.66 / 1.7, ">=", kScalingOverCeilingTarget},
+      {"compute_bound", kHarness, 1.02, "<=", kHarnessOverBareTightTarget},
+      {"compute_bound", kRss, 1.04, "<=", kRssRatioToBareTarget},
+      {"compute_bound", kMpiRss, 1.03, "<=", kRssRatioToBareTarget},
+      {"communication_bound", kMpiOverDdp, 2.75, ">=", kOursMpiOverDdpTarget},
+      {"communication_bound", kGlooOverDdp, 1.25, ">=", kOursGlooOverDdpTarget},
+      {"communication_bound", kHarness, 1.5, "<=", kHarnessOverBareTightTarget},
+      {"communication_bound", kRss, 2.0, "<=", kRssRatioToBareTarget},
+      {"communication_bound", kMpiRss, 1.5, "<=", kRssRatioToBareTarget},
+  };
+  for (const Expected& e : expected) {
+    const TargetCheck* c = FindExactly(checks, e.model, e.target);
+    ASSERT_NE(c, nullptr) << e.model << ": " << e.target;
+    EXPECT_NEAR(c->measured(), e.measured, 1e-12) << e.target;
+    EXPECT_EQ(c->comparison(), e.comparison) << e.target;
+    EXPECT_DOUBLE_EQ(c->threshold(), e.threshold) << e.target;
+    EXPECT_EQ(c->met(), std::string(e.model) == "compute_bound") << e.target;
+  }
+  EXPECT_EQ(kOursMpiOverDdpTarget, 3.0);
+  EXPECT_EQ(kOursGlooOverDdpTarget, 1.3);
+  EXPECT_EQ(kScalingOverCeilingTarget, 0.97);
+  EXPECT_EQ(kHarnessOverBareTightTarget, 1.05);
+  EXPECT_EQ(kRssRatioToBareTarget, 1.05);
+}
+
+TEST(CheckIssue13TargetsTest, MpiChecksAbsentWhenMpiNotMeasured) {
+  const std::vector<TargetCheck> checks = CheckIssue13Targets(Issue13Models(false));
+  ASSERT_EQ(checks.size(), 6u);
+  for (const std::string model : {"compute_bound", "communication_bound"}) {
+    EXPECT_EQ(FindExactly(checks, model, kMpiCeiling), nullptr);
+    EXPECT_EQ(FindExactly(checks, model, kMpiOverDdp), nullptr);
+    EXPECT_EQ(FindExactly(checks, model, kMpiRss), nullptr);
+    EXPECT_NE(FindExactly(checks, model, kHarness), nullptr);
+    EXPECT_NE(FindExactly(checks, model, kRss), nullptr);
+  }
+  EXPECT_NE(FindExactly(checks, "compute_bound", kCeiling), nullptr);
+  EXPECT_NE(FindExactly(checks, "communication_bound", kGlooOverDdp), nullptr);
+  EXPECT_EQ(FindExactly(checks, "communication_bound", kCeiling), nullptr);
+}
+
+TEST(CheckIssue13TargetsTest, ThresholdItselfCountsAsMet) {
+  ModelScaling compute = Issue13Models(true)[0];
+  compute.set_ours_over_ceiling(kScalingOverCeilingTarget);
+  compute.set_ours_mpi_over_ceiling(kScalingOverCeilingTarget);
+  compute.set_harness_over_bare_update_time(kHarnessOverBareTightTarget);
+  compute.set_rss_ratio_to_bare(kRssRatioToBareTarget);
+  compute.set_rss_ratio_to_bare_mpi(kRssRatioToBareTarget);
+  ModelScaling comm = Issue13Models(true)[1];
+  comm.set_ours_mpi_over_ddp_two_workers(kOursMpiOverDdpTarget);
+  comm.set_ours_over_ddp_two_workers(kOursGlooOverDdpTarget);
+  comm.set_harness_over_bare_update_time(kHarnessOverBareTightTarget);
+  comm.set_rss_ratio_to_bare(kRssRatioToBareTarget);
+  comm.set_rss_ratio_to_bare_mpi(kRssRatioToBareTarget);
+  for (const TargetCheck& c : CheckIssue13Targets({compute, comm})) {
+    EXPECT_TRUE(c.met()) << c.model() << ": " << c.target();
+  }
 }
 
 TEST(CheckTargetsTest, ThresholdItselfCountsAsMet) {

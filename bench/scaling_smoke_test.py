@@ -54,6 +54,9 @@ class SmokeTest(unittest.TestCase):
     self.assertEqual(self.result.returncode, 0, self.result.stderr + self.result.stdout)
     self.assertIn("SMOKE RUN", self.result.stdout)
     self.assertIn("targets (issue 7):", self.result.stdout)
+    self.assertIn("targets (issue 13):", self.result.stdout)
+    self.assertLess(self.result.stdout.index("targets (issue 7):"),
+                    self.result.stdout.index("targets (issue 13):"))
     self.assertIn(os.path.join(self.out, "scaling.json"), self.result.stdout)
 
   def test_report_has_every_model_run_ratio_and_target(self):
@@ -101,11 +104,50 @@ class SmokeTest(unittest.TestCase):
       # The reducer's all-reduces ran, so the two-worker run spent time in them.
       self.assertGreater(ours2["sync_seconds_per_update"], 0)
       self.assertGreater(m["allreduce_seconds_1kib"], 0)
+      # Issue 13's ratios.
+      self.assertAlmostEqual(m["ours_over_ceiling"], ratio(
+          m["ours_scaling"], m["two_process_ceiling"]))
+      self.assertAlmostEqual(m["rss_ratio_to_bare"], ratio(
+          max(ours2["peak_rss_mib"]), max(m["bare_libtorch"]["peak_rss_mib"])))
+      self.assertEqual(m["ours_over_ceiling_spread"]["rounds"], [m["ours_over_ceiling"]])
+      self.assertEqual(m["rss_ratio_to_bare_spread"]["rounds"], [m["rss_ratio_to_bare"]])
+      mpi_ratios = ("ours_mpi_scaling", "ours_mpi_over_ceiling", "rss_ratio_to_bare_mpi")
       if MPI_RUNS and m["name"] == "communication_bound":
-        self.assertGreater(m["ours_two_workers_mpi"]["sync_seconds_per_update"], 0)
+        mpi = m["ours_two_workers_mpi"]
+        self.assertGreater(mpi["sync_seconds_per_update"], 0)
         self.assertAlmostEqual(m["ours_mpi_over_ddp_two_workers"], ratio(
-            m["ours_two_workers_mpi"]["examples_per_second"], ddp2["examples_per_second"]))
-    self.assertEqual(len(report["targets"]), 7)
+            mpi["examples_per_second"], ddp2["examples_per_second"]))
+        self.assertAlmostEqual(m["ours_mpi_scaling"], ratio(
+            mpi["examples_per_second"], ours1["examples_per_second"]))
+        self.assertAlmostEqual(m["ours_mpi_over_ceiling"], ratio(
+            m["ours_mpi_scaling"], m["two_process_ceiling"]))
+        self.assertAlmostEqual(m["rss_ratio_to_bare_mpi"], ratio(
+            max(mpi["peak_rss_mib"]), max(m["bare_libtorch"]["peak_rss_mib"])))
+        for name in mpi_ratios:
+          self.assertGreater(m[name], 0, name)
+          self.assertEqual(m[name + "_spread"]["rounds"], [m[name]], name)
+      else:
+        for name in mpi_ratios:
+          self.assertEqual(m[name], 0, name)
+          self.assertNotIn(name + "_spread", m, name)
+    issue7 = [t for t in report["targets"] if t["issue"] == 7]
+    self.assertEqual(len(issue7), 7)
+    self.assertEqual(report["targets"][:7], issue7)
+    issue13 = [(t["model"], t["target"]) for t in report["targets"] if t["issue"] == 13]
+    self.assertEqual(len(issue7) + len(issue13), len(report["targets"]))
+    rss = "peak RSS per rank / bare LibTorch step's (two workers)"
+    harness = "harness per-update time / bare LibTorch step"
+    self.assertEqual(issue13, [
+        ("compute_bound", "two workers / one worker over the two-process ceiling"),
+        ("compute_bound", harness), ("compute_bound", rss)] +
+        [("communication_bound",
+          "our two workers over MPI / PyTorch DDP two workers examples/s")] *
+        len(MPI_RUNS) +
+        [("communication_bound", "our two workers / PyTorch DDP two workers examples/s"),
+         ("communication_bound", harness), ("communication_bound", rss)] +
+        [("communication_bound",
+          "peak RSS per rank / bare LibTorch step's (two workers over MPI)")] *
+        len(MPI_RUNS))
     for t in report["targets"]:
       expected = (t["measured"] >= t["threshold"] if t["comparison"] == ">="
                   else t["measured"] <= t["threshold"])

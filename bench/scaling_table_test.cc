@@ -78,6 +78,66 @@ TEST(FormatScalingTableTest, EveryRunRatioAndTargetIsShown) {
   EXPECT_EQ(table.back(), '\n');
 }
 
+TEST(FormatScalingTableTest, Issue13TargetsAreListedAfterIssue7s) {
+  ScalingReport report = Report();
+  for (TargetCheck& t : *report.mutable_targets()) t.set_issue(7);
+  ModelScaling* m = report.mutable_models(0);
+  m->set_ours_over_ceiling(0.875);
+  m->set_rss_ratio_to_bare(1.25);
+  TargetCheck* met = report.add_targets();
+  met->set_target("our two workers / PyTorch DDP two workers examples/s");
+  met->set_model("communication_bound");
+  met->set_measured(5.0);
+  met->set_comparison(">=");
+  met->set_threshold(1.3);
+  met->set_met(true);
+  met->set_issue(13);
+  TargetCheck* missed = report.add_targets();
+  missed->set_target("peak RSS per rank / bare LibTorch step's (two workers)");
+  missed->set_model("communication_bound");
+  missed->set_measured(1.25);
+  missed->set_comparison("<=");
+  missed->set_threshold(1.05);
+  missed->set_met(false);
+  missed->set_issue(13);
+  const std::string table = FormatScalingTable(report);
+  EXPECT_THAT(table, HasSubstr("our 2w/1w over the ceiling 0.88x; RSS ours / bare step "
+                               "1.25x"));
+  EXPECT_THAT(table, Not(HasSubstr("over MPI")));  // no MPI run
+  const size_t issue7 = table.find("targets (issue 7):\n");
+  const size_t issue13 = table.find("targets (issue 13):\n");
+  ASSERT_NE(issue7, std::string::npos);
+  ASSERT_NE(issue13, std::string::npos);
+  const std::string old_list = table.substr(issue7, issue13 - issue7);
+  const std::string new_list = table.substr(issue13);
+  EXPECT_THAT(old_list, HasSubstr("5.000 >= 2.00"));
+  EXPECT_THAT(old_list, HasSubstr("0.740 <= 0.60"));
+  EXPECT_THAT(old_list, Not(HasSubstr("bare LibTorch step's")));
+  EXPECT_THAT(new_list,
+              HasSubstr("MET    communication_bound  our two workers / PyTorch DDP two "
+                        "workers examples/s: 5.000 >= 1.30\n"));
+  EXPECT_THAT(new_list,
+              HasSubstr("MISSED communication_bound  peak RSS per rank / bare LibTorch "
+                        "step's (two workers): 1.250 <= 1.05\n"));
+  EXPECT_THAT(new_list, Not(HasSubstr("0.740")));
+}
+
+TEST(FormatScalingTableTest, MpiRatiosWhenMpiRan) {
+  ScalingReport report = Report();
+  ModelScaling* m = report.mutable_models(0);
+  *m->mutable_ours_two_workers_mpi() =
+      receipt_parity::Run("this_project", 2, 77777, 0.002, {193, 194});
+  m->set_ours_mpi_over_ddp_two_workers(17.5);
+  m->set_ours_mpi_scaling(7.0);
+  m->set_ours_mpi_over_ceiling(5.83);
+  m->set_rss_ratio_to_bare_mpi(1.62);
+  const std::string table = FormatScalingTable(report);
+  EXPECT_THAT(table, HasSubstr("77777"));
+  EXPECT_THAT(table, HasSubstr("our 2w over MPI / DDP 2w 17.50x\n"));
+  EXPECT_THAT(table, HasSubstr("over MPI: 2w/1w 7.00x, over the ceiling 5.83x; RSS / "
+                               "bare step 1.62x\n"));
+}
+
 TEST(FormatScalingTableTest, SmokeRunsSayTheirFiguresMeanNothing) {
   ScalingReport report = Report();
   report.set_smoke(true);
