@@ -22,9 +22,8 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path) {
       absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
 }
 
-// Writes all of `bytes` to `fd` and fsyncs it.
-absl::Status WriteAndSync(int fd, absl::string_view bytes,
-                          const std::string& path) {
+// Writes all of `bytes` to `fd`.
+absl::Status WriteAll(int fd, absl::string_view bytes, const std::string& path) {
   while (!bytes.empty()) {
     ssize_t n = write(fd, bytes.data(), bytes.size());
     if (n < 0) {
@@ -33,8 +32,30 @@ absl::Status WriteAndSync(int fd, absl::string_view bytes,
     }
     bytes.remove_prefix(static_cast<size_t>(n));
   }
+  return absl::OkStatus();
+}
+
+// Writes all of `bytes` to `fd` and fsyncs it.
+absl::Status WriteAndSync(int fd, absl::string_view bytes,
+                          const std::string& path) {
+  if (absl::Status s = WriteAll(fd, bytes, path); !s.ok()) return s;
   if (fsync(fd) != 0) return ErrnoError("cannot fsync", path);
   return absl::OkStatus();
+}
+
+// Renames the filled temp file onto `path` and syncs its folder; on an
+// error before, removes the temp file.
+absl::Status Publish(const std::string& tmp, const std::string& path,
+                     absl::Status status, const WriteHooks& hooks) {
+  if (status.ok() && hooks.before_rename) hooks.before_rename();
+  if (status.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
+    status = ErrnoError("cannot rename onto", path);
+  }
+  if (!status.ok()) {
+    unlink(tmp.c_str());
+    return status;
+  }
+  return SyncDirectory(std::filesystem::path(path).parent_path().string());
 }
 
 // Opens, fills and closes the temp file; the caller removes it on error.
@@ -73,16 +94,20 @@ absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view contents,
                                  const WriteHooks& hooks) {
   const std::string tmp = TempPathFor(path);
-  absl::Status status = WriteTemp(tmp, contents, hooks);
-  if (status.ok() && hooks.before_rename) hooks.before_rename();
-  if (status.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
-    status = ErrnoError("cannot rename onto", path);
-  }
-  if (!status.ok()) {
-    unlink(tmp.c_str());
-    return status;
-  }
-  return SyncDirectory(std::filesystem::path(path).parent_path().string());
+  return Publish(tmp, path, WriteTemp(tmp, contents, hooks), hooks);
+}
+
+absl::Status WriteFileAtomicallyFrom(
+    const std::string& path,
+    const std::function<absl::Status(const ByteSink&)>& produce) {
+  const std::string tmp = TempPathFor(path);
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("cannot create", tmp);
+  absl::Status status = produce(
+      [fd, &tmp](absl::string_view bytes) { return WriteAll(fd, bytes, tmp); });
+  if (status.ok() && fsync(fd) != 0) status = ErrnoError("cannot fsync", tmp);
+  if (close(fd) != 0 && status.ok()) status = ErrnoError("cannot close", tmp);
+  return Publish(tmp, path, std::move(status), WriteHooks{});
 }
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {

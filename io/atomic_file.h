@@ -42,6 +42,18 @@ absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view contents,
                                  const WriteHooks& hooks = {});
 
+// Receives the bytes of a file in order; an error stops the writing.
+using ByteSink = std::function<absl::Status(absl::string_view)>;
+
+// WriteFileAtomically for contents made piece by piece: `produce` passes
+// them to the sink it is given, in order, and they go to the temp file as
+// they come (so a long file is never whole in memory). An error from
+// `produce`, or one of the writes, is returned, the temporary file removed
+// and `path` left as it was.
+absl::Status WriteFileAtomicallyFrom(
+    const std::string& path,
+    const std::function<absl::Status(const ByteSink&)>& produce);
+
 // fsync of a folder, so a rename or unlink inside it is durable.
 absl::Status SyncDirectory(const std::string& dir);
 

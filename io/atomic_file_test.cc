@@ -64,6 +64,32 @@ TEST(AtomicFileTest, HalfwayHookSeesHalfTheBytesInTheTempFile) {
   EXPECT_EQ(seen, "01234");
 }
 
+TEST(AtomicFileTest, PiecesGoToTheTempFileAsTheyComeAndAreRenamedWhole) {
+  const std::string path = TestDir() + "/pieces.txt";
+  std::string staged_while_producing;
+  ASSERT_TRUE(WriteFileAtomicallyFrom(path, [&](const ByteSink& sink) {
+                if (absl::Status s = sink("first "); !s.ok()) return s;
+                staged_while_producing = *ReadFileToString(TempPathFor(path));
+                return sink("second");
+              }).ok());
+  EXPECT_EQ(staged_while_producing, "first ");
+  EXPECT_EQ(*ReadFileToString(path), "first second");
+  EXPECT_FALSE(fs::exists(TempPathFor(path)));
+}
+
+TEST(AtomicFileTest, AProducerErrorLeavesTheOldFileAndNoTempFile) {
+  const std::string path = TestDir() + "/kept.txt";
+  ASSERT_TRUE(WriteFileAtomically(path, "old").ok());
+  const absl::Status status =
+      WriteFileAtomicallyFrom(path, [](const ByteSink& sink) {
+        if (absl::Status s = sink("half of the new"); !s.ok()) return s;
+        return absl::DataLossError("the producer failed");
+      });
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(*ReadFileToString(path), "old");
+  EXPECT_FALSE(fs::exists(TempPathFor(path)));
+}
+
 TEST(AtomicFileTest, ReadingAMissingFileIsNotFound) {
   auto contents = ReadFileToString(TestDir() + "/nope");
   EXPECT_EQ(contents.status().code(), absl::StatusCode::kNotFound);

@@ -55,14 +55,6 @@ std::string ProtobufJson(const Message& message, bool print_defaults) {
   return json;
 }
 
-// The text from the first '[' to the last ']' of `json`.
-std::string ArrayText(const std::string& json) {
-  const size_t open = json.find('[');
-  const size_t close = json.rfind(']');
-  if (open == std::string::npos || close == std::string::npos) return "";
-  return json.substr(open, close - open + 1);
-}
-
 // One array printed apart: the element the skeleton holds in its place,
 // as protobuf prints it, and a message of the container's type holding
 // nothing but the array.
@@ -72,14 +64,22 @@ struct ArrayPrintedApart {
 };
 
 // The array of `alone` (only that field set) as protobuf prints it at the
-// top level: from its '[' to its ']'.
-std::string ArrayText(const Message& alone) {
+// top level: its JSON, and the part from its '[' to its ']'.
+struct ArrayJson {
+  std::string json;
+  absl::string_view array;
+};
+
+ArrayJson PrintArrayAlone(const Message& alone) {
+  ArrayJson printed;
   // No other field is set, so nothing but the array can be left out.
-  const std::string json = ProtobufJson(alone, /*print_defaults=*/false);
-  const size_t open = json.find('[');
-  const size_t close = json.rfind(']');
-  if (open == std::string::npos || close == std::string::npos) return "";
-  return json.substr(open, close - open + 1);
+  printed.json = ProtobufJson(alone, /*print_defaults=*/false);
+  const size_t open = printed.json.find('[');
+  const size_t close = printed.json.rfind(']');
+  if (open != std::string::npos && close != std::string::npos) {
+    printed.array = absl::string_view(printed.json).substr(open, close - open + 1);
+  }
+  return printed;
 }
 
 template <typename T>
@@ -101,9 +101,9 @@ void PrintApart(Message* container, const FieldDescriptor* field,
   {
     std::unique_ptr<Message> marker_alone(container->New());
     AddValue(marker_alone.get(), field, marker);
-    const std::string marker_array = ArrayText(*marker_alone);
+    const ArrayJson marker_array = PrintArrayAlone(*marker_alone);
     printed.marker_text = std::string(absl::StripAsciiWhitespace(
-        absl::StripSuffix(absl::StripPrefix(marker_array, "["), "]")));
+        absl::StripSuffix(absl::StripPrefix(marker_array.array, "["), "]")));
   }
   printed.alone.reset(container->New());
   container->GetReflection()->SwapFields(container, printed.alone.get(), {field});
@@ -155,13 +155,22 @@ size_t OnlyPlace(const std::string& json, const std::string& marker) {
   return found;
 }
 
-// Appends `text` to `out` with `indent` added after each line break.
-void AppendIndented(const std::string& text, const std::string& indent,
-                    std::string* out) {
+// Passes `text` to `sink` with `indent` added after each line break, in
+// pieces of about 64 KiB.
+absl::Status WriteIndented(absl::string_view text, const std::string& indent,
+                           const ByteSink& sink) {
+  constexpr size_t kPiece = 64 << 10;
+  std::string piece;
+  piece.reserve(kPiece + indent.size() + 1);
   for (char c : text) {
-    out->push_back(c);
-    if (c == '\n') out->append(indent);
+    piece.push_back(c);
+    if (c == '\n') piece.append(indent);
+    if (piece.size() >= kPiece) {
+      if (absl::Status s = sink(piece); !s.ok()) return s;
+      piece.clear();
+    }
   }
+  return sink(piece);
 }
 
 // Where an array printed apart goes in the skeleton: its one-element
@@ -193,33 +202,43 @@ std::vector<Place> Places(const std::string& skeleton,
   return places;
 }
 
-// `skeleton` with each marker's one-element array replaced by its array,
-// printed one at a time; empty when a marker is not found exactly once.
-std::string Splice(const std::string& skeleton,
-                   const std::vector<ArrayPrintedApart>& apart) {
-  const std::vector<Place> places = Places(skeleton, apart);
-  if (places.empty()) return "";
-  // Room for the longest element protobuf prints ("-1.17549435e-38,") and
-  // its line on each: reserved pages not written to stay out of memory, and
-  // the text is never copied as it grows.
-  size_t room = skeleton.size();
-  for (const Place& place : places) {
-    const Message& alone = *place.alone;
-    std::vector<const FieldDescriptor*> fields;
-    alone.GetReflection()->ListFields(alone, &fields);
-    room += alone.GetReflection()->FieldSize(alone, fields.front()) *
-            (place.indent.size() + 32);
-  }
-  std::string json;
-  json.reserve(room);
+// Passes `skeleton` to `sink` with each marker's one-element array replaced
+// by its array, printed one at a time.
+absl::Status WriteSpliced(const std::string& skeleton,
+                          const std::vector<Place>& places, const ByteSink& sink) {
   size_t copied = 0;
   for (const Place& place : places) {
-    json.append(skeleton, copied, place.open - copied);
-    AppendIndented(ArrayText(*place.alone), place.indent, &json);
+    if (absl::Status s = sink(absl::string_view(skeleton).substr(
+            copied, place.open - copied));
+        !s.ok()) {
+      return s;
+    }
+    const ArrayJson printed = PrintArrayAlone(*place.alone);
+    if (absl::Status s = WriteIndented(printed.array, place.indent, sink); !s.ok()) {
+      return s;
+    }
     copied = place.close + 1;
   }
-  json.append(skeleton, copied, std::string::npos);
-  return json;
+  return sink(absl::string_view(skeleton).substr(copied));
+}
+
+// ToJson's text, passed to `sink` piece by piece.
+absl::Status PrintJson(const Message& message, const ByteSink& sink,
+                       int* arrays_printed_apart) {
+  if (arrays_printed_apart != nullptr) *arrays_printed_apart = 0;
+  std::unique_ptr<Message> skeleton(message.New());
+  skeleton->CopyFrom(message);
+  std::vector<ArrayPrintedApart> apart;
+  MarkLongArrays(skeleton.get(), &apart);
+  if (apart.empty()) return sink(ToJsonInOnePass(message));
+  const std::string skeleton_json = ToJsonInOnePass(*skeleton);
+  const std::vector<Place> places = Places(skeleton_json, apart);
+  // A marker value that the message itself holds somewhere: print it whole.
+  if (places.empty()) return sink(ToJsonInOnePass(message));
+  if (arrays_printed_apart != nullptr) {
+    *arrays_printed_apart = static_cast<int>(apart.size());
+  }
+  return WriteSpliced(skeleton_json, places, sink);
 }
 
 }  // namespace
@@ -230,24 +249,23 @@ std::string ToJsonInOnePass(const google::protobuf::Message& message) {
 
 std::string ToJson(const google::protobuf::Message& message,
                    int* arrays_printed_apart) {
-  if (arrays_printed_apart != nullptr) *arrays_printed_apart = 0;
-  std::unique_ptr<Message> skeleton(message.New());
-  skeleton->CopyFrom(message);
-  std::vector<ArrayPrintedApart> apart;
-  MarkLongArrays(skeleton.get(), &apart);
-  if (apart.empty()) return ToJsonInOnePass(message);
-  std::string json = Splice(ToJsonInOnePass(*skeleton), apart);
-  // A marker value that the message itself holds somewhere: print it whole.
-  if (json.empty()) return ToJsonInOnePass(message);
-  if (arrays_printed_apart != nullptr) {
-    *arrays_printed_apart = static_cast<int>(apart.size());
-  }
+  std::string json;
+  // Appending to a string cannot fail.
+  (void)PrintJson(
+      message,
+      [&json](absl::string_view bytes) {
+        json.append(bytes.data(), bytes.size());
+        return absl::OkStatus();
+      },
+      arrays_printed_apart);
   return json;
 }
 
 absl::Status WriteJsonFile(const std::string& path,
                            const google::protobuf::Message& message) {
-  return WriteFileAtomically(path, ToJson(message));
+  return WriteFileAtomicallyFrom(path, [&message](const ByteSink& sink) {
+    return PrintJson(message, sink, /*arrays_printed_apart=*/nullptr);
+  });
 }
 
 absl::Status ReadJsonFile(const std::string& path,

@@ -28,7 +28,8 @@ std::string ToJson(const google::protobuf::Message& message,
 // the text ToJson gives, at the memory cost described there.
 std::string ToJsonInOnePass(const google::protobuf::Message& message);
 
-// Writes ToJson(message) atomically (io/atomic_file.h).
+// Writes ToJson(message) atomically (io/atomic_file.h), piece by piece:
+// of the long arrays, one at a time is in memory as text.
 absl::Status WriteJsonFile(const std::string& path,
                            const google::protobuf::Message& message);
 

@@ -99,6 +99,9 @@ TEST(JsonFileTest, LongArraysPrintExactlyAsProtobufPrintsTheWholeMessage) {
   EXPECT_THAT(json, HasSubstr("\"note\": \"\""));
   const std::string path = ::testing::TempDir() + "/long_arrays.json";
   ASSERT_TRUE(WriteJsonFile(path, holder).ok());
+  absl::StatusOr<std::string> written = ReadFileToString(path);
+  ASSERT_TRUE(written.ok());
+  EXPECT_EQ(*written, json);
   io_testing::ArrayHolder read;
   ASSERT_TRUE(ReadJsonFile(path, &read).ok());
   EXPECT_EQ(read.by_name().at("fc.weight").values_size(), 3000);

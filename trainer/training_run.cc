@@ -178,6 +178,9 @@ absl::Status StartRun(const TrainingRunOptions& options, Run* run) {
   absl::StatusOr<RunInputs> inputs = PrepareRun(loaded);
   if (!inputs.ok()) return inputs.status();
   run->inputs = std::move(*inputs);
+  // Hashed before the tensors are made, so the hash's buffer, the pixels
+  // and the tensors are never all held at once.
+  run->data_hash = DataHash(run->inputs.data);
   absl::StatusOr<RunData> data = MakeRunData(run->inputs.data);
   if (!data.ok()) return data.status();
   run->data = std::move(*data);
@@ -189,7 +192,6 @@ absl::Status StartRun(const TrainingRunOptions& options, Run* run) {
   }
   *run->manifest.mutable_platform() = *std::move(platform);
   *run->manifest.mutable_audit() = run->inputs.audit;
-  run->data_hash = DataHash(run->inputs.data);
   ReleasePixels(&run->inputs.data);
   if (absl::Status s = MoveToDevice(run); !s.ok()) return s;
   run->local_batch = LocalBatchSizes(*run->config);
