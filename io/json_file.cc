@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <type_traits>
 #include <vector>
 
@@ -55,12 +57,18 @@ std::string ProtobufJson(const Message& message, bool print_defaults) {
   return json;
 }
 
-// One array printed apart: the element the skeleton holds in its place,
-// as protobuf prints it, and a message of the container's type holding
-// nothing but the array.
-struct ArrayPrintedApart {
+// One part printed apart from the rest:
+// - a long array: `alone` is a message of its container's type holding
+//   nothing but the array, and `marker_text` the one element the skeleton
+//   holds in its place, as protobuf prints it;
+// - an element of a repeated message field that holds many array elements:
+//   `alone` is the element, and `marker_text` the line ("\"epoch\":
+//   -2000000000") of the field whose unique value marks the element left
+//   in its place.
+struct PrintedApart {
   std::string marker_text;
   std::unique_ptr<Message> alone;
+  bool whole_element = false;
 };
 
 // The array of `alone` (only that field set) as protobuf prints it at the
@@ -95,9 +103,9 @@ void AddValue(Message* message, const FieldDescriptor* field, T value) {
 // marker element in its place.
 template <typename T>
 void PrintApart(Message* container, const FieldDescriptor* field,
-                std::vector<ArrayPrintedApart>* apart) {
+                std::vector<PrintedApart>* apart) {
   const T marker = static_cast<T>(1e30) * static_cast<T>(apart->size() + 1);
-  ArrayPrintedApart printed;
+  PrintedApart printed;
   {
     std::unique_ptr<Message> marker_alone(container->New());
     AddValue(marker_alone.get(), field, marker);
@@ -111,8 +119,87 @@ void PrintApart(Message* container, const FieldDescriptor* field,
   apart->push_back(std::move(printed));
 }
 
-// Walks `message`, printing apart every long float or double array.
-void MarkLongArrays(Message* message, std::vector<ArrayPrintedApart>* apart) {
+// Values under `message`: each singular field set one, each array its
+// length, nested messages theirs.
+int64_t ValuesUnder(const Message& message) {
+  const Reflection* reflection = message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  int64_t values = 0;
+  for (const FieldDescriptor* field : fields) {
+    if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) {
+      values += field->is_repeated() ? reflection->FieldSize(message, field) : 1;
+    } else if (!field->is_repeated()) {
+      values += ValuesUnder(reflection->GetMessage(message, field));
+    } else {
+      for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+        values += ValuesUnder(reflection->GetRepeatedMessage(message, field, i));
+      }
+    }
+  }
+  return values;
+}
+
+// Sets the first singular integer or string field of the empty `marker`
+// to a value made from `i` that no real message is likely to hold; false
+// when its type has no such field.
+bool SetMarkerField(Message* marker, int64_t i) {
+  const Reflection* reflection = marker->GetReflection();
+  const google::protobuf::Descriptor* type = marker->GetDescriptor();
+  for (int f = 0; f < type->field_count(); ++f) {
+    const FieldDescriptor* field = type->field(f);
+    if (field->is_repeated() || field->containing_oneof() != nullptr) continue;
+    switch (field->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_INT32:
+        reflection->SetInt32(marker, field, static_cast<int32_t>(-2000000000 - i % 100000000));
+        return true;
+      case FieldDescriptor::CPPTYPE_INT64:
+        reflection->SetInt64(marker, field, -9000000000000000000 - i);
+        return true;
+      case FieldDescriptor::CPPTYPE_UINT32:
+        reflection->SetUInt32(marker, field, static_cast<uint32_t>(4000000000u + i % 200000000));
+        return true;
+      case FieldDescriptor::CPPTYPE_UINT64:
+        reflection->SetUInt64(marker, field, 18000000000000000000u + static_cast<uint64_t>(i));
+        return true;
+      case FieldDescriptor::CPPTYPE_STRING:
+        reflection->SetString(marker, field, absl::StrCat("\x01printed apart ", i));
+        return true;
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
+// Moves element `index` of the repeated message `field` out of `container`
+// into `apart` and leaves a marker element in its place; false (nothing
+// moved) when the element's type has no field to mark it with.
+bool PrintElementApart(Message* container, const FieldDescriptor* field,
+                       int index, std::vector<PrintedApart>* apart) {
+  const Reflection* reflection = container->GetReflection();
+  Message* element = reflection->MutableRepeatedMessage(container, field, index);
+  PrintedApart printed;
+  printed.whole_element = true;
+  printed.alone.reset(element->New());
+  if (!SetMarkerField(printed.alone.get(), static_cast<int64_t>(apart->size()))) {
+    return false;
+  }
+  // The marker alone: "{\n \"field\": value\n}\n".
+  printed.marker_text = std::string(absl::StripAsciiWhitespace(absl::StripSuffix(
+      absl::StripPrefix(absl::StripAsciiWhitespace(
+                            ProtobufJson(*printed.alone, /*print_defaults=*/false)),
+                        "{"),
+      "}")));
+  element->GetReflection()->Swap(element, printed.alone.get());
+  apart->push_back(std::move(printed));
+  return true;
+}
+
+// Walks `message`, printing apart every long float or double array and
+// every element of a repeated message field (not a map) that holds many
+// values.
+void MarkLongArrays(Message* message, std::vector<PrintedApart>* apart) {
   const Reflection* reflection = message->GetReflection();
   std::vector<const FieldDescriptor*> fields;
   reflection->ListFields(*message, &fields);
@@ -123,7 +210,11 @@ void MarkLongArrays(Message* message, std::vector<ArrayPrintedApart>* apart) {
         continue;
       }
       for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
-        MarkLongArrays(reflection->MutableRepeatedMessage(message, field, i), apart);
+        Message* element = reflection->MutableRepeatedMessage(message, field, i);
+        if (field->is_map() || ValuesUnder(*element) < kArrayPrintedApart ||
+            !PrintElementApart(message, field, i, apart)) {
+          MarkLongArrays(element, apart);
+        }
       }
       continue;
     }
@@ -139,14 +230,23 @@ void MarkLongArrays(Message* message, std::vector<ArrayPrintedApart>* apart) {
   }
 }
 
-// Where `marker` stands alone on a line of `json` ("\n<spaces>marker\n"):
-// its position, or npos unless it does so exactly once.
+size_t LineStart(const std::string& json, size_t at) {
+  const size_t newline = at == 0 ? std::string::npos : json.rfind('\n', at - 1);
+  return newline == std::string::npos ? 0 : newline + 1;
+}
+
+// Where `marker` begins a line of `json` after its indent and ends it (or
+// is followed by a comma): its position, or npos unless it does so exactly
+// once.
 size_t OnlyPlace(const std::string& json, const std::string& marker) {
   size_t found = std::string::npos;
   for (size_t at = json.find(marker); at != std::string::npos;
        at = json.find(marker, at + 1)) {
+    const size_t start = LineStart(json, at);
     const size_t end = at + marker.size();
-    if (at == 0 || json[at - 1] != ' ' || end >= json.size() || json[end] != '\n') {
+    if (at == start ||
+        json.find_first_not_of(' ', start) != at || end >= json.size() ||
+        (json[end] != '\n' && json[end] != ',')) {
       continue;
     }
     if (found != std::string::npos) return std::string::npos;
@@ -173,33 +273,77 @@ absl::Status WriteIndented(absl::string_view text, const std::string& indent,
   return sink(piece);
 }
 
-// Where an array printed apart goes in the skeleton: its one-element
-// array's '[' and ']', and the indent to add to the array printed alone.
+// Where a part printed apart goes in the skeleton: the '[' and ']' of its
+// marker's array, or the '{' and '}' of its marker element; the indent to
+// add to it printed alone.
 struct Place {
   size_t open;
   size_t close;
   std::string indent;
-  const Message* alone;
+  const PrintedApart* part;
 };
+
+// The braces of the marker element whose marker field's line starts at
+// `at`, indented by `indent`: the nearest lines above and below indented
+// one less, "{" and "}" (or "},"); nullopt when they are not there.
+std::optional<std::pair<size_t, size_t>> ElementBraces(const std::string& json,
+                                                       size_t at, size_t indent) {
+  if (indent == 0) return std::nullopt;
+  const std::string outer(indent - 1, ' ');
+  size_t line = LineStart(json, at);
+  while (line > 0 && json.compare(line, indent, std::string(indent, ' ')) == 0) {
+    line = LineStart(json, line - 1);
+  }
+  if (json.compare(line, indent, outer + "{") != 0) return std::nullopt;
+  const size_t open = line + indent - 1;
+  for (size_t next = json.find('\n', at); next != std::string::npos;
+       next = json.find('\n', next + 1)) {
+    if (json.compare(next + 1, indent, std::string(indent, ' ')) == 0) continue;
+    if (json.compare(next + 1, indent, outer + "}") != 0) return std::nullopt;
+    return std::make_pair(open, next + indent);
+  }
+  return std::nullopt;
+}
 
 // Empty when a marker is not found exactly once.
 std::vector<Place> Places(const std::string& skeleton,
-                          const std::vector<ArrayPrintedApart>& apart) {
+                          const std::vector<PrintedApart>& apart) {
   std::vector<Place> places;
-  for (const ArrayPrintedApart& array : apart) {
-    const size_t at = OnlyPlace(skeleton, array.marker_text);
+  for (const PrintedApart& part : apart) {
+    const size_t at = OnlyPlace(skeleton, part.marker_text);
     if (at == std::string::npos) return {};
-    const size_t indent_here = at - (skeleton.rfind('\n', at) + 1);
-    // At the top level the elements are one level in: 2 spaces.
+    const size_t indent_here = at - LineStart(skeleton, at);
+    if (part.whole_element) {
+      const auto braces = ElementBraces(skeleton, at, indent_here);
+      if (!braces.has_value()) return {};
+      // Printed alone, the element's fields are indented by 1.
+      places.push_back({braces->first, braces->second,
+                        std::string(indent_here - 1, ' '), &part});
+      continue;
+    }
+    // At the top level an array's elements are two levels in.
     constexpr size_t kIndentAlone = 2;
     if (indent_here < kIndentAlone) return {};
     places.push_back({skeleton.rfind('[', at), skeleton.find(']', at),
-                      std::string(indent_here - kIndentAlone, ' '),
-                      array.alone.get()});
+                      std::string(indent_here - kIndentAlone, ' '), &part});
   }
   std::sort(places.begin(), places.end(),
             [](const Place& a, const Place& b) { return a.open < b.open; });
   return places;
+}
+
+std::string ToJsonOfElement(const Message& element);
+
+// A part printed apart, indented to its place.
+absl::Status WritePart(const PrintedApart& part, const std::string& indent,
+                       const ByteSink& sink) {
+  if (!part.whole_element) {
+    const ArrayJson printed = PrintArrayAlone(*part.alone);
+    return WriteIndented(printed.array, indent, sink);
+  }
+  // Its long parts apart in turn; without the last line break.
+  const std::string json = ToJsonOfElement(*part.alone);
+  return WriteIndented(absl::StripSuffix(json, "\n"), indent, sink);
 }
 
 // Passes `skeleton` to `sink` with each marker's one-element array replaced
@@ -213,8 +357,7 @@ absl::Status WriteSpliced(const std::string& skeleton,
         !s.ok()) {
       return s;
     }
-    const ArrayJson printed = PrintArrayAlone(*place.alone);
-    if (absl::Status s = WriteIndented(printed.array, place.indent, sink); !s.ok()) {
+    if (absl::Status s = WritePart(*place.part, place.indent, sink); !s.ok()) {
       return s;
     }
     copied = place.close + 1;
@@ -228,7 +371,7 @@ absl::Status PrintJson(const Message& message, const ByteSink& sink,
   if (arrays_printed_apart != nullptr) *arrays_printed_apart = 0;
   std::unique_ptr<Message> skeleton(message.New());
   skeleton->CopyFrom(message);
-  std::vector<ArrayPrintedApart> apart;
+  std::vector<PrintedApart> apart;
   MarkLongArrays(skeleton.get(), &apart);
   if (apart.empty()) return sink(ToJsonInOnePass(message));
   const std::string skeleton_json = ToJsonInOnePass(*skeleton);
@@ -240,6 +383,8 @@ absl::Status PrintJson(const Message& message, const ByteSink& sink,
   }
   return WriteSpliced(skeleton_json, places, sink);
 }
+
+std::string ToJsonOfElement(const Message& element) { return ToJson(element); }
 
 }  // namespace
 

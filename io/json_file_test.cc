@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/atomic_file.h"
@@ -117,6 +118,36 @@ TEST(JsonFileTest, AMessageHoldingAMarkerValueIsPrintedWholeAndTheSame) {
   int apart = -1;
   EXPECT_EQ(ToJson(holder, &apart), ToJsonInOnePass(holder));
   EXPECT_EQ(apart, 0);
+}
+
+io_testing::Audit AuditWithManyEpochs() {
+  io_testing::Audit audit;
+  audit.set_policy("masked \"tail\" {x}");
+  for (int e = 0; e < 40; ++e) {
+    io_testing::Epoch* epoch = audit.add_epochs();
+    epoch->set_epoch(e);  // epoch 0 is a default
+    const int slots = e == 3 ? 10 : 400;  // epoch 3 is small
+    for (int i = 0; i < slots; ++i) {
+      epoch->add_indices(i * 7 % 1000 - 3);
+      epoch->add_ids(absl::StrCat("r-", i, i % 5 == 0 ? "\"}{" : ""));
+      epoch->add_valid(i % 3 != 0);
+    }
+    (*epoch->mutable_counts())["a"] = e;
+    if (e == 5) FillArray(3000, 4, epoch->mutable_nested());  // apart in turn
+  }
+  return audit;
+}
+
+TEST(JsonFileTest, ElementsHoldingManyValuesPrintExactlyAsProtobufPrintsThem) {
+  const io_testing::Audit audit = AuditWithManyEpochs();
+  int apart = -1;
+  const std::string json = ToJson(audit, &apart);
+  EXPECT_EQ(apart, 39);  // every epoch but the small one
+  EXPECT_EQ(json, ToJsonInOnePass(audit));
+  EXPECT_THAT(json, HasSubstr("\"epoch\": 0,"));
+  const std::string path = ::testing::TempDir() + "/audit.json";
+  ASSERT_TRUE(WriteJsonFile(path, audit).ok());
+  EXPECT_EQ(*ReadFileToString(path), json);
 }
 
 }  // namespace
