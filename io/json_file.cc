@@ -332,8 +332,6 @@ std::vector<Place> Places(const std::string& skeleton,
   return places;
 }
 
-std::string ToJsonOfElement(const Message& element);
-
 // A part printed apart, indented to its place.
 absl::Status WritePart(const PrintedApart& part, const std::string& indent,
                        const ByteSink& sink) {
@@ -342,7 +340,7 @@ absl::Status WritePart(const PrintedApart& part, const std::string& indent,
     return WriteIndented(printed.array, indent, sink);
   }
   // Its long parts apart in turn; without the last line break.
-  const std::string json = ToJsonOfElement(*part.alone);
+  const std::string json = ToJson(*part.alone);
   return WriteIndented(absl::StripSuffix(json, "\n"), indent, sink);
 }
 
@@ -369,6 +367,8 @@ absl::Status WriteSpliced(const std::string& skeleton,
 absl::Status PrintJson(const Message& message, const ByteSink& sink,
                        int* arrays_printed_apart) {
   if (arrays_printed_apart != nullptr) *arrays_printed_apart = 0;
+  // Too few values for any part to be printed apart: no skeleton to copy.
+  if (ValuesUnder(message) < kArrayPrintedApart) return sink(ToJsonInOnePass(message));
   std::unique_ptr<Message> skeleton(message.New());
   skeleton->CopyFrom(message);
   std::vector<PrintedApart> apart;
@@ -383,8 +383,6 @@ absl::Status PrintJson(const Message& message, const ByteSink& sink,
   }
   return WriteSpliced(skeleton_json, places, sink);
 }
-
-std::string ToJsonOfElement(const Message& element) { return ToJson(element); }
 
 }  // namespace
 

@@ -17,10 +17,11 @@ namespace receipt_parity {
 // Protobuf 3.21 prints defaults by first building the whole document as a
 // tree, a node of some 300 bytes per array element (250 MB for the
 // first_step.json of a 250 000-parameter model); so every float or double
-// array of 1024 elements or more is printed by protobuf apart, as a stream,
-// and put in its place. The text is exactly ToJsonInOnePass's. When
-// `arrays_printed_apart` is not null it is set to how many were (0 when the
-// message was printed in one pass).
+// array of 1024 elements or more, and every element of a repeated message
+// field (not a map) holding 1024 values or more, is printed by protobuf
+// apart and put in its place. The text is exactly ToJsonInOnePass's. When
+// `arrays_printed_apart` is not null it is set to how many parts were (0
+// when the message was printed in one pass).
 std::string ToJson(const google::protobuf::Message& message,
                    int* arrays_printed_apart = nullptr);
 
