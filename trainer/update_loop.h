@@ -10,6 +10,7 @@
 //       UpdateObserver::AfterTimedUpdate  the recorder's file writes
 //       CheckpointCadence::AfterUpdate   saves when due
 //       ProgressLog::AfterUpdate         logs when due
+//       ReturnFreeHeapPages        every 64 updates (runtime/heap_trim.h)
 //     RankReportBuilder::AddEpoch  the epoch's accounting of the updates run
 //
 // Every rank runs the same loop over the same plans, so all ranks run the
