@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -119,9 +118,26 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
     }
     return ErrnoError("cannot read", path);
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, ": a folder, not a file"));
+  }
+  // Reserved at the file's size: a growing stream buffer, copied at the end,
+  // would hold three times the file at its peak. /proc files and pipes
+  // report no size and are read as they come.
+  std::string text;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size > 0) text.reserve(static_cast<size_t>(size));
+  in.clear();
+  in.seekg(0, std::ios::beg);
+  in.clear();
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof(chunk)), in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) return ErrnoError("cannot read", path);
+  return text;
 }
 
 }  // namespace receipt_parity

@@ -57,7 +57,8 @@ absl::Status WriteFileAtomicallyFrom(
 // fsync of a folder, so a rename or unlink inside it is durable.
 absl::Status SyncDirectory(const std::string& dir);
 
-// The whole file. NotFound if it does not exist.
+// The whole file (a regular file, a /proc file or a pipe). NotFound if it
+// does not exist, FailedPrecondition for a folder.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
 }  // namespace receipt_parity

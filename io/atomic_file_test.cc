@@ -90,6 +90,27 @@ TEST(AtomicFileTest, AProducerErrorLeavesTheOldFileAndNoTempFile) {
   EXPECT_FALSE(fs::exists(TempPathFor(path)));
 }
 
+TEST(AtomicFileTest, ReadsEmptyAndBinaryFilesWhole) {
+  const std::string empty = TestDir() + "/empty";
+  ASSERT_TRUE(WriteFileAtomically(empty, "").ok());
+  EXPECT_EQ(*ReadFileToString(empty), "");
+  std::string bytes(3 * 1024 * 1024 + 7, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 31);
+  const std::string binary = TestDir() + "/binary";
+  ASSERT_TRUE(WriteFileAtomically(binary, bytes).ok());
+  EXPECT_EQ(*ReadFileToString(binary), bytes);
+}
+
+TEST(AtomicFileTest, ReadsFilesThatReportNoSize) {
+  absl::StatusOr<std::string> status = ReadFileToString("/proc/self/status");
+  ASSERT_TRUE(status.ok());
+  EXPECT_THAT(*status, ::testing::HasSubstr("VmRSS"));
+}
+
+TEST(AtomicFileTest, ReadingAFolderIsAnError) {
+  EXPECT_FALSE(ReadFileToString(TestDir()).ok());
+}
+
 TEST(AtomicFileTest, ReadingAMissingFileIsNotFound) {
   auto contents = ReadFileToString(TestDir() + "/nope");
   EXPECT_EQ(contents.status().code(), absl::StatusCode::kNotFound);

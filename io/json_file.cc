@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -65,10 +66,15 @@ std::string ProtobufJson(const Message& message, bool print_defaults) {
 //   `alone` is the element, and `marker_text` the line ("\"epoch\":
 //   -2000000000") of the field whose unique value marks the element left
 //   in its place.
+// `container`, `field` and `index` (the element's, or -1 for an array) say
+// where it is put back.
 struct PrintedApart {
   std::string marker_text;
   std::unique_ptr<Message> alone;
   bool whole_element = false;
+  Message* container = nullptr;
+  const FieldDescriptor* field = nullptr;
+  int index = -1;
 };
 
 // The array of `alone` (only that field set) as protobuf prints it at the
@@ -116,12 +122,19 @@ void PrintApart(Message* container, const FieldDescriptor* field,
   printed.alone.reset(container->New());
   container->GetReflection()->SwapFields(container, printed.alone.get(), {field});
   AddValue(container, field, marker);
+  printed.container = container;
+  printed.field = field;
   apart->push_back(std::move(printed));
 }
 
 // Values under `message`: each singular field set one, each array its
-// length, nested messages theirs.
-int64_t ValuesUnder(const Message& message) {
+// length, nested messages theirs. With `read_maps` false a map that is not
+// empty counts as kArrayPrintedApart values and its entries are not looked
+// at: reading them through reflection makes protobuf build and keep a second
+// copy of the whole map inside the message (11 MB on the first_step.json
+// writer of a 250 000-parameter model), so the caller's own message is only
+// counted so; the skeleton, a copy, is read whole.
+int64_t ValuesUnder(const Message& message, bool read_maps) {
   const Reflection* reflection = message.GetReflection();
   std::vector<const FieldDescriptor*> fields;
   reflection->ListFields(message, &fields);
@@ -129,11 +142,13 @@ int64_t ValuesUnder(const Message& message) {
   for (const FieldDescriptor* field : fields) {
     if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) {
       values += field->is_repeated() ? reflection->FieldSize(message, field) : 1;
+    } else if (field->is_map() && !read_maps) {
+      values += std::max<int64_t>(reflection->FieldSize(message, field), kArrayPrintedApart);
     } else if (!field->is_repeated()) {
-      values += ValuesUnder(reflection->GetMessage(message, field));
+      values += ValuesUnder(reflection->GetMessage(message, field), read_maps);
     } else {
       for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
-        values += ValuesUnder(reflection->GetRepeatedMessage(message, field, i));
+        values += ValuesUnder(reflection->GetRepeatedMessage(message, field, i), read_maps);
       }
     }
   }
@@ -192,8 +207,48 @@ bool PrintElementApart(Message* container, const FieldDescriptor* field,
                         "{"),
       "}")));
   element->GetReflection()->Swap(element, printed.alone.get());
+  printed.container = container;
+  printed.field = field;
+  printed.index = index;
   apart->push_back(std::move(printed));
   return true;
+}
+
+// Puts every part back where it was taken from, markers out: the message
+// is as it was before MarkLongArrays.
+void PutBack(std::vector<PrintedApart>* apart) {
+  for (auto part = apart->rbegin(); part != apart->rend(); ++part) {
+    const Reflection* reflection = part->container->GetReflection();
+    if (part->whole_element) {
+      Message* element =
+          reflection->MutableRepeatedMessage(part->container, part->field, part->index);
+      element->GetReflection()->Swap(element, part->alone.get());
+    } else {
+      reflection->ClearField(part->container, part->field);
+      reflection->SwapFields(part->container, part->alone.get(), {part->field});
+    }
+  }
+  apart->clear();
+}
+
+// Whether a map field is set anywhere in `message` (found without reading a
+// map's entries).
+bool HoldsMap(const Message& message) {
+  const Reflection* reflection = message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    if (field->is_map()) return true;
+    if (!field->is_repeated()) {
+      if (HoldsMap(reflection->GetMessage(message, field))) return true;
+      continue;
+    }
+    for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+      if (HoldsMap(reflection->GetRepeatedMessage(message, field, i))) return true;
+    }
+  }
+  return false;
 }
 
 // Walks `message`, printing apart every long float or double array and
@@ -211,7 +266,7 @@ void MarkLongArrays(Message* message, std::vector<PrintedApart>* apart) {
       }
       for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
         Message* element = reflection->MutableRepeatedMessage(message, field, i);
-        if (field->is_map() || ValuesUnder(*element) < kArrayPrintedApart ||
+        if (field->is_map() || ValuesUnder(*element, /*read_maps=*/true) < kArrayPrintedApart ||
             !PrintElementApart(message, field, i, apart)) {
           MarkLongArrays(element, apart);
         }
@@ -363,25 +418,43 @@ absl::Status WriteSpliced(const std::string& skeleton,
   return sink(absl::string_view(skeleton).substr(copied));
 }
 
-// ToJson's text, passed to `sink` piece by piece.
-absl::Status PrintJson(const Message& message, const ByteSink& sink,
-                       int* arrays_printed_apart) {
-  if (arrays_printed_apart != nullptr) *arrays_printed_apart = 0;
-  // Too few values for any part to be printed apart: no skeleton to copy.
-  if (ValuesUnder(message) < kArrayPrintedApart) return sink(ToJsonInOnePass(message));
-  std::unique_ptr<Message> skeleton(message.New());
-  skeleton->CopyFrom(message);
+// ToJson's text of `message`, passed to `sink` piece by piece: its long
+// parts are moved out, the rest printed with a marker in each one's place,
+// the parts spliced in, and every part put back (`message` is left as it
+// was, whatever `sink` returns). Where a marker cannot be placed, `whole` is
+// printed in one pass (`message` itself when null: put back in place, a map
+// is not, so a message holding one passes the original it was copied from).
+absl::Status PrintWithPartsApart(Message* message, const Message* whole,
+                                 const ByteSink& sink, int* arrays_printed_apart) {
   std::vector<PrintedApart> apart;
-  MarkLongArrays(skeleton.get(), &apart);
-  if (apart.empty()) return sink(ToJsonInOnePass(message));
-  const std::string skeleton_json = ToJsonInOnePass(*skeleton);
+  absl::Cleanup put_back = [&apart] { PutBack(&apart); };
+  MarkLongArrays(message, &apart);
+  if (apart.empty()) return sink(ToJsonInOnePass(*message));
+  const std::string skeleton_json = ToJsonInOnePass(*message);
   const std::vector<Place> places = Places(skeleton_json, apart);
   // A marker value that the message itself holds somewhere: print it whole.
-  if (places.empty()) return sink(ToJsonInOnePass(message));
+  if (places.empty()) {
+    PutBack(&apart);
+    return sink(ToJsonInOnePass(whole != nullptr ? *whole : *message));
+  }
   if (arrays_printed_apart != nullptr) {
     *arrays_printed_apart = static_cast<int>(apart.size());
   }
   return WriteSpliced(skeleton_json, places, sink);
+}
+
+// ToJson's text, passed to `sink` piece by piece; the parts are moved out
+// of a copy of `message`.
+absl::Status PrintJson(const Message& message, const ByteSink& sink,
+                       int* arrays_printed_apart) {
+  if (arrays_printed_apart != nullptr) *arrays_printed_apart = 0;
+  // Too few values for any part to be printed apart: no copy to make.
+  if (ValuesUnder(message, /*read_maps=*/false) < kArrayPrintedApart) {
+    return sink(ToJsonInOnePass(message));
+  }
+  std::unique_ptr<Message> skeleton(message.New());
+  skeleton->CopyFrom(message);
+  return PrintWithPartsApart(skeleton.get(), &message, sink, arrays_printed_apart);
 }
 
 }  // namespace
@@ -408,6 +481,18 @@ absl::Status WriteJsonFile(const std::string& path,
                            const google::protobuf::Message& message) {
   return WriteFileAtomicallyFrom(path, [&message](const ByteSink& sink) {
     return PrintJson(message, sink, /*arrays_printed_apart=*/nullptr);
+  });
+}
+
+absl::Status WriteJsonFileInPlace(const std::string& path,
+                                  google::protobuf::Message* message) {
+  if (HoldsMap(*message)) return WriteJsonFile(path, *message);
+  return WriteFileAtomicallyFrom(path, [message](const ByteSink& sink) {
+    if (ValuesUnder(*message, /*read_maps=*/false) < kArrayPrintedApart) {
+      return sink(ToJsonInOnePass(*message));
+    }
+    return PrintWithPartsApart(message, /*whole=*/nullptr, sink,
+                               /*arrays_printed_apart=*/nullptr);
   });
 }
 

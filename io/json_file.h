@@ -34,6 +34,14 @@ std::string ToJsonInOnePass(const google::protobuf::Message& message);
 absl::Status WriteJsonFile(const std::string& path,
                            const google::protobuf::Message& message);
 
+// Writes the same text as WriteJsonFile without copying `message`: its long
+// parts are moved out of it while the rest is printed and put back after, so
+// the caller's message is borrowed, changed while this runs, and left as it
+// was. A message holding a map anywhere is written by WriteJsonFile instead
+// (moving a map's entries makes protobuf keep a second copy of the map).
+absl::Status WriteJsonFileInPlace(const std::string& path,
+                                  google::protobuf::Message* message);
+
 // Parses `path` into `message`. Errors name the path; unknown keys are
 // errors (a renamed key must not be silently dropped).
 absl::Status ReadJsonFile(const std::string& path,

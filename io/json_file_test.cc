@@ -110,6 +110,22 @@ TEST(JsonFileTest, LongArraysPrintExactlyAsProtobufPrintsTheWholeMessage) {
   EXPECT_EQ(read.seconds(1999), holder.seconds(1999));
 }
 
+// Reading a map's entries through reflection makes protobuf keep a second
+// copy of the map inside the message; printing must not grow the caller's.
+TEST(JsonFileTest, PrintingLeavesTheMessagesMapsAsTheyWere) {
+  const io_testing::ArrayHolder holder = HolderWithLongArrays();
+  const size_t before = holder.SpaceUsedLong();
+  EXPECT_EQ(ToJson(holder), ToJsonInOnePass(holder));
+  const std::string path = ::testing::TempDir() + "/maps_untouched.json";
+  ASSERT_TRUE(WriteJsonFile(path, holder).ok());
+  EXPECT_EQ(holder.SpaceUsedLong(), before);
+  io_testing::ArrayHolder small;
+  (*small.mutable_by_name())["x"].add_values(1.5f);
+  const size_t small_before = small.SpaceUsedLong();
+  EXPECT_EQ(ToJson(small), ToJsonInOnePass(small));
+  EXPECT_EQ(small.SpaceUsedLong(), small_before);
+}
+
 TEST(JsonFileTest, AMessageHoldingAMarkerValueIsPrintedWholeAndTheSame) {
   io_testing::ArrayHolder holder = HolderWithLongArrays();
   // The first array printed apart is marked with 1e30 in its place; a
@@ -148,6 +164,40 @@ TEST(JsonFileTest, ElementsHoldingManyValuesPrintExactlyAsProtobufPrintsThem) {
   const std::string path = ::testing::TempDir() + "/audit.json";
   ASSERT_TRUE(WriteJsonFile(path, audit).ok());
   EXPECT_EQ(*ReadFileToString(path), json);
+}
+
+// Written in place: the same bytes, and the message as it was (its parts
+// moved out and back), for every path through the printer.
+void ExpectWrittenInPlaceAsIs(google::protobuf::Message* message, const std::string& name) {
+  const std::string expected = ToJsonInOnePass(*message);
+  const std::string before = message->SerializeAsString();
+  const std::string path = ::testing::TempDir() + "/" + name + ".json";
+  ASSERT_TRUE(WriteJsonFileInPlace(path, message).ok());
+  EXPECT_EQ(*ReadFileToString(path), expected);
+  EXPECT_EQ(message->SerializeAsString(), before);
+}
+
+TEST(JsonFileTest, WrittenInPlaceTheTextIsTheSameAndTheMessageAsItWas) {
+  io_testing::Audit audit = AuditWithManyEpochs();
+  for (io_testing::Epoch& epoch : *audit.mutable_epochs()) epoch.clear_counts();
+  ExpectWrittenInPlaceAsIs(&audit, "in_place_audit");
+  io_testing::ArrayHolder holder = HolderWithLongArrays();
+  holder.clear_by_name();
+  ExpectWrittenInPlaceAsIs(&holder, "in_place_arrays");
+  holder.add_in_order()->add_values(1e30f);  // a marker's value: printed whole
+  ExpectWrittenInPlaceAsIs(&holder, "in_place_marker");
+  io_testing::Greeting small;
+  small.set_greeting("hi");
+  ExpectWrittenInPlaceAsIs(&small, "in_place_small");
+}
+
+TEST(JsonFileTest, AMessageWithAMapIsWrittenInPlaceFromACopy) {
+  io_testing::ArrayHolder holder = HolderWithLongArrays();
+  const size_t space = holder.SpaceUsedLong();
+  const std::string path = ::testing::TempDir() + "/in_place_map.json";
+  ASSERT_TRUE(WriteJsonFileInPlace(path, &holder).ok());
+  EXPECT_EQ(*ReadFileToString(path), ToJsonInOnePass(holder));
+  EXPECT_EQ(holder.SpaceUsedLong(), space);
 }
 
 }  // namespace

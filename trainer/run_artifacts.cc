@@ -1,7 +1,6 @@
 #include "trainer/run_artifacts.h"
 
 #include <filesystem>
-#include <memory>
 #include <utility>
 #include <vector>
 
@@ -22,20 +21,18 @@ absl::Status WriteRunArtifacts(const std::string& dir,
       << "WriteRunArtifacts: manifest, summary, validation and audit are required";
   std::error_code ignored;  // a missing folder fails the first write, named
   std::filesystem::create_directories(dir, ignored);
-  const std::vector<std::pair<const char*, const google::protobuf::Message*>>
-      in_order = {{"parity.json", artifacts.parity},
-                  {"resume.json", artifacts.resume},
-                  {"run_manifest.json", artifacts.manifest},
-                  {"run_summary.json", artifacts.summary},
-                  {"validation.json", artifacts.validation},
-                  {"sampler_audit.json", artifacts.audit},
-                  {"first_step.json", artifacts.first_step}};
+  const std::vector<std::pair<const char*, google::protobuf::Message*>> in_order = {
+      {"parity.json", artifacts.parity},
+      {"resume.json", artifacts.resume},
+      {"run_manifest.json", artifacts.manifest},
+      {"run_summary.json", artifacts.summary},
+      {"validation.json", artifacts.validation},
+      {"sampler_audit.json", artifacts.audit},
+      {"first_step.json", artifacts.first_step}};
   for (const auto& [name, message] : in_order) {
     if (message == nullptr) continue;
-    std::unique_ptr<google::protobuf::Message> stamped(message->New());
-    stamped->CopyFrom(*message);
-    StampArtifact(artifacts.stamp, stamped.get());
-    if (absl::Status s = WriteJsonFile(dir + "/" + name, *stamped); !s.ok()) {
+    StampArtifact(artifacts.stamp, message);
+    if (absl::Status s = WriteJsonFileInPlace(dir + "/" + name, message); !s.ok()) {
       return s;
     }
   }

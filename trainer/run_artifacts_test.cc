@@ -30,7 +30,7 @@ struct Messages {
     resume.set_generation(2);
     first_step.set_world_size(2);
   }
-  RunArtifactMessages Required() const {
+  RunArtifactMessages Required() {
     RunArtifactMessages artifacts;
     artifacts.manifest = &manifest;
     artifacts.summary = &summary;
@@ -54,7 +54,7 @@ std::string FreshDir(const std::string& name) {
 }
 
 TEST(RunArtifactsTest, EveryRunWritesItsFourArtifactsIntoANewFolder) {
-  const Messages m;
+  Messages m;
   const std::string dir = FreshDir("artifacts_required") + "/nested";
   ASSERT_TRUE(WriteRunArtifacts(dir, m.Required()).ok());
   EXPECT_EQ(FilesIn(dir),
@@ -68,8 +68,27 @@ TEST(RunArtifactsTest, EveryRunWritesItsFourArtifactsIntoANewFolder) {
   EXPECT_EQ(audit.world_size(), 3);
 }
 
+TEST(RunArtifactsTest, EveryArtifactIsStampedInPlaceAndOnDisk) {
+  Messages m;
+  RunArtifactMessages artifacts = m.Required();
+  artifacts.first_step = &m.first_step;
+  artifacts.stamp = {"fingerprint-7", 4};
+  const std::string dir = FreshDir("artifacts_stamped");
+  ASSERT_TRUE(WriteRunArtifacts(dir, artifacts).ok());
+  EXPECT_EQ(m.audit.config_fingerprint(), "fingerprint-7");
+  EXPECT_EQ(m.audit.attempt(), 4);
+  EXPECT_EQ(m.first_step.attempt(), 4);
+  SamplerAudit audit;
+  ASSERT_TRUE(ReadJsonFile(dir + "/sampler_audit.json", &audit).ok());
+  EXPECT_EQ(audit.config_fingerprint(), "fingerprint-7");
+  EXPECT_EQ(audit.attempt(), 4);
+  RunSummary summary;
+  ASSERT_TRUE(ReadJsonFile(dir + "/run_summary.json", &summary).ok());
+  EXPECT_EQ(summary.attempt(), 4);
+}
+
 TEST(RunArtifactsTest, OptionalArtifactsAreWrittenWhenSet) {
-  const Messages m;
+  Messages m;
   const std::string dir = FreshDir("artifacts_all");
   RunArtifactMessages artifacts = m.Required();
   artifacts.parity = &m.parity;
@@ -89,7 +108,7 @@ TEST(RunArtifactsTest, OptionalArtifactsAreWrittenWhenSet) {
 }
 
 TEST(RunArtifactsTest, AFolderThatCannotBeMadeIsAStatus) {
-  const Messages m;
+  Messages m;
   const std::string dir = FreshDir("artifacts_blocked");
   fs::create_directories(dir);
   ASSERT_TRUE(WriteJsonFile(dir + "/file", m.manifest).ok());

@@ -111,10 +111,14 @@ absl::Status UpdateRecorder::WritePending() {
       return s;
     }
   }
-  if (!pending.update) return absl::OkStatus();
-  return WriteJsonFile(
-      absl::StrCat(options_.artifact_dir, "/update-", pending.total_update, ".json"),
-      current_);
+  absl::Status written = absl::OkStatus();
+  if (pending.update) {
+    written = WriteJsonFile(
+        absl::StrCat(options_.artifact_dir, "/update-", pending.total_update, ".json"),
+        current_);
+  }
+  FirstStep().Swap(&current_);  // its tensors are not kept through the run
+  return written;
 }
 
 }  // namespace receipt_parity
