@@ -215,6 +215,28 @@ class BadInputTest(unittest.TestCase):
     self.assertIn("/bin/false", r.stderr)
     self.assertFalse(os.path.exists(os.path.join(out, "scaling.json")))
 
+  def test_a_ddp_run_that_fails_once_is_run_once_more(self):
+    out = temp_dir()
+    mark = os.path.join(out, "failed-once")
+    python = os.path.join(out, "python-failing-once")
+    with open(python, "w") as f:
+      f.write(f"""#!/bin/sh
+if [ ! -e {mark} ]; then touch {mark}; echo "terminate called" >&2; exit 134; fi
+exec {TORCH_PYTHON} "$@"
+""")
+    os.chmod(python, 0o755)
+    r = run([SCALING, "--smoke", f"--out={out}", "--models=communication_bound",
+             f"--python={python}"])
+    self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+    self.assertIn("once more", r.stdout)
+    failed = [n for n in os.listdir(os.path.join(out, "logs")) if n.endswith(".log.failed")]
+    self.assertEqual(failed, ["communication_bound_ddp_1w_r0.log.failed"])
+    with open(os.path.join(out, "logs", failed[0])) as f:
+      self.assertIn("terminate called", f.read())
+    with open(os.path.join(out, "scaling.json")) as f:
+      report = json.load(f)
+    self.assertGreater(report["models"][0]["ddp_one_worker"]["examples_per_second"], 0)
+
   def test_bare_step_refuses_a_bad_model_and_sizes(self):
     r = run([BARE, '--model=architecture: "rnn"'])
     self.assertEqual(r.returncode, 2, r.stderr)
