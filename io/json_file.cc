@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <optional>
 #include <utility>
 #include <type_traits>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/type_resolver_util.h"
 #include "io/atomic_file.h"
+#include "io/json_splice.h"
 
 namespace receipt_parity {
 namespace {
@@ -285,106 +285,13 @@ void MarkLongArrays(Message* message, std::vector<PrintedApart>* apart) {
   }
 }
 
-size_t LineStart(const std::string& json, size_t at) {
-  const size_t newline = at == 0 ? std::string::npos : json.rfind('\n', at - 1);
-  return newline == std::string::npos ? 0 : newline + 1;
-}
-
-// Where `marker` begins a line of `json` after its indent and ends it (or
-// is followed by a comma): its position, or npos unless it does so exactly
-// once.
-size_t OnlyPlace(const std::string& json, const std::string& marker) {
-  size_t found = std::string::npos;
-  for (size_t at = json.find(marker); at != std::string::npos;
-       at = json.find(marker, at + 1)) {
-    const size_t start = LineStart(json, at);
-    const size_t end = at + marker.size();
-    if (at == start ||
-        json.find_first_not_of(' ', start) != at || end >= json.size() ||
-        (json[end] != '\n' && json[end] != ',')) {
-      continue;
-    }
-    if (found != std::string::npos) return std::string::npos;
-    found = at;
-  }
-  return found;
-}
-
-// Passes `text` to `sink` with `indent` added after each line break, in
-// pieces of about 64 KiB.
-absl::Status WriteIndented(absl::string_view text, const std::string& indent,
-                           const ByteSink& sink) {
-  constexpr size_t kPiece = 64 << 10;
-  std::string piece;
-  piece.reserve(kPiece + indent.size() + 1);
-  for (char c : text) {
-    piece.push_back(c);
-    if (c == '\n') piece.append(indent);
-    if (piece.size() >= kPiece) {
-      if (absl::Status s = sink(piece); !s.ok()) return s;
-      piece.clear();
-    }
-  }
-  return sink(piece);
-}
-
-// Where a part printed apart goes in the skeleton: the '[' and ']' of its
-// marker's array, or the '{' and '}' of its marker element; the indent to
-// add to it printed alone.
-struct Place {
-  size_t open;
-  size_t close;
-  std::string indent;
-  const PrintedApart* part;
-};
-
-// The braces of the marker element whose marker field's line starts at
-// `at`, indented by `indent`: the nearest lines above and below indented
-// one less, "{" and "}" (or "},"); nullopt when they are not there.
-std::optional<std::pair<size_t, size_t>> ElementBraces(const std::string& json,
-                                                       size_t at, size_t indent) {
-  if (indent == 0) return std::nullopt;
-  const std::string outer(indent - 1, ' ');
-  size_t line = LineStart(json, at);
-  while (line > 0 && json.compare(line, indent, std::string(indent, ' ')) == 0) {
-    line = LineStart(json, line - 1);
-  }
-  if (json.compare(line, indent, outer + "{") != 0) return std::nullopt;
-  const size_t open = line + indent - 1;
-  for (size_t next = json.find('\n', at); next != std::string::npos;
-       next = json.find('\n', next + 1)) {
-    if (json.compare(next + 1, indent, std::string(indent, ' ')) == 0) continue;
-    if (json.compare(next + 1, indent, outer + "}") != 0) return std::nullopt;
-    return std::make_pair(open, next + indent);
-  }
-  return std::nullopt;
-}
-
-// Empty when a marker is not found exactly once.
-std::vector<Place> Places(const std::string& skeleton,
-                          const std::vector<PrintedApart>& apart) {
-  std::vector<Place> places;
+std::vector<SpliceMarker> Markers(const std::vector<PrintedApart>& apart) {
+  std::vector<SpliceMarker> markers;
+  markers.reserve(apart.size());
   for (const PrintedApart& part : apart) {
-    const size_t at = OnlyPlace(skeleton, part.marker_text);
-    if (at == std::string::npos) return {};
-    const size_t indent_here = at - LineStart(skeleton, at);
-    if (part.whole_element) {
-      const auto braces = ElementBraces(skeleton, at, indent_here);
-      if (!braces.has_value()) return {};
-      // Printed alone, the element's fields are indented by 1.
-      places.push_back({braces->first, braces->second,
-                        std::string(indent_here - 1, ' '), &part});
-      continue;
-    }
-    // At the top level an array's elements are two levels in.
-    constexpr size_t kIndentAlone = 2;
-    if (indent_here < kIndentAlone) return {};
-    places.push_back({skeleton.rfind('[', at), skeleton.find(']', at),
-                      std::string(indent_here - kIndentAlone, ' '), &part});
+    markers.push_back({part.marker_text, part.whole_element});
   }
-  std::sort(places.begin(), places.end(),
-            [](const Place& a, const Place& b) { return a.open < b.open; });
-  return places;
+  return markers;
 }
 
 // A part printed apart, indented to its place.
@@ -399,18 +306,19 @@ absl::Status WritePart(const PrintedApart& part, const std::string& indent,
   return WriteIndented(absl::StripSuffix(json, "\n"), indent, sink);
 }
 
-// Passes `skeleton` to `sink` with each marker's one-element array replaced
-// by its array, printed one at a time.
+// Passes `skeleton` to `sink` with each marker replaced by its part,
+// printed one at a time.
 absl::Status WriteSpliced(const std::string& skeleton,
-                          const std::vector<Place>& places, const ByteSink& sink) {
+                          const std::vector<SplicePlace>& places,
+                          const std::vector<PrintedApart>& apart, const ByteSink& sink) {
   size_t copied = 0;
-  for (const Place& place : places) {
+  for (const SplicePlace& place : places) {
     if (absl::Status s = sink(absl::string_view(skeleton).substr(
             copied, place.open - copied));
         !s.ok()) {
       return s;
     }
-    if (absl::Status s = WritePart(*place.part, place.indent, sink); !s.ok()) {
+    if (absl::Status s = WritePart(apart[place.part], place.indent, sink); !s.ok()) {
       return s;
     }
     copied = place.close + 1;
@@ -431,7 +339,7 @@ absl::Status PrintWithPartsApart(Message* message, const Message* whole,
   MarkLongArrays(message, &apart);
   if (apart.empty()) return sink(ToJsonInOnePass(*message));
   const std::string skeleton_json = ToJsonInOnePass(*message);
-  const std::vector<Place> places = Places(skeleton_json, apart);
+  const std::vector<SplicePlace> places = FindSplicePlaces(skeleton_json, Markers(apart));
   // A marker value that the message itself holds somewhere: print it whole.
   if (places.empty()) {
     PutBack(&apart);
@@ -440,7 +348,7 @@ absl::Status PrintWithPartsApart(Message* message, const Message* whole,
   if (arrays_printed_apart != nullptr) {
     *arrays_printed_apart = static_cast<int>(apart.size());
   }
-  return WriteSpliced(skeleton_json, places, sink);
+  return WriteSpliced(skeleton_json, places, apart, sink);
 }
 
 // ToJson's text, passed to `sink` piece by piece; the parts are moved out
