@@ -8,6 +8,7 @@
 #include "data/data_config.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "reducers/reducer_options.pb.h"
 
 namespace receipt_parity {
 namespace {
@@ -173,6 +174,42 @@ int UpdatesFor(double seconds, double update_seconds, int min_updates,
   if (!(update_seconds > 0)) return max_updates;
   const double wanted = std::ceil(seconds / update_seconds);
   return static_cast<int>(std::clamp<double>(wanted, min_updates, max_updates));
+}
+
+std::string VariantTag(TrainerVariant how) {
+  switch (how) {
+    case TrainerVariant::kAsConfigured: return "";
+    case TrainerVariant::kBucketsOverlapped: return "_buckets_overlap";
+    case TrainerVariant::kBucketsNotOverlapped: return "_buckets_no_overlap";
+    case TrainerVariant::kOverMpi: return "_mpi";
+  }
+  return "";
+}
+
+std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes) {
+  if (how == TrainerVariant::kAsConfigured) return "";
+  if (how == TrainerVariant::kOverMpi) return " over MPI";
+  return absl::StrCat(" (allreduce_sum, buckets of <= ", bucket_cap_bytes, " bytes, ",
+                      how == TrainerVariant::kBucketsOverlapped ? "overlapped with"
+                                                                : "after",
+                      " backward)");
+}
+
+TrainingConfig WithReducerVariant(TrainingConfig config, TrainerVariant how,
+                                  int64_t bucket_cap_bytes) {
+  if (how == TrainerVariant::kAsConfigured) return config;
+  if (how == TrainerVariant::kOverMpi) {
+    config.mutable_reducer()->set_name("mpi_allreduce");
+    config.mutable_reducer()->clear_options();
+    config.mutable_run()->set_launcher("mpirun");
+    return config;
+  }
+  AllreduceSumOptions options;
+  options.set_bucket_cap_bytes(bucket_cap_bytes);
+  options.set_overlap_backward(how == TrainerVariant::kBucketsOverlapped);
+  config.mutable_reducer()->set_name("allreduce_sum");
+  config.mutable_reducer()->mutable_options()->PackFrom(options);
+  return config;
 }
 
 }  // namespace receipt_parity

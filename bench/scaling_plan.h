@@ -7,6 +7,7 @@
 #ifndef RECEIPT_PARITY_BENCH_SCALING_PLAN_H_
 #define RECEIPT_PARITY_BENCH_SCALING_PLAN_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,30 @@ std::vector<std::string> BareArguments(const BenchmarkModel& model,
                                        int warmup_updates, int updates,
                                        double max_seconds,
                                        const std::string& out);
+
+// How a trainer run's reducer is set: as the base config says, or
+// allreduce_sum over several buckets with and without overlap with the
+// backward pass, or over OpenMPI (reducer mpi_allreduce, its ranks under
+// the launcher's mpirun).
+enum class TrainerVariant {
+  kAsConfigured,
+  kBucketsOverlapped,
+  kBucketsNotOverlapped,
+  kOverMpi
+};
+
+// The suffix of a variant's run names ("" for kAsConfigured,
+// "_buckets_overlap", "_buckets_no_overlap", "_mpi").
+std::string VariantTag(TrainerVariant how);
+
+// The variant as the benchmark announces it ("" for kAsConfigured).
+std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes);
+
+// `config` with its reducer set for `how`: unchanged; allreduce_sum with
+// buckets of at most `bucket_cap_bytes` and overlap_backward on or off; or
+// mpi_allreduce (no options) with run.launcher "mpirun".
+TrainingConfig WithReducerVariant(TrainingConfig config, TrainerVariant how,
+                                  int64_t bucket_cap_bytes);
 
 // Updates that take about `seconds` at `update_seconds` each, clamped to
 // [min_updates, max_updates]. REQUIRES: min_updates <= max_updates.

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -9,6 +12,7 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "reducers/reducer_options.pb.h"
 
 namespace receipt_parity {
 namespace {
@@ -178,6 +182,44 @@ TEST(UpdatesForTest, AimsAtTheSecondsWithinBounds) {
   EXPECT_EQ(UpdatesFor(6, 0.0001, 100, 4000), 4000);
   EXPECT_EQ(UpdatesFor(6, 1.0, 100, 4000), 100);
   EXPECT_EQ(UpdatesFor(6, 0, 100, 4000), 4000);
+}
+
+TEST(ScalingPlanTest, ReducerVariantsSetTheReducerAndLauncher) {
+  TrainingConfig base;
+  base.mutable_reducer()->set_name("allreduce_sum");
+  base.mutable_run()->set_launcher("local");
+  const TrainingConfig same = WithReducerVariant(base, TrainerVariant::kAsConfigured, 64);
+  EXPECT_EQ(same.SerializeAsString(), base.SerializeAsString());
+
+  const TrainingConfig overlapped =
+      WithReducerVariant(base, TrainerVariant::kBucketsOverlapped, 1000);
+  AllreduceSumOptions options;
+  ASSERT_TRUE(overlapped.reducer().options().UnpackTo(&options));
+  EXPECT_EQ(options.bucket_cap_bytes(), 1000);
+  EXPECT_TRUE(options.overlap_backward());
+  const TrainingConfig after =
+      WithReducerVariant(base, TrainerVariant::kBucketsNotOverlapped, 1000);
+  ASSERT_TRUE(after.reducer().options().UnpackTo(&options));
+  EXPECT_FALSE(options.overlap_backward());
+  EXPECT_EQ(after.run().launcher(), "local");
+
+  const TrainingConfig mpi = WithReducerVariant(overlapped, TrainerVariant::kOverMpi, 1000);
+  EXPECT_EQ(mpi.reducer().name(), "mpi_allreduce");
+  EXPECT_FALSE(mpi.reducer().has_options());
+  EXPECT_EQ(mpi.run().launcher(), "mpirun");
+}
+
+TEST(ScalingPlanTest, VariantsHaveDistinctRunNames) {
+  const std::vector<TrainerVariant> all = {
+      TrainerVariant::kAsConfigured, TrainerVariant::kBucketsOverlapped,
+      TrainerVariant::kBucketsNotOverlapped, TrainerVariant::kOverMpi};
+  std::set<std::string> tags;
+  for (TrainerVariant how : all) tags.insert(VariantTag(how));
+  EXPECT_EQ(tags.size(), all.size());
+  EXPECT_EQ(VariantTag(TrainerVariant::kOverMpi), "_mpi");
+  EXPECT_EQ(VariantLabel(TrainerVariant::kAsConfigured, 8), "");
+  EXPECT_EQ(VariantLabel(TrainerVariant::kBucketsNotOverlapped, 8),
+            " (allreduce_sum, buckets of <= 8 bytes, after backward)");
 }
 
 }  // namespace

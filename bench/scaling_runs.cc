@@ -21,7 +21,6 @@
 #include "google/protobuf/text_format.h"
 #include "io/atomic_file.h"
 #include "io/json_file.h"
-#include "reducers/reducer_options.pb.h"
 #include "runtime/cpu_pinning.h"
 #include "runtime/mpirun_launcher.h"
 #include "runtime/subprocess.h"
@@ -58,53 +57,6 @@ absl::StatusOr<double> RunChild(std::vector<std::string> argv,
     return s;
   }
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// How a trainer run's reducer is set: as the base config says, or
-// allreduce_sum over several buckets with and without overlap.
-// Or over OpenMPI: reducer mpi_allreduce, its ranks under the launcher's
-// mpirun.
-enum class TrainerVariant {
-  kAsConfigured,
-  kBucketsOverlapped,
-  kBucketsNotOverlapped,
-  kOverMpi
-};
-
-std::string VariantTag(TrainerVariant how) {
-  switch (how) {
-    case TrainerVariant::kAsConfigured: return "";
-    case TrainerVariant::kBucketsOverlapped: return "_buckets_overlap";
-    case TrainerVariant::kBucketsNotOverlapped: return "_buckets_no_overlap";
-    case TrainerVariant::kOverMpi: return "_mpi";
-  }
-  return "";
-}
-
-std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes) {
-  if (how == TrainerVariant::kAsConfigured) return "";
-  if (how == TrainerVariant::kOverMpi) return " over MPI";
-  return absl::StrCat(" (allreduce_sum, buckets of <= ", bucket_cap_bytes, " bytes, ",
-                      how == TrainerVariant::kBucketsOverlapped ? "overlapped with"
-                                                                : "after",
-                      " backward)");
-}
-
-TrainingConfig WithBuckets(TrainingConfig config, TrainerVariant how,
-                           int64_t bucket_cap_bytes) {
-  if (how == TrainerVariant::kAsConfigured) return config;
-  if (how == TrainerVariant::kOverMpi) {
-    config.mutable_reducer()->set_name("mpi_allreduce");
-    config.mutable_reducer()->clear_options();
-    config.mutable_run()->set_launcher("mpirun");
-    return config;
-  }
-  AllreduceSumOptions options;
-  options.set_bucket_cap_bytes(bucket_cap_bytes);
-  options.set_overlap_backward(how == TrainerVariant::kBucketsOverlapped);
-  config.mutable_reducer()->set_name("allreduce_sum");
-  config.mutable_reducer()->mutable_options()->PackFrom(options);
-  return config;
 }
 
 // A baseline's own result and the report's view of the same run.
@@ -353,7 +305,7 @@ class ScalingRunner::Impl {
     google::protobuf::TextFormat::Printer printer;
     printer.SetExpandAny(true);  // plugin options as text, not bytes
     printer.PrintToString(
-        WithBuckets(TrainerConfig(base_, model, world, updates), how, bucket_cap_bytes),
+        WithReducerVariant(TrainerConfig(base_, model, world, updates), how, bucket_cap_bytes),
         &text);
     std::error_code ignored;
     fs::create_directories(fs::path(config_path).parent_path(), ignored);
