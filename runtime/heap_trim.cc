@@ -1,5 +1,6 @@
 #include "runtime/heap_trim.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -17,12 +18,13 @@ bool ReturnFreeHeapPages() {
 #endif
 }
 
-int64_t ResidentAnonymousBytes() {
+int64_t ProcessStatusKib(const std::string& field) {
   std::ifstream status("/proc/self/status");
+  const std::string prefix = field + ":";
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("RssAnon:", 0) == 0) {
-      return std::stoll(line.substr(8)) * 1024;  // in kB
+    if (line.rfind(prefix, 0) == 0) {
+      return std::strtoll(line.c_str() + prefix.size(), nullptr, 10);  // "  1234 kB"
     }
   }
   return -1;

@@ -1,5 +1,6 @@
 // Handing the heap's free pages back to the system, so a rank's resident set
-// is what it holds rather than what the allocator has kept.
+// is what it holds rather than what the allocator has kept; and reading this
+// process's memory figures.
 //
 // glibc's malloc returns freed memory to the system only from the top of its
 // heap; a free chunk below a chunk still in use stays resident. Measured on
@@ -14,6 +15,7 @@
 #define RECEIPT_PARITY_RUNTIME_HEAP_TRIM_H_
 
 #include <cstdint>
+#include <string>
 
 namespace receipt_parity {
 
@@ -23,9 +25,9 @@ namespace receipt_parity {
 // not glibc.
 bool ReturnFreeHeapPages();
 
-// This process's resident anonymous memory (RssAnon of /proc/self/status)
-// in bytes; -1 where it cannot be read.
-int64_t ResidentAnonymousBytes();
+// The value of `field` ("VmHWM", "RssAnon", ...) of /proc/self/status, in
+// KiB; -1 where it cannot be read.
+int64_t ProcessStatusKib(const std::string& field);
 
 }  // namespace receipt_parity
 

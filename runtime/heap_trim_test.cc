@@ -31,11 +31,16 @@ struct HeapWithHoles {
   std::vector<void*> pins;
 };
 
-TEST(HeapTrimTest, ResidentAnonymousMemoryIsRead) {
+int64_t ResidentAnonymousBytes() { return ProcessStatusKib("RssAnon") * 1024; }
+
+TEST(HeapTrimTest, ProcessStatusFieldsAreRead) {
   const int64_t before = ResidentAnonymousBytes();
   ASSERT_GT(before, 0);
   std::vector<char> touched(16 * kMiB, 1);
   EXPECT_GE(ResidentAnonymousBytes(), before + 15 * kMiB);
+  EXPECT_GE(ProcessStatusKib("VmHWM") * 1024, before + 15 * kMiB);
+  EXPECT_EQ(ProcessStatusKib("NoSuchField"), -1);
+  EXPECT_EQ(ProcessStatusKib("VmHW"), -1);  // a field's name, not its prefix
 }
 
 #if defined(__GLIBC__)

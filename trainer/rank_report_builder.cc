@@ -1,8 +1,6 @@
 #include "trainer/rank_report_builder.h"
 
-#include <cstdlib>
-#include <fstream>
-
+#include "runtime/heap_trim.h"
 #include "trainer/epoch_accounting.h"
 
 namespace receipt_parity {
@@ -51,14 +49,8 @@ RankReport RankReportBuilder::Finish(const ReduceStats& reducer_stats,
 }
 
 double PeakRssMib() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      return std::strtod(line.c_str() + 6, nullptr) / 1024.0;  // in kB
-    }
-  }
-  return 0;
+  const int64_t kib = ProcessStatusKib("VmHWM");
+  return kib < 0 ? 0 : kib / 1024.0;
 }
 
 }  // namespace receipt_parity
