@@ -330,9 +330,9 @@ absl::Status WriteSpliced(const std::string& skeleton,
 // parts are moved out, the rest printed with a marker in each one's place,
 // the parts spliced in, and every part put back (`message` is left as it
 // was, whatever `sink` returns). Where a marker cannot be placed, `whole` is
-// printed in one pass (`message` itself when null: put back in place, a map
-// is not, so a message holding one passes the original it was copied from).
-absl::Status PrintWithPartsApart(Message* message, const Message* whole,
+// printed in one pass: `message` itself, or the original it was copied from
+// (parts put back inside a map's entries do not reach the map).
+absl::Status PrintWithPartsApart(Message* message, const Message& whole,
                                  const ByteSink& sink, int* arrays_printed_apart) {
   std::vector<PrintedApart> apart;
   absl::Cleanup put_back = [&apart] { PutBack(&apart); };
@@ -343,7 +343,7 @@ absl::Status PrintWithPartsApart(Message* message, const Message* whole,
   // A marker value that the message itself holds somewhere: print it whole.
   if (places.empty()) {
     PutBack(&apart);
-    return sink(ToJsonInOnePass(whole != nullptr ? *whole : *message));
+    return sink(ToJsonInOnePass(whole));
   }
   if (arrays_printed_apart != nullptr) {
     *arrays_printed_apart = static_cast<int>(apart.size());
@@ -362,7 +362,7 @@ absl::Status PrintJson(const Message& message, const ByteSink& sink,
   }
   std::unique_ptr<Message> skeleton(message.New());
   skeleton->CopyFrom(message);
-  return PrintWithPartsApart(skeleton.get(), &message, sink, arrays_printed_apart);
+  return PrintWithPartsApart(skeleton.get(), message, sink, arrays_printed_apart);
 }
 
 }  // namespace
@@ -395,12 +395,9 @@ absl::Status WriteJsonFile(const std::string& path,
 absl::Status WriteJsonFileInPlace(const std::string& path,
                                   google::protobuf::Message* message) {
   if (HoldsMap(*message)) return WriteJsonFile(path, *message);
+  // A message with nothing long is printed in one pass by the walk itself.
   return WriteFileAtomicallyFrom(path, [message](const ByteSink& sink) {
-    if (ValuesUnder(*message, /*read_maps=*/false) < kArrayPrintedApart) {
-      return sink(ToJsonInOnePass(*message));
-    }
-    return PrintWithPartsApart(message, /*whole=*/nullptr, sink,
-                               /*arrays_printed_apart=*/nullptr);
+    return PrintWithPartsApart(message, *message, sink, /*arrays_printed_apart=*/nullptr);
   });
 }
 
