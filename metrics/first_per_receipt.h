@@ -1,5 +1,5 @@
 // Keeping one prediction per receipt id: the grouping that `by_receipt_id`
-// and shared-library dedup plugins (plugins/examples/) build on.
+// and shared-library dedup plugins (examples/plugins/) build on.
 //
 // Header only, on purpose: a shared-library plugin may use it without
 // linking anything but the host's registry.

@@ -11,9 +11,9 @@
 #include "absl/strings/str_join.h"
 #include "model/weighted_loss.h"
 #include "parity/tensor_comparison.h"
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 #include "reducers/gradient_buckets.h"
-#include "reducers/local_process_group.h"
+#include "collectives/local_process_group.h"
 
 namespace receipt_parity {
 namespace {

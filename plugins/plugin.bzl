@@ -8,13 +8,15 @@ runs even though nothing refers to it by name. Binaries link every
 built-in registration through //plugins:builtin_plugins (the list in
 plugins/builtin_plugins.bzl), never only :name. A _registration target is
 visible only to its own package (its tests), to //plugins (the list and
-the plugin framework's tests) and to //parity's tests, so no other target
-can link a single plugin behind the list's back.
+the plugin framework's tests), to //parity's tests and to the example
+plugins' hosts in //examples/plugins, so no other target can link a single
+plugin behind the list's back.
 """
 
 REGISTRATION_VISIBILITY = [
     "//plugins:__subpackages__",
     "//parity:__pkg__",
+    "//examples/plugins:__pkg__",
 ]
 
 def plugin_library(

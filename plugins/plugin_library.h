@@ -1,6 +1,6 @@
 // Shared-library plugins: a team builds its plugin as a `.so` (a cc_binary
 // with linkshared = 1 whose static initialisers register factories, see
-// plugins/examples/) and names it in the config's `plugin_library`; the
+// examples/plugins/) and names it in the config's `plugin_library`; the
 // trainer loads it at start, before any plugin is looked up.
 //
 // The library must not carry its own copy of the registry: it depends on

@@ -9,7 +9,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include "absl/strings/str_cat.h"
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 
 namespace receipt_parity {
 

@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "reducers/allreduce_sum_reducer.h"
-#include "reducers/local_process_group.h"
+#include "collectives/local_process_group.h"
 
 namespace receipt_parity {
 namespace {

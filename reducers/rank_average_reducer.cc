@@ -5,7 +5,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 
 namespace receipt_parity {
 

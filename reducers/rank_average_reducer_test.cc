@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "reducers/gradient_buckets.h"
-#include "reducers/local_process_group.h"
+#include "collectives/local_process_group.h"
 
 namespace receipt_parity {
 namespace {

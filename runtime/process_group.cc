@@ -21,8 +21,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "reducers/collective_error.h"
-#include "runtime/gloo_process_group.h"
+#include "collectives/collective_error.h"
+#include "collectives/gloo_process_group.h"
 
 namespace receipt_parity {
 namespace {

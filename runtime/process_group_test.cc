@@ -16,7 +16,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/wrappers.pb.h"
 #include "gtest/gtest.h"
-#include "reducers/local_process_group.h"
+#include "collectives/local_process_group.h"
 
 namespace receipt_parity {
 namespace {

@@ -8,7 +8,7 @@
 #include <ATen/Parallel.h>
 #include <torch/headeronly/version.h>
 
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 #include "runtime/cuda_support_loader.h"
 
 namespace receipt_parity {

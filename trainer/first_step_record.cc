@@ -5,7 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 
 namespace receipt_parity {
 namespace {

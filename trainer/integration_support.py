@@ -67,11 +67,11 @@ def run_train(*args, env=None, timeout=240):
 def example_tree(prefix, config, library):
   """A workspace-like folder holding a shipped example config and its .so
   where the config's relative plugin_library says:
-  TMP/plugins/examples/<config> and TMP/bazel-bin/plugins/examples/<library>.
+  TMP/examples/plugins/<config> and TMP/bazel-bin/examples/plugins/<library>.
   Returns (TMP, the config's path, the library's path)."""
   tmp = os.path.realpath(temp_dir(prefix))
-  config_copy = os.path.join(tmp, "plugins", "examples", os.path.basename(config))
-  library_copy = os.path.join(tmp, "bazel-bin", "plugins", "examples",
+  config_copy = os.path.join(tmp, "examples", "plugins", os.path.basename(config))
+  library_copy = os.path.join(tmp, "bazel-bin", "examples", "plugins",
                               os.path.basename(library))
   for source, target in ((config, config_copy), (library, library_copy)):
     os.makedirs(os.path.dirname(target), exist_ok=True)

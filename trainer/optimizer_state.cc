@@ -8,7 +8,7 @@
 #include <torch/optim/sgd.h>
 
 #include "absl/strings/str_cat.h"
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 
 namespace receipt_parity {
 namespace {

@@ -21,7 +21,7 @@
 #include "checkpoint/shard_state.h"
 #include "logging/glog.h"
 #include "parity/tensor_comparison.h"
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 #include "runtime/process_group.h"
 #include "trainer/config_loader.h"
 #include "trainer/optimizer_state.h"

@@ -12,7 +12,7 @@
 #include "logging/glog.h"
 #include "model/buffer_comparison.h"
 #include "model/layer_audit.h"
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 #include "runtime/heap_trim.h"
 #include "runtime/process_group.h"
 #include "samplers/audit.h"

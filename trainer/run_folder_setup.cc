@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "io/json_file.h"
 #include "logging/glog.h"
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 #include "runtime/distributed_env.h"
 #include "trainer/artifacts.pb.h"
 #include "trainer/training_run.h"

@@ -20,6 +20,10 @@ EXPECTED_PLUGINS = sys.argv.pop(1).split(",")
 PLUGIN_SO = os.path.abspath(sys.argv.pop(1))
 REDUCER_SO = os.path.abspath(sys.argv.pop(1))
 REDUCER_CONFIG = os.path.abspath(sys.argv.pop(1))
+# The same through the old names under plugins/examples/ (an alias and a
+# link to the moved config).
+OLD_NAME_REDUCER_SO = os.path.abspath(sys.argv.pop(1))
+OLD_NAME_REDUCER_CONFIG = os.path.abspath(sys.argv.pop(1))
 
 
 class RegistrationTest(unittest.TestCase):
@@ -334,7 +338,7 @@ class ReducerExampleTest(unittest.TestCase):
   def test_the_example_trains_two_workers_through_my_sum_with_parity(self):
     tmp, config, library = support.example_tree("my_sum", REDUCER_CONFIG, REDUCER_SO)
     out = os.path.join(tmp, "out")
-    result = run_in(tmp, "--config=plugins/examples/my_sum_two_worker.pbtxt",
+    result = run_in(tmp, "--config=examples/plugins/my_sum_two_worker.pbtxt",
                     "--out=" + out)
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
 
@@ -350,7 +354,7 @@ class ReducerExampleTest(unittest.TestCase):
 
     with open(library, "rb") as f:
       sha1 = hashlib.sha1(f.read()).hexdigest()
-    expected = {"path": "../../bazel-bin/plugins/examples/libmy_sum_reducer.so",
+    expected = {"path": "../../bazel-bin/examples/plugins/libmy_sum_reducer.so",
                 "resolved_path": library, "sha1": sha1,
                 "plugins": ["reducer/my_sum"]}
     for manifest_path in (os.path.join(out, "run_manifest.json"),
@@ -358,6 +362,20 @@ class ReducerExampleTest(unittest.TestCase):
       manifest = support.load(manifest_path)
       self.assertEqual(manifest["plugins"]["reducer"], "my_sum")
       self.assertEqual(manifest["plugin_libraries"], [expected], manifest_path)
+
+  def test_the_old_example_names_keep_working(self):
+    # `bazel build //plugins/examples:libmy_sum_reducer.so` and
+    # --config=plugins/examples/my_sum_two_worker.pbtxt, from a workspace.
+    self.assertEqual(os.path.basename(OLD_NAME_REDUCER_SO), "libmy_sum_reducer.so")
+    tmp = os.path.realpath(support.temp_dir("old_names"))
+    config = os.path.join(tmp, "plugins", "examples", "my_sum_two_worker.pbtxt")
+    library = os.path.join(tmp, "bazel-bin", "examples", "plugins", "libmy_sum_reducer.so")
+    for source, target in ((OLD_NAME_REDUCER_CONFIG, config), (OLD_NAME_REDUCER_SO, library)):
+      os.makedirs(os.path.dirname(target), exist_ok=True)
+      shutil.copy(source, target)
+    result = run_in(tmp, "--list_plugins", "--config=plugins/examples/my_sum_two_worker.pbtxt")
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertIn("reducer/my_sum", result.stdout.split())
 
   def test_a_config_without_plugin_libraries_records_none(self):
     tmp = support.temp_dir("no_libs")

@@ -15,7 +15,7 @@
 #include "data/receipt_dataset.h"
 #include "logging/glog.h"
 #include "model/classifier.h"
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 #include "reducers/gradient_reducer.h"
 #include "samplers/sampler_policy.h"
 #include "trainer/artifacts.pb.h"

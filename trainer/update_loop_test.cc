@@ -8,7 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "reducers/allreduce_sum_reducer.h"
-#include "reducers/local_process_group.h"
+#include "collectives/local_process_group.h"
 #include "samplers/masked_tail.h"
 #include "trainer/loop_test_support.h"
 #include "weighting/global_count_weighting.h"

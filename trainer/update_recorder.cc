@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "io/json_file.h"
 #include "trainer/artifact_stamp.h"
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 #include "trainer/first_step_record.h"
 
 namespace receipt_parity {

@@ -11,7 +11,7 @@
 #include "logging/glog.h"
 #include "model/weighted_loss.h"
 #include "parity/tensor_comparison.h"
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 #include "trainer/epoch_accounting.h"
 
 namespace receipt_parity {

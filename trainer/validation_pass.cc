@@ -10,7 +10,7 @@
 #include "checkpoint/phase_kill.h"
 #include "data/label_map.h"
 #include "metrics/classification_metrics.h"
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 
 namespace receipt_parity {
 namespace {

@@ -30,7 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/classifier_builder.h"
-#include "plugins/examples/my_model_options.pb.h"
+#include "examples/plugins/my_model_options.pb.h"
 #include "plugins/plugin_factory.h"
 #include "plugins/plugin_registry.h"
 

@@ -1,4 +1,4 @@
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 
 #include <stdexcept>
 #include <string>

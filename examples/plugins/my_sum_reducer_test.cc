@@ -16,7 +16,7 @@
 #include "plugins/plugin_selection.h"
 #include "reducers/gradient_buckets.h"
 #include "reducers/gradient_reducer.h"
-#include "reducers/local_process_group.h"
+#include "collectives/local_process_group.h"
 
 namespace receipt_parity {
 namespace {
@@ -28,7 +28,7 @@ const absl::StatusOr<std::vector<std::string>>& FirstLoad() {
   static const auto* first = new absl::StatusOr<std::vector<std::string>>(
       LoadPluginLibrary(absl::StrCat(std::getenv("TEST_SRCDIR"), "/",
                                      std::getenv("TEST_WORKSPACE"),
-                                     "/plugins/examples/libmy_sum_reducer.so")));
+                                     "/examples/plugins/libmy_sum_reducer.so")));
   return *first;
 }
 

@@ -1,4 +1,4 @@
-#include "reducers/local_process_group.h"
+#include "collectives/local_process_group.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,10 +9,10 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
-#include "runtime/gloo_process_group.h"
+#include "collectives/gloo_process_group.h"
 
 #include "absl/strings/str_cat.h"
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 
 namespace receipt_parity {
 

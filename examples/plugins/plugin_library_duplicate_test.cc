@@ -24,7 +24,7 @@ TEST(PluginLibraryDuplicateTest, RegisteringAnExistingNameIsAlreadyExists) {
   ASSERT_TRUE(CheckRegistries().ok()) << CheckRegistries();
   const std::string path = absl::StrCat(
       std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"),
-      "/plugins/examples/libduplicate_none_dedup.so");
+      "/examples/plugins/libduplicate_none_dedup.so");
   auto loaded = LoadPluginLibrary(path);
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_THAT(loaded.status().message(),

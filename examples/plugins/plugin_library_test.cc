@@ -31,7 +31,7 @@ using ::testing::IsSupersetOf;
 std::string KeepFirstSeenPath() {
   return absl::StrCat(std::getenv("TEST_SRCDIR"), "/",
                       std::getenv("TEST_WORKSPACE"),
-                      "/plugins/examples/libkeep_first_seen_dedup.so");
+                      "/examples/plugins/libkeep_first_seen_dedup.so");
 }
 
 // The first load of the example library in this process, whichever test

@@ -34,10 +34,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "plugins/examples/my_sum_options.pb.h"
+#include "examples/plugins/my_sum_options.pb.h"
 #include "plugins/plugin_factory.h"
 #include "plugins/plugin_registry.h"
-#include "reducers/collective_error.h"
+#include "collectives/collective_error.h"
 #include "reducers/gradient_reducer.h"
 
 namespace receipt_parity {

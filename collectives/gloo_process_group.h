@@ -13,8 +13,8 @@
 // at once (a segfault in FlightRecorder::recordWithResetEnabled, in about
 // one run in five of the tests whose ranks are threads), and a run reports
 // its own timeouts.
-#ifndef RECEIPT_PARITY_RUNTIME_GLOO_PROCESS_GROUP_H_
-#define RECEIPT_PARITY_RUNTIME_GLOO_PROCESS_GROUP_H_
+#ifndef RECEIPT_PARITY_COLLECTIVES_GLOO_PROCESS_GROUP_H_
+#define RECEIPT_PARITY_COLLECTIVES_GLOO_PROCESS_GROUP_H_
 
 #include <chrono>
 #include <memory>
@@ -40,4 +40,4 @@ c10::intrusive_ptr<c10d::ProcessGroup> MakeGlooProcessGroup(
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_RUNTIME_GLOO_PROCESS_GROUP_H_
+#endif  // RECEIPT_PARITY_COLLECTIVES_GLOO_PROCESS_GROUP_H_

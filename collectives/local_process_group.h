@@ -10,8 +10,8 @@
 // makes its own store and groups. `body` runs concurrently on world_size
 // threads: anything it shares across ranks must be synchronised by the
 // caller (a rank's own tensors need nothing).
-#ifndef RECEIPT_PARITY_REDUCERS_LOCAL_PROCESS_GROUP_H_
-#define RECEIPT_PARITY_REDUCERS_LOCAL_PROCESS_GROUP_H_
+#ifndef RECEIPT_PARITY_COLLECTIVES_LOCAL_PROCESS_GROUP_H_
+#define RECEIPT_PARITY_COLLECTIVES_LOCAL_PROCESS_GROUP_H_
 
 #include <functional>
 
@@ -54,4 +54,4 @@ absl::Status RunOnLocalGroupWithStore(int world_size,
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_REDUCERS_LOCAL_PROCESS_GROUP_H_
+#endif  // RECEIPT_PARITY_COLLECTIVES_LOCAL_PROCESS_GROUP_H_

@@ -1,4 +1,4 @@
-#include "reducers/local_process_group.h"
+#include "collectives/local_process_group.h"
 
 #include <atomic>
 #include <stdexcept>

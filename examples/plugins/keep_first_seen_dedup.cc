@@ -28,7 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "metrics/first_per_receipt.h"
 #include "metrics/metric_dedup.h"
-#include "plugins/examples/keep_first_seen_options.pb.h"
+#include "examples/plugins/keep_first_seen_options.pb.h"
 #include "plugins/plugin_factory.h"
 #include "plugins/plugin_registry.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/gloo_process_group.h"
+#include "collectives/gloo_process_group.h"
 
 #include <cstdlib>
 #include <mutex>
