@@ -30,7 +30,7 @@
 #include "samplers/audit.h"
 #include "samplers/distributed_order.h"
 #include "samplers/sampler_policy.h"
-#include "trainer/config_loader.h"
+#include "config/config_loader.h"
 
 ABSL_FLAG(int32_t, num_ids, -1, "Examples in the dataset (ids 0..n-1).");
 ABSL_FLAG(int32_t, world_size, 1, "Ranks.");

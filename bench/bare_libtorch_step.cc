@@ -34,7 +34,7 @@
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "trainer/run_summary_builder.h"
+#include "artifacts/run_summary_builder.h"
 #include "bench/receipt_pool.h"
 #include "data/label_map.h"
 #include "bench/scaling_report.pb.h"
@@ -42,7 +42,7 @@
 #include "io/json_file.h"
 #include "model/classifier.h"
 #include "runtime/cpu_pinning.h"
-#include "trainer/config.pb.h"
+#include "config/config.pb.h"
 #include "trainer/optimizer_factory.h"
 
 ABSL_FLAG(std::string, model, "",

@@ -50,7 +50,7 @@
 #include "cli/runfiles_locator.h"
 #include "io/atomic_file.h"
 #include "io/json_file.h"
-#include "trainer/config_loader.h"
+#include "config/config_loader.h"
 
 ABSL_FLAG(std::string, out, "out/scaling",
           "Output folder, relative to the directory `bazel run` was started "

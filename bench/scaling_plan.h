@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "trainer/config.pb.h"
+#include "config/config.pb.h"
 
 namespace receipt_parity {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "trainer/run_summary_builder.h"
+#include "artifacts/run_summary_builder.h"
 
 namespace receipt_parity {
 namespace {

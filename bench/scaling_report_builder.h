@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bench/scaling_report.pb.h"
-#include "trainer/artifacts.pb.h"
+#include "artifacts/run_summary.pb.h"
 
 namespace receipt_parity {
 

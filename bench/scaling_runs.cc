@@ -24,7 +24,7 @@
 #include "runtime/cpu_pinning.h"
 #include "runtime/mpirun_launcher.h"
 #include "runtime/subprocess.h"
-#include "trainer/artifacts.pb.h"
+#include "artifacts/run_summary.pb.h"
 
 namespace receipt_parity {
 

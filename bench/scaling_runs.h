@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "bench/scaling_plan.h"
 #include "bench/scaling_report.pb.h"
-#include "trainer/config.pb.h"
+#include "config/config.pb.h"
 
 namespace receipt_parity {
 

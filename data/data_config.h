@@ -4,7 +4,7 @@
 //
 // Defaults, defined here only: views_per_identity 0 means 1, image_size 0
 // means kDefaultImageSize. A loaded training config has them applied once,
-// by ApplyDataDefaults (trainer/config_loader.h); LoadReceipts resolves a
+// by ApplyDataDefaults (config/config_loader.h); LoadReceipts resolves a
 // DataConfig built in code the same way.
 //
 // Thread safety: pure functions.
@@ -39,7 +39,7 @@ absl::Status ValidateDataConfig(const DataConfig& config);
 // A synthetic source's example tensors (SyntheticTensorBytes) fit in
 // DataMemoryLimitBytes(); the error (InvalidArgument) names
 // data.synthetic.num_identities and says the figures. Allocates nothing.
-// The config loader calls it last (trainer/config_loader.h, step 6).
+// The config loader calls it last (config/config_loader.h, step 6).
 // REQUIRES: ValidateDataConfig(config).ok().
 absl::Status ValidateDataFitsInMemory(const DataConfig& config);
 

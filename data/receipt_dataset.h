@@ -56,7 +56,7 @@ struct ReceiptSplit {
 // manifest: PATH: no such file", "data.manifest_path: PATH:LINE: ...").
 // A relative manifest_path is opened against the working directory: a
 // training config's loader resolves it against the config's folder first
-// (trainer/config_paths.h).
+// (config/config_paths.h).
 absl::StatusOr<ReceiptSplit> LoadReceipts(const DataConfig& config);
 
 }  // namespace receipt_parity

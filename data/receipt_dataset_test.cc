@@ -187,7 +187,7 @@ TEST(ReceiptDatasetTest, ManifestCapturesAreViewsAndStayOnOneSide) {
 }
 
 // The trainer puts the config's line of data.manifest_path in front of
-// these (trainer/config_loader.h).
+// these (config/config_loader.h).
 TEST(ReceiptDatasetTest, ManifestErrorsNameTheFieldThenTheManifest) {
   const std::string dir = MakeTestDir("dataset_manifest_errors");
   DataConfig config;

@@ -10,9 +10,9 @@
 #include "cli/command_line.h"
 #include "io/json_file.h"
 #include "parity/tensor_comparison.h"
-#include "trainer/artifacts.pb.h"
-#include "trainer/config_loader.h"
-#include "trainer/first_step_record.h"
+#include "artifacts/run_summary.pb.h"
+#include "config/config_loader.h"
+#include "artifacts/first_step_record.h"
 
 namespace receipt_parity {
 namespace {

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/subprocess.h"
+#include "artifacts/first_step.pb.h"
 
 namespace receipt_parity {
 

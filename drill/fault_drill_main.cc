@@ -40,7 +40,8 @@
 #include "logging/glog.h"
 #include "io/atomic_file.h"
 #include "io/json_file.h"
-#include "trainer/artifacts.pb.h"
+#include "artifacts/resume_record.pb.h"
+#include "drill/drill_report.pb.h"
 
 ABSL_FLAG(std::string, config, "", "Training config with checkpoint.every_updates > 0.");
 ABSL_FLAG(std::string, out, "", "Output folder.");

@@ -16,6 +16,8 @@
 #include "drill/generation_audit.h"
 #include "drill/trial_plan.h"
 #include "io/json_file.h"
+#include "artifacts/resume_record.pb.h"
+#include "artifacts/run_summary.pb.h"
 
 namespace receipt_parity {
 namespace {

@@ -31,7 +31,7 @@
 
 #include "absl/status/status.h"
 #include "drill/drill_runs.h"
-#include "trainer/artifacts.pb.h"
+#include "drill/drill_report.pb.h"
 
 namespace receipt_parity {
 

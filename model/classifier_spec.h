@@ -24,7 +24,7 @@ struct ClassifierSpec {
   // initial parameters come from a file may ignore it).
   uint64_t init_seed = 0;
   // Turns a path written in the plugin's options into the file to open
-  // (the trainer: relative to the config's folder, trainer/config_paths.h).
+  // (the trainer: relative to the config's folder, config/config_paths.h).
   // Unset: the path as written.
   std::function<std::string(const std::string&)> resolve_path;
 

@@ -20,7 +20,7 @@
 
 namespace receipt_parity {
 
-// The same alias as trainer/first_step_record.h.
+// The same alias as artifacts/first_step_record.h.
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
 // Whether every element of `t` is finite: a NaN or an infinity makes its

@@ -26,7 +26,7 @@
 #include "logging/glog.h"
 #include "study/study_driver.h"
 #include "study/study_stages.h"
-#include "trainer/config_loader.h"
+#include "config/config_loader.h"
 
 ABSL_FLAG(std::string, out, "out/study",
           "The study folder, relative to the directory `bazel run` was "

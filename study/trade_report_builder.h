@@ -12,7 +12,8 @@
 #include "parity/parity_report.pb.h"
 #include "samplers/audit.pb.h"
 #include "study/trade_report.pb.h"
-#include "trainer/artifacts.pb.h"
+#include "artifacts/run_summary.pb.h"
+#include "drill/drill_report.pb.h"
 
 namespace receipt_parity {
 

@@ -8,6 +8,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "study/trade_report_builder.h"
+#include "drill/drill_report.pb.h"
+#include "artifacts/run_summary.pb.h"
 
 namespace receipt_parity {
 namespace {

@@ -12,6 +12,7 @@
 #include "study/trade_report_builder.h"
 #include "study/trade_report_svg_bars.h"
 #include "study/trade_report_svg_classes.h"
+#include "artifacts/run_summary.pb.h"
 
 namespace receipt_parity {
 namespace {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "study/svg_elements.h"
 #include "study/trade_report_builder.h"
+#include "artifacts/run_summary.pb.h"
 
 namespace receipt_parity {
 namespace {

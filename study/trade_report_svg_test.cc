@@ -8,6 +8,8 @@
 #include "gtest/gtest.h"
 #include "study/trade_report_builder.h"
 #include "study/trade_report_test_inputs.h"
+#include "drill/drill_report.pb.h"
+#include "artifacts/run_summary.pb.h"
 
 namespace receipt_parity {
 namespace {

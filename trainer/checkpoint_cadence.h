@@ -24,7 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "trainer/artifacts.pb.h"
+#include "artifacts/run_summary.pb.h"
 #include "trainer/run_checkpoints.h"
 
 namespace receipt_parity {

@@ -1,5 +1,5 @@
 // Checkpoint MANIFESTs name each plugin by its kind's registry name
-// (trainer/plugin_kinds.h), the vocabulary the hand-written list before the
+// (config/plugin_kinds.h), the vocabulary the hand-written list before the
 // table used; a generation whose MANIFEST spells the kinds as older writers
 // did still resumes.
 #include <algorithm>
@@ -17,9 +17,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/classifier.h"
-#include "trainer/config_loader.h"
+#include "config/config_loader.h"
 #include "trainer/optimizer_factory.h"
 #include "trainer/run_checkpoints.h"
+#include "artifacts/resume_record.pb.h"
 
 namespace receipt_parity {
 namespace {

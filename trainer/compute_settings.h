@@ -16,8 +16,8 @@
 #include <c10/core/Device.h>
 
 #include "absl/status/statusor.h"
-#include "trainer/artifacts.pb.h"
-#include "trainer/config.pb.h"
+#include "artifacts/run_manifest.pb.h"
+#include "config/config.pb.h"
 
 namespace receipt_parity {
 
@@ -25,7 +25,7 @@ namespace receipt_parity {
 // afterwards (read back from LibTorch, not copied from the config), with
 // the LibTorch, CUDA, cuDNN and NCCL versions and the GPU's name.
 // REQUIRES: on CUDA, the CUDA support library is loaded
-// (trainer/device_check.h). Errors: Internal with LibTorch's message.
+// (config/device_check.h). Errors: Internal with LibTorch's message.
 absl::StatusOr<PlatformRecord> ApplyComputeSettings(const TrainingConfig& config,
                                                     c10::Device device);
 

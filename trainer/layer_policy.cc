@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/layer_audit.h"
-#include "trainer/run_model.h"
+#include "config/run_model.h"
 
 namespace receipt_parity {
 namespace {

@@ -18,7 +18,7 @@
 #include "model/classifier.h"
 #include "model/layer_audit.pb.h"
 #include "parity/parity_report.pb.h"
-#include "trainer/config_loader.h"
+#include "config/config_loader.h"
 
 namespace receipt_parity {
 
@@ -33,7 +33,7 @@ std::string BatchDependentLayersPolicy(const TrainingConfig& config);
 absl::StatusOr<LayerAudit> AuditRunModel(const LoadedConfig& loaded,
                                          const Classifier& model, int workers);
 
-// Before any run of `loaded` starts: builds its model (trainer/run_model.h)
+// Before any run of `loaded` starts: builds its model (config/run_model.h)
 // and applies AuditRunModel's check. OK for a one-worker config without
 // building anything.
 absl::Status CheckLayerPolicy(const LoadedConfig& loaded);

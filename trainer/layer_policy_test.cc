@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/layer_audit.h"
-#include "trainer/run_model.h"
+#include "config/run_model.h"
 
 namespace receipt_parity {
 namespace {

@@ -8,7 +8,7 @@
 #include <torch/optim/optimizer.h>
 
 #include "absl/status/statusor.h"
-#include "trainer/config.pb.h"
+#include "config/config.pb.h"
 
 namespace receipt_parity {
 

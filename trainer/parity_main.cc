@@ -34,7 +34,7 @@
 #include "parity/simulated_parity.h"
 #include "plugins/plugin_registry.h"
 #include "samplers/sampler_policy.h"
-#include "trainer/config_loader.h"
+#include "config/config_loader.h"
 #include "trainer/receipt_tensors.h"
 
 ABSL_FLAG(std::string, config, "", "Training config (text proto).");

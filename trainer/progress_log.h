@@ -15,7 +15,7 @@
 #include <string>
 
 #include "metrics/validation_report.pb.h"
-#include "trainer/artifacts.pb.h"
+#include "artifacts/run_summary.pb.h"
 
 namespace receipt_parity {
 

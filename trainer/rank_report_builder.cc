@@ -1,7 +1,7 @@
 #include "trainer/rank_report_builder.h"
 
 #include "runtime/heap_trim.h"
-#include "trainer/epoch_accounting.h"
+#include "artifacts/epoch_accounting.h"
 
 namespace receipt_parity {
 

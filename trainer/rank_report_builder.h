@@ -1,12 +1,12 @@
 // This rank's RankReport and the run's RunTotals, one update at a time:
 // what rank 0 later turns into run_summary.json
-// (trainer/run_summary_builder.h) and run_manifest.json's per-update
+// (artifacts/run_summary_builder.h) and run_manifest.json's per-update
 // counts.
 //
 // Per update: this rank's loss share, and after the first
 // kWarmupUpdates updates of the attempt its update time, sync time and
 // slot count; the update's global accepted count and epoch. Per epoch:
-// this rank's accounting of the updates run (trainer/epoch_accounting.h).
+// this rank's accounting of the updates run (artifacts/epoch_accounting.h).
 // At the end: peak memory, the reducer's totals, the final parameter hash.
 //
 // Thread safety: not thread-safe.
@@ -18,8 +18,8 @@
 
 #include "reducers/gradient_reducer.h"
 #include "samplers/epoch_plan.h"
-#include "trainer/artifacts.pb.h"
-#include "trainer/run_summary_builder.h"
+#include "artifacts/run_summary.pb.h"
+#include "artifacts/run_summary_builder.h"
 #include "trainer/update_step.h"
 
 namespace receipt_parity {

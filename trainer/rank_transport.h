@@ -15,8 +15,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/distributed_env.h"
-#include "trainer/config.pb.h"
-#include "trainer/config_loader.h"
+#include "config/config.pb.h"
+#include "config/config_loader.h"
 
 namespace receipt_parity {
 

@@ -23,9 +23,9 @@
 #include "parity/tensor_comparison.h"
 #include "collectives/collective_error.h"
 #include "runtime/process_group.h"
-#include "trainer/config_loader.h"
+#include "config/config_loader.h"
 #include "trainer/optimizer_state.h"
-#include "trainer/plugin_kinds.h"
+#include "config/plugin_kinds.h"
 
 namespace receipt_parity {
 namespace {

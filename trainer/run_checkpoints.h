@@ -25,8 +25,8 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/fault_injection.h"
 #include "model/classifier.h"
-#include "trainer/artifacts.pb.h"
-#include "trainer/config.pb.h"
+#include "artifacts/resume_record.pb.h"
+#include "config/config.pb.h"
 
 namespace receipt_parity {
 
@@ -45,7 +45,7 @@ struct RunCheckpointContext {
   c10d::Store* store = nullptr;
   const TrainingConfig* config = nullptr;
   std::string model_revision;
-  // DataHash (trainer/run_manifest.h) of the receipts this run trains on.
+  // DataHash (artifacts/run_manifest.h) of the receipts this run trains on.
   std::string data_hash;
   // Its kill points, and its phase kill of phase save: SaveCheckpoint is
   // that phase, from the shard's bytes until the generation is advertised

@@ -16,7 +16,7 @@
 #include "checkpoint/shard_state.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "trainer/config_loader.h"
+#include "config/config_loader.h"
 #include "trainer/loop_test_support.h"
 #include "io/atomic_file.h"
 #include "trainer/optimizer_state.h"

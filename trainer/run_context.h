@@ -14,11 +14,12 @@
 #include "data/receipt_dataset.h"
 #include "model/classifier.h"
 #include "model/layer_audit.pb.h"
-#include "trainer/artifact_stamp.h"
-#include "trainer/artifacts.pb.h"
+#include "artifacts/artifact_stamp.h"
+#include "artifacts/run_manifest.pb.h"
+#include "artifacts/resume_record.pb.h"
 #include "trainer/receipt_tensors.h"
 #include "trainer/run_checkpoints.h"
-#include "trainer/run_plugins.h"
+#include "config/run_plugins.h"
 #include "trainer/training_run.h"
 
 namespace receipt_parity {

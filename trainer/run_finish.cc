@@ -16,14 +16,15 @@
 #include "runtime/heap_trim.h"
 #include "runtime/process_group.h"
 #include "samplers/audit.h"
-#include "trainer/first_step_record.h"
+#include "artifacts/first_step_record.h"
 #include "trainer/layer_policy.h"
 #include "trainer/progress_log.h"
-#include "trainer/run_artifacts.h"
-#include "trainer/run_folder.h"
+#include "artifacts/run_artifacts.h"
+#include "artifacts/run_folder.h"
 #include "trainer/run_parity.h"
-#include "trainer/run_summary_builder.h"
+#include "artifacts/run_summary_builder.h"
 #include "trainer/validation_pass.h"
+#include "artifacts/run_folder_state.pb.h"
 
 namespace receipt_parity {
 namespace {

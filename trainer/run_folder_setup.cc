@@ -13,7 +13,7 @@
 #include "logging/glog.h"
 #include "collectives/collective_error.h"
 #include "runtime/distributed_env.h"
-#include "trainer/artifacts.pb.h"
+#include "artifacts/run_manifest.pb.h"
 #include "trainer/training_run.h"
 
 namespace receipt_parity {

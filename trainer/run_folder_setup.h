@@ -1,5 +1,5 @@
 // What the train binary does with --out=DIR before any rank trains
-// (../shared/DESIGN.md, "Run folders"; the states are trainer/run_folder.h):
+// (../shared/DESIGN.md, "Run folders"; the states are artifacts/run_folder.h):
 // lock the folder, apply --overwrite, decide its state, make or reuse the
 // one-worker reference; rank 0 begins the attempt once its inputs load
 // (trainer/training_run.h); on a multi-rank run,
@@ -22,8 +22,8 @@
 #include "absl/status/statusor.h"
 #include "io/run_folder_lock.h"
 #include "runtime/process_group.h"
-#include "trainer/config_loader.h"
-#include "trainer/run_folder.h"
+#include "config/config_loader.h"
+#include "artifacts/run_folder.h"
 
 namespace receipt_parity {
 

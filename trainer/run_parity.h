@@ -8,8 +8,8 @@
 
 #include "absl/status/statusor.h"
 #include "parity/parity_report.pb.h"
-#include "trainer/artifacts.pb.h"
-#include "trainer/config.pb.h"
+#include "artifacts/first_step.pb.h"
+#include "config/config.pb.h"
 
 namespace receipt_parity {
 

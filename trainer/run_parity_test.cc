@@ -10,7 +10,8 @@
 
 #include "io/json_file.h"
 #include "parity/cross_device_tolerance.h"
-#include "trainer/first_step_record.h"
+#include "artifacts/first_step_record.h"
+#include "artifacts/run_manifest.pb.h"
 
 namespace receipt_parity {
 namespace {

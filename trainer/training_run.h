@@ -24,9 +24,9 @@
 //   finish    (trainer/run_finish.h) validation
 //             (trainer/validation_pass.h), every rank's report
 //             gathered on rank 0, run_summary.json
-//             (trainer/run_summary_builder.h), parity against the reference
+//             (artifacts/run_summary_builder.h), parity against the reference
 //             (trainer/run_parity.h), the sampler audit, and the artifacts
-//             (trainer/run_artifacts.h).
+//             (artifacts/run_artifacts.h).
 //
 // Artifacts (rank 0 writes them into `artifact_dir`, each naming the config
 // fingerprint and the attempt):
@@ -34,7 +34,7 @@
 //   run_summary.json, validation.json, sampler_audit.json, resume.json
 //   (resumed runs), update-K.json (recorded updates), parity.json (with a
 //   reference; a resumed run compares the first_step.json its first attempt
-//   left), and last finished.json (trainer/run_folder.h). Before training,
+//   left), and last finished.json (artifacts/run_folder.h). Before training,
 //   rank 0 removes what earlier attempts left that this one would make
 //   stale (RemoveStaleArtifacts).
 #ifndef RECEIPT_PARITY_TRAINER_TRAINING_RUN_H_
@@ -46,8 +46,8 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/fault_injection.h"
 #include "runtime/process_group.h"
-#include "trainer/config_loader.h"
-#include "trainer/run_folder.h"
+#include "config/config_loader.h"
+#include "artifacts/run_folder.h"
 
 namespace receipt_parity {
 
@@ -69,10 +69,10 @@ struct TrainingRunOptions {
   std::string checkpoint_dir;
   // An injected failure during a save (checkpoint/fault_injection.h).
   FaultPlan fault;
-  // This attempt's number in the run folder (trainer/run_folder.h); every
+  // This attempt's number in the run folder (artifacts/run_folder.h); every
   // artifact names it.
   int attempt = 1;
-  // The run folder's decision for this attempt (trainer/run_folder.h);
+  // The run folder's decision for this attempt (artifacts/run_folder.h);
   // when set, rank 0 begins the attempt in `artifact_dir` (BeginAttempt)
   // once the data, plugins and model are made, so a run refused for its
   // input leaves the folder as it was. Not owned.

@@ -12,6 +12,7 @@
 #include "samplers/masked_tail.h"
 #include "trainer/loop_test_support.h"
 #include "weighting/global_count_weighting.h"
+#include "artifacts/run_summary.pb.h"
 
 namespace receipt_parity {
 namespace {

@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "io/json_file.h"
-#include "trainer/artifact_stamp.h"
+#include "artifacts/artifact_stamp.h"
 #include "collectives/collective_error.h"
-#include "trainer/first_step_record.h"
+#include "artifacts/first_step_record.h"
 
 namespace receipt_parity {
 

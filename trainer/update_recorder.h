@@ -25,8 +25,8 @@
 #include "absl/status/status.h"
 #include "model/classifier.h"
 #include "samplers/epoch_plan.h"
-#include "trainer/artifact_stamp.h"
-#include "trainer/artifacts.pb.h"
+#include "artifacts/artifact_stamp.h"
+#include "artifacts/first_step.pb.h"
 #include "trainer/update_step.h"
 
 namespace receipt_parity {
@@ -34,7 +34,7 @@ namespace receipt_parity {
 struct UpdateRecorderOptions {
   // Written into every record.
   int world_size = 1;
-  // The run and attempt every record names (trainer/artifact_stamp.h).
+  // The run and attempt every record names (artifacts/artifact_stamp.h).
   ArtifactStamp stamp;
   // Written into first_step.json.
   std::string loss_weighting;

@@ -12,7 +12,7 @@
 #include "model/weighted_loss.h"
 #include "parity/tensor_comparison.h"
 #include "collectives/collective_error.h"
-#include "trainer/epoch_accounting.h"
+#include "artifacts/epoch_accounting.h"
 
 namespace receipt_parity {
 namespace {

@@ -4,7 +4,7 @@
 //
 // UpdateStep::Run(plan, u, ...) on rank r:
 //   weights  = weighting.Weights(the whole update u of `plan`, r): from the
-//              plan alone, no communication (trainer/epoch_accounting.h)
+//              plan alone, no communication (artifacts/epoch_accounting.h)
 //   backward of sum_i w_i * loss_i over r's slots (model/weighted_loss.h);
 //              masked slots are computed and weigh zero
 //   with a group, the gradients live in persistent flat buckets

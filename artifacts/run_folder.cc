@@ -1,0 +1,326 @@
+#include "artifacts/run_folder.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <system_error>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "io/json_file.h"
+#include "runtime/distributed_env.h"
+#include "config/config_loader.h"
+#include "artifacts/run_manifest.pb.h"
+
+namespace receipt_parity {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The JSON files a run writes into its folder, besides update-K.json.
+const std::set<std::string>& ArtifactFiles() {
+  static const auto* names = new std::set<std::string>{
+      "run_manifest.json", "run_summary.json", "validation.json",
+      "sampler_audit.json", "parity.json",      "first_step.json",
+      "resume.json",        "world_size_change.json"};
+  return *names;
+}
+
+// "update-12.json".
+bool IsUpdateRecord(const std::string& name) {
+  absl::string_view rest = name;
+  int64_t k = 0;
+  return absl::ConsumePrefix(&rest, "update-") && absl::ConsumeSuffix(&rest, ".json") &&
+         absl::SimpleAtoi(rest, &k);
+}
+
+bool IsArtifact(const std::string& name) {
+  return ArtifactFiles().count(name) > 0 || IsUpdateRecord(name);
+}
+
+std::vector<std::string> EntryNames(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Removes every entry of DIR that `remove` selects (a folder with all it
+// holds); returns their names. Internal "<failure> DIR/NAME: why" on the
+// first that cannot be removed.
+absl::StatusOr<std::vector<std::string>> RemoveEntries(
+    const std::string& dir, absl::string_view failure,
+    const std::function<bool(const std::string&)>& remove) {
+  std::vector<std::string> removed;
+  for (const std::string& name : EntryNames(dir)) {
+    if (!remove(name)) continue;
+    std::error_code ec;
+    fs::remove_all(fs::path(dir) / name, ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat(failure, " ", dir, "/", name, ": ", ec.message()));
+    }
+    removed.push_back(name);
+  }
+  return removed;
+}
+
+// Whether a run wrote anything in DIR beyond run_state.json: an artifact,
+// or anything under checkpoints/.
+bool HoldsRunOutput(const std::string& dir) {
+  for (const std::string& name : EntryNames(dir)) {
+    if (IsArtifact(name) || name == kFinishRecordFile) return true;
+  }
+  return !EntryNames(dir + "/checkpoints").empty();
+}
+
+// What differs between the folder's config and this one, as
+// "field: old -> new" items; empty when they train the same model, or when
+// every difference is one that checkpoint.allow_* allows.
+std::vector<std::string> ConfigDifferences(const TrainingConfig& saved,
+                                           const TrainingConfig& config) {
+  TrainingConfig a = saved;
+  TrainingConfig b = FingerprintedConfig(config);
+  if (config.checkpoint().allow_world_size_change()) {
+    for (TrainingConfig* c : {&a, &b}) {
+      c->clear_world_size();
+      c->clear_local_batch_sizes();
+    }
+  }
+  if (config.checkpoint().allow_data_change()) {
+    a.clear_data();
+    b.clear_data();
+  }
+  std::string report;
+  {
+    google::protobuf::io::StringOutputStream stream(&report);
+    google::protobuf::util::MessageDifferencer::StreamReporter reporter(&stream);
+    google::protobuf::util::MessageDifferencer differ;
+    differ.ReportDifferencesTo(&reporter);
+    if (differ.Compare(a, b)) return {};
+  }
+  std::vector<std::string> items;
+  for (absl::string_view line : absl::StrSplit(report, '\n', absl::SkipEmpty())) {
+    items.emplace_back(line);
+  }
+  return items;
+}
+
+// What checkpoint.allow_* would let resume, for the refusal's message.
+std::string AllowHints(const TrainingConfig& saved, const TrainingConfig& config) {
+  std::string hints;
+  if (saved.world_size() != config.world_size() &&
+      !config.checkpoint().allow_world_size_change()) {
+    absl::StrAppend(&hints, ". The run there was written by ", saved.world_size(),
+                    " ranks; this run has ", config.world_size(),
+                    ": set checkpoint { allow_world_size_change: true } to resume it "
+                    "with ", config.world_size());
+  }
+  if (!google::protobuf::util::MessageDifferencer::Equals(saved.data(),
+                                                          FingerprintedConfig(config).data()) &&
+      !config.checkpoint().allow_data_change()) {
+    absl::StrAppend(&hints, ". Its data settings differ: set checkpoint "
+                            "{ allow_data_change: true } to resume it on these");
+  }
+  return hints;
+}
+
+absl::Status AnotherConfig(const std::string& dir, const std::string& file,
+                           const std::string& what_differs) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      dir, " holds a run of another config (", dir, "/", file, "): ", what_differs,
+      ". Use --overwrite to replace that run, or another --out"));
+}
+
+// Whether a finished run already reached what `config` asks for.
+bool FinishCovers(const FinishRecord& finish, const TrainingConfig& config) {
+  if (finish.stopped_by() == "epochs") return true;
+  const int64_t asked = config.run().max_updates();
+  return asked > 0 && asked <= finish.updates();
+}
+
+// A folder written before run_state.json existed: its run_manifest.json
+// says which config it holds, when it has one.
+absl::Status CheckLegacyFolder(const std::string& dir, const TrainingConfig& config) {
+  RunManifest manifest;
+  if (!ReadJsonFile(dir + "/run_manifest.json", &manifest).ok()) return absl::OkStatus();
+  const std::string fingerprint = ConfigFingerprint(config);
+  const bool allowed = config.checkpoint().allow_world_size_change() ||
+                       config.checkpoint().allow_data_change();
+  if (manifest.config_fingerprint() == fingerprint || allowed) return absl::OkStatus();
+  return AnotherConfig(dir, "run_manifest.json",
+                       absl::StrCat("config fingerprint ", manifest.config_fingerprint(),
+                                    " there, ", fingerprint, " here"));
+}
+
+absl::StatusOr<RunFolderState> ReadState(const std::string& dir) {
+  RunFolderState state;
+  const std::string path = dir + "/" + kRunStateFile;
+  if (!fs::exists(path)) return state;
+  if (absl::Status s = ReadJsonFile(path, &state); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the run folder's state is unreadable: ", s.message(),
+        "; move the folder aside or use --overwrite"));
+  }
+  return state;
+}
+
+std::string Now() {
+  return absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
+}
+
+std::string HostName() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) return "unknown";
+  return host;
+}
+
+// The decision for a folder that holds a run of this config (or one that
+// checkpoint.allow_* lets this config continue).
+absl::StatusOr<RunFolderDecision> DecideHeldRun(const std::string& dir,
+                                                const TrainingConfig& config,
+                                                int last_attempt) {
+  RunFolderDecision decision;
+  decision.attempt = last_attempt + 1;
+  const std::string finish_path = dir + "/" + kFinishRecordFile;
+  if (!fs::exists(finish_path)) {
+    decision.start = AttemptStart::kResume;
+    decision.description = absl::StrCat(
+        dir, " holds an unfinished run of this config (attempt ", last_attempt,
+        "): RESUMING it as attempt ", decision.attempt,
+        " from its newest checkpoint generation that verifies");
+    return decision;
+  }
+  if (absl::Status s = ReadJsonFile(finish_path, &decision.finish); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the run's finish record is unreadable: ", s.message(),
+        "; move the folder aside or use --overwrite"));
+  }
+  if (FinishCovers(decision.finish, config)) {
+    decision.finished = true;
+    decision.attempt = decision.finish.attempt();
+    decision.description = absl::StrCat(
+        dir, ": this run is finished (", decision.finish.updates(), " updates, stopped by ",
+        decision.finish.stopped_by(), ", attempt ", decision.finish.attempt(),
+        "); nothing to train, nothing changed. Its results are in ", dir,
+        "/ (see finished.json). --overwrite trains it again; a larger "
+        "run.max_updates continues it");
+    return decision;
+  }
+  decision.start = AttemptStart::kContinue;
+  decision.description = absl::StrCat(
+      dir, " holds this config's run, finished at update ", decision.finish.updates(),
+      "; run.max_updates asks for more: CONTINUING it as attempt ", decision.attempt,
+      " from its newest checkpoint generation that verifies");
+  return decision;
+}
+
+}  // namespace
+
+absl::string_view AttemptStartName(AttemptStart start) {
+  switch (start) {
+    case AttemptStart::kFresh:
+      return "fresh";
+    case AttemptStart::kResume:
+      return "resume";
+    case AttemptStart::kContinue:
+      return "continue";
+  }
+  return "fresh";
+}
+
+absl::StatusOr<RunFolderDecision> DecideRunFolder(const std::string& dir,
+                                                  const TrainingConfig& config) {
+  absl::StatusOr<RunFolderState> state = ReadState(dir);
+  if (!state.ok()) return state.status();
+  const bool has_state = !state->config_fingerprint().empty();
+  const std::vector<std::string> differences =
+      has_state ? ConfigDifferences(state->config(), config) : std::vector<std::string>{};
+  if (!HoldsRunOutput(dir)) {
+    // Nothing a run wrote: a fresh run, numbered after earlier attempts of
+    // this config that ended before writing anything.
+    RunFolderDecision decision;
+    decision.attempt = has_state && differences.empty() ? state->attempt() + 1 : 1;
+    decision.description = absl::StrCat("fresh run in ", dir, " (attempt ",
+                                        decision.attempt, ")");
+    return decision;
+  }
+  if (!differences.empty()) {
+    return AnotherConfig(dir, kRunStateFile,
+                         absl::StrCat(absl::StrJoin(differences, "; "),
+                                      AllowHints(state->config(), config)));
+  }
+  if (!has_state) {
+    if (absl::Status s = CheckLegacyFolder(dir, config); !s.ok()) return s;
+  }
+  return DecideHeldRun(dir, config, has_state ? state->attempt() : 1);
+}
+
+absl::StatusOr<std::vector<std::string>> RemoveRun(const std::string& dir,
+                                                   bool keep_reference) {
+  return RemoveEntries(dir, "--overwrite: cannot remove", [&](const std::string& name) {
+    return IsArtifact(name) || name == kRunStateFile || name == kFinishRecordFile ||
+           name == "checkpoints" || absl::StartsWith(name, "corrupt-gen-") ||
+           (name == "reference" && !keep_reference);
+  });
+}
+
+absl::Status BeginAttempt(const std::string& dir, const TrainingConfig& config,
+                          const RunFolderDecision& decision) {
+  absl::StatusOr<RunFolderState> read = ReadState(dir);
+  RunFolderState state = read.ok() ? *std::move(read) : RunFolderState();
+  if (decision.start == AttemptStart::kFresh && decision.attempt == 1) state.Clear();
+  *state.mutable_config() = FingerprintedConfig(config);
+  state.set_config_fingerprint(ConfigFingerprint(config));
+  state.set_attempt(decision.attempt);
+  AttemptRecord* attempt = state.add_attempts();
+  attempt->set_attempt(decision.attempt);
+  attempt->set_start(std::string(AttemptStartName(decision.start)));
+  attempt->set_started_at(Now());
+  attempt->set_host(HostName());
+  attempt->set_pid(static_cast<int32_t>(getpid()));
+  attempt->set_elastic_restart(ElasticRestartCount());
+  attempt->set_world_size(config.world_size());
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (absl::Status s = WriteJsonFile(dir + "/" + kRunStateFile, state); !s.ok()) return s;
+  fs::remove(fs::path(dir) / kFinishRecordFile, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat("cannot remove ", dir, "/", kFinishRecordFile,
+                                            ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> RemoveStaleArtifacts(const std::string& dir,
+                                                              bool resumed) {
+  return RemoveEntries(dir, "cannot remove the stale", [&](const std::string& name) {
+    const bool kept = resumed && (name == "first_step.json" || IsUpdateRecord(name));
+    return (IsArtifact(name) || name == kFinishRecordFile) && !kept;
+  });
+}
+
+absl::Status WriteFinishRecord(const std::string& dir, FinishRecord record) {
+  record.clear_artifacts();
+  for (const std::string& name : EntryNames(dir)) {
+    if (IsArtifact(name)) record.add_artifacts(name);
+  }
+  record.set_finished_at(Now());
+  return WriteJsonFile(dir + "/" + kFinishRecordFile, record);
+}
+
+}  // namespace receipt_parity

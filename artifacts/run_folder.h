@@ -1,0 +1,97 @@
+// A run folder's states and their rules (../shared/DESIGN.md, "Run
+// folders"). DIR holds one run:
+//   run_state.json   RunFolderState (trainer/artifacts.proto): the config as
+//                    it is fingerprinted and every attempt; written when an
+//                    attempt begins
+//   finished.json    FinishRecord: written last, after every artifact, when
+//                    the run reached its stopping point
+//   the run's artifacts (artifacts/run_artifacts.h), update-K.json,
+//   world_size_change.json, checkpoints/, and for a multi-worker run
+//   reference/ (the one-worker reference's own run folder).
+//
+// The states, as DecideRunFolder reads them:
+//   empty (nothing a run wrote)   a fresh run, attempt 1
+//   unfinished, same config       resume as attempt N+1 (from the newest
+//                                 generation that verifies, or from the
+//                                 start when none does)
+//   finished, same config, no     train nothing
+//     more updates asked for
+//   finished, more updates        continue as attempt N+1
+//   another config                refused, naming what differs, unless
+//                                 checkpoint { allow_world_size_change } or
+//                                 { allow_data_change } covers every
+//                                 difference
+// Every function here is called by the process that holds DIR/LOCK
+// (io/run_folder_lock.h), before any rank reads or writes DIR.
+#ifndef RECEIPT_PARITY_ARTIFACTS_RUN_FOLDER_H_
+#define RECEIPT_PARITY_ARTIFACTS_RUN_FOLDER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "artifacts/run_folder_state.pb.h"
+#include "config/config.pb.h"
+
+namespace receipt_parity {
+
+inline constexpr char kRunStateFile[] = "run_state.json";
+inline constexpr char kFinishRecordFile[] = "finished.json";
+
+enum class AttemptStart { kFresh, kResume, kContinue };
+
+// "fresh", "resume", "continue": AttemptRecord.start.
+absl::string_view AttemptStartName(AttemptStart start);
+
+struct RunFolderDecision {
+  // The run in DIR is finished and this config asks for no more: train
+  // nothing, touch nothing.
+  bool finished = false;
+  // The attempt to begin; when finished, the attempt that finished.
+  int attempt = 1;
+  AttemptStart start = AttemptStart::kFresh;
+  // When finished: the record read from finished.json.
+  FinishRecord finish;
+  // One line for the log: what was found and what happens.
+  std::string description;
+};
+
+// Reads DIR; writes nothing. `config` is the config about to run in DIR.
+// Errors: InvalidArgument (exit 2) "DIR holds a run of another config
+// (DIR/run_state.json): <field>: <old> -> <new>; ..." when the configs
+// differ beyond what checkpoint.allow_* allows; InvalidArgument naming
+// run_state.json or finished.json when one is unreadable.
+absl::StatusOr<RunFolderDecision> DecideRunFolder(const std::string& dir,
+                                                  const TrainingConfig& config);
+
+// --overwrite: removes what runs write in DIR (the files above, the
+// artifacts, checkpoints/ and corrupt-gen-*, and reference/ unless
+// `keep_reference`), never LOCK nor anything a run did not write. Returns
+// the names removed. Internal naming the entry on a failure.
+absl::StatusOr<std::vector<std::string>> RemoveRun(const std::string& dir,
+                                                   bool keep_reference);
+
+// Begins `decision.attempt`: run_state.json gains its AttemptRecord
+// (written atomically) and finished.json is removed. Internal naming the
+// file on a failure.
+absl::Status BeginAttempt(const std::string& dir, const TrainingConfig& config,
+                          const RunFolderDecision& decision);
+
+// Rank 0, once it knows whether the attempt resumed a generation: removes
+// what earlier attempts wrote that this attempt would otherwise leave stale
+// beside its own, and finished.json. A fresh start removes every artifact;
+// a resume keeps first_step.json and update-K.json (each names the attempt
+// that wrote it; the resumed run cannot recompute them) and removes the
+// others, which this attempt writes anew. Returns the names removed.
+absl::StatusOr<std::vector<std::string>> RemoveStaleArtifacts(const std::string& dir,
+                                                              bool resumed);
+
+// Writes DIR/finished.json from `record` (its `artifacts` filled with the
+// artifact files present in DIR). Call last.
+absl::Status WriteFinishRecord(const std::string& dir, FinishRecord record);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_ARTIFACTS_RUN_FOLDER_H_

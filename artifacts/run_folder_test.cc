@@ -1,0 +1,277 @@
+#include "artifacts/run_folder.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "io/json_file.h"
+#include "config/config_loader.h"
+#include "artifacts/run_manifest.pb.h"
+
+namespace receipt_parity {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
+
+std::string FreshDir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/run_folder_" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void Touch(const std::string& path) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path) << "{}";
+}
+
+TrainingConfig Config(int world_size = 2) {
+  TrainingConfig config;
+  config.set_world_size(world_size);
+  config.set_global_batch(32);
+  config.set_epochs(3);
+  config.mutable_seeds()->set_model_init(37);
+  config.mutable_data()->set_image_size(32);
+  return config;
+}
+
+// A folder holding attempt `attempt` of `config`, unfinished.
+void StartedRun(const std::string& dir, const TrainingConfig& config, int attempt) {
+  RunFolderDecision decision;
+  decision.attempt = attempt;
+  ASSERT_TRUE(BeginAttempt(dir, config, decision).ok());
+  Touch(dir + "/first_step.json");
+}
+
+void Finish(const std::string& dir, const TrainingConfig& config, int updates,
+            const std::string& stopped_by) {
+  FinishRecord finish;
+  finish.set_config_fingerprint(ConfigFingerprint(config));
+  finish.set_attempt(1);
+  finish.set_updates(updates);
+  finish.set_stopped_by(stopped_by);
+  ASSERT_TRUE(WriteFinishRecord(dir, finish).ok());
+}
+
+TEST(RunFolderTest, AnEmptyOrMissingFolderIsAFreshFirstAttempt) {
+  for (const std::string& dir : {FreshDir("empty"), std::string("/nonexistent/run")}) {
+    absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(dir, Config());
+    ASSERT_TRUE(decision.ok()) << decision.status();
+    EXPECT_FALSE(decision->finished);
+    EXPECT_EQ(decision->start, AttemptStart::kFresh);
+    EXPECT_EQ(decision->attempt, 1);
+  }
+}
+
+TEST(RunFolderTest, BeginAttemptRecordsTheConfigAndEveryAttempt) {
+  const std::string dir = FreshDir("begin");
+  StartedRun(dir, Config(), 1);
+  absl::StatusOr<RunFolderDecision> second = DecideRunFolder(dir, Config());
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_TRUE(BeginAttempt(dir, Config(), *second).ok());
+  RunFolderState state;
+  ASSERT_TRUE(ReadJsonFile(dir + "/run_state.json", &state).ok());
+  EXPECT_EQ(state.config_fingerprint(), ConfigFingerprint(Config()));
+  EXPECT_EQ(state.config().world_size(), 2);
+  EXPECT_EQ(state.attempt(), 2);
+  ASSERT_EQ(state.attempts_size(), 2);
+  EXPECT_EQ(state.attempts(0).start(), "fresh");
+  EXPECT_EQ(state.attempts(1).start(), "resume");
+  EXPECT_EQ(state.attempts(1).pid(), static_cast<int>(getpid()));
+  EXPECT_FALSE(state.attempts(1).started_at().empty());
+}
+
+TEST(RunFolderTest, AnAttemptThatWroteNothingLeavesAFreshFolder) {
+  const std::string dir = FreshDir("nothing_written");
+  RunFolderDecision first;
+  ASSERT_TRUE(BeginAttempt(dir, Config(), first).ok());
+  absl::StatusOr<RunFolderDecision> same = DecideRunFolder(dir, Config());
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->start, AttemptStart::kFresh);
+  EXPECT_EQ(same->attempt, 2);
+  // A fixed config is not "another config" while nothing was written.
+  absl::StatusOr<RunFolderDecision> other = DecideRunFolder(dir, Config(3));
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->attempt, 1);
+}
+
+TEST(RunFolderTest, AnUnfinishedRunOfTheSameConfigResumesAsTheNextAttempt) {
+  const std::string dir = FreshDir("unfinished");
+  StartedRun(dir, Config(), 4);
+  TrainingConfig operational = Config();
+  operational.mutable_run()->set_log_every_updates(99);  // not fingerprinted
+  absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(dir, operational);
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_FALSE(decision->finished);
+  EXPECT_EQ(decision->start, AttemptStart::kResume);
+  EXPECT_EQ(decision->attempt, 5);
+  EXPECT_THAT(decision->description, HasSubstr("RESUMING"));
+}
+
+TEST(RunFolderTest, AFinishedRunTrainsNothingUnlessMoreUpdatesAreAsked) {
+  const std::string dir = FreshDir("finished");
+  StartedRun(dir, Config(), 1);
+  Finish(dir, Config(), 5, "max_updates");
+  for (int asked : {1, 5}) {
+    TrainingConfig config = Config();
+    config.mutable_run()->set_max_updates(asked);
+    absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(dir, config);
+    ASSERT_TRUE(decision.ok()) << decision.status();
+    EXPECT_TRUE(decision->finished) << asked;
+    EXPECT_THAT(decision->description, HasSubstr("finished"));
+  }
+  for (int asked : {0, 6}) {  // 0: every epoch
+    TrainingConfig config = Config();
+    config.mutable_run()->set_max_updates(asked);
+    absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(dir, config);
+    ASSERT_TRUE(decision.ok()) << decision.status();
+    EXPECT_FALSE(decision->finished) << asked;
+    EXPECT_EQ(decision->start, AttemptStart::kContinue);
+    EXPECT_EQ(decision->attempt, 2);
+  }
+}
+
+TEST(RunFolderTest, ARunThatTrainedEveryEpochIsFinishedWhateverMaxUpdatesSays) {
+  const std::string dir = FreshDir("all_epochs");
+  StartedRun(dir, Config(), 1);
+  Finish(dir, Config(), 12, "epochs");
+  TrainingConfig config = Config();
+  config.mutable_run()->set_max_updates(1000);
+  absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(dir, config);
+  ASSERT_TRUE(decision.ok());
+  EXPECT_TRUE(decision->finished);
+}
+
+TEST(RunFolderTest, AnotherConfigIsRefusedNamingWhatDiffers) {
+  const std::string dir = FreshDir("another");
+  StartedRun(dir, Config(2), 1);
+  TrainingConfig other = Config(3);
+  other.set_epochs(7);
+  absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(dir, other);
+  ASSERT_FALSE(decision.ok());
+  EXPECT_EQ(decision.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(decision.status().message(), HasSubstr(dir + " holds a run of another config"));
+  EXPECT_THAT(decision.status().message(), HasSubstr("run_state.json"));
+  EXPECT_THAT(decision.status().message(), HasSubstr("world_size: 2 -> 3"));
+  EXPECT_THAT(decision.status().message(), HasSubstr("epochs: 3 -> 7"));
+  EXPECT_THAT(decision.status().message(), HasSubstr("--overwrite"));
+  EXPECT_THAT(decision.status().message(),
+              HasSubstr("was written by 2 ranks; this run has 3: set checkpoint "
+                        "{ allow_world_size_change: true }"));
+}
+
+TEST(RunFolderTest, AllowFlagsLetTheirDifferencesResume) {
+  const std::string dir = FreshDir("allowed");
+  StartedRun(dir, Config(2), 1);
+  TrainingConfig wider = Config(3);
+  EXPECT_FALSE(DecideRunFolder(dir, wider).ok());
+  wider.mutable_checkpoint()->set_allow_world_size_change(true);
+  absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(dir, wider);
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_EQ(decision->start, AttemptStart::kResume);
+
+  TrainingConfig new_data = Config(2);
+  new_data.mutable_data()->set_image_size(48);
+  EXPECT_THAT(DecideRunFolder(dir, new_data).status().message(),
+              HasSubstr("allow_data_change: true"));
+  new_data.mutable_checkpoint()->set_allow_data_change(true);
+  EXPECT_TRUE(DecideRunFolder(dir, new_data).ok());
+  // An allow flag covers only its own differences.
+  TrainingConfig both = Config(3);
+  both.mutable_data()->set_image_size(48);
+  both.mutable_checkpoint()->set_allow_world_size_change(true);
+  EXPECT_FALSE(DecideRunFolder(dir, both).ok());
+}
+
+TEST(RunFolderTest, AFolderFromBeforeRunStateIsJudgedByItsManifest) {
+  const std::string dir = FreshDir("legacy");
+  RunManifest manifest;
+  manifest.set_config_fingerprint(ConfigFingerprint(Config(2)));
+  ASSERT_TRUE(WriteJsonFile(dir + "/run_manifest.json", manifest).ok());
+  absl::StatusOr<RunFolderDecision> same = DecideRunFolder(dir, Config(2));
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->start, AttemptStart::kResume);
+  absl::StatusOr<RunFolderDecision> other = DecideRunFolder(dir, Config(3));
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(other.status().message(), HasSubstr("run_manifest.json"));
+}
+
+TEST(RunFolderTest, UnreadableStateOrFinishRecordIsNamed) {
+  const std::string dir = FreshDir("unreadable");
+  std::ofstream(dir + "/run_state.json") << "{ not json";
+  absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(dir, Config());
+  ASSERT_FALSE(decision.ok());
+  EXPECT_THAT(decision.status().message(), HasSubstr(dir + "/run_state.json"));
+
+  const std::string dir2 = FreshDir("unreadable_finish");
+  StartedRun(dir2, Config(), 1);
+  std::ofstream(dir2 + "/finished.json") << "[]";
+  decision = DecideRunFolder(dir2, Config());
+  ASSERT_FALSE(decision.ok());
+  EXPECT_THAT(decision.status().message(), HasSubstr(dir2 + "/finished.json"));
+}
+
+TEST(RunFolderTest, RemoveRunRemovesOnlyWhatRunsWrite) {
+  const std::string dir = FreshDir("overwrite");
+  StartedRun(dir, Config(), 1);
+  for (const char* name : {"LOCK", "notes.txt", "run_summary.json", "update-3.json",
+                           "checkpoints/gen-000001/MANIFEST", "corrupt-gen-000002/x",
+                           "reference/first_step.json", "update-x.json"}) {
+    Touch(dir + "/" + name);
+  }
+  absl::StatusOr<std::vector<std::string>> removed = RemoveRun(dir, true);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_THAT(*removed, UnorderedElementsAre("checkpoints", "corrupt-gen-000002",
+                                             "first_step.json", "run_state.json",
+                                             "run_summary.json", "update-3.json"));
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename());
+  EXPECT_THAT(left, UnorderedElementsAre("LOCK", "notes.txt", "reference", "update-x.json"));
+  ASSERT_TRUE(RemoveRun(dir, false).ok());
+  EXPECT_FALSE(fs::exists(dir + "/reference"));
+  EXPECT_TRUE(fs::exists(dir + "/LOCK"));
+}
+
+TEST(RunFolderTest, StaleArtifactsGoAFreshStartRemovesAllAResumeKeepsFirstStep) {
+  const std::string dir = FreshDir("stale");
+  const std::vector<std::string> written = {
+      "first_step.json", "update-4.json", "parity.json", "run_summary.json",
+      "validation.json", "world_size_change.json", "finished.json", "run_state.json"};
+  for (const std::string& name : written) Touch(dir + "/" + name);
+  absl::StatusOr<std::vector<std::string>> removed = RemoveStaleArtifacts(dir, true);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_THAT(*removed, UnorderedElementsAre("parity.json", "run_summary.json",
+                                             "validation.json", "world_size_change.json",
+                                             "finished.json"));
+  EXPECT_TRUE(fs::exists(dir + "/first_step.json"));
+  EXPECT_TRUE(fs::exists(dir + "/update-4.json"));
+  removed = RemoveStaleArtifacts(dir, false);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_THAT(*removed, UnorderedElementsAre("first_step.json", "update-4.json"));
+  EXPECT_TRUE(fs::exists(dir + "/run_state.json"));
+}
+
+TEST(RunFolderTest, TheFinishRecordListsTheArtifacts) {
+  const std::string dir = FreshDir("finish_record");
+  for (const char* name : {"run_summary.json", "validation.json", "update-0.json", "LOCK"}) {
+    Touch(dir + "/" + name);
+  }
+  FinishRecord record;
+  record.set_updates(9);
+  ASSERT_TRUE(WriteFinishRecord(dir, record).ok());
+  FinishRecord read;
+  ASSERT_TRUE(ReadJsonFile(dir + "/finished.json", &read).ok());
+  EXPECT_EQ(read.updates(), 9);
+  EXPECT_THAT(read.artifacts(),
+              ElementsAre("run_summary.json", "update-0.json", "validation.json"));
+  EXPECT_FALSE(read.finished_at().empty());
+}
+
+}  // namespace
+}  // namespace receipt_parity

@@ -1,0 +1,158 @@
+// The config fingerprint is part of every run folder (run_manifest.json,
+// checkpoint MANIFESTs): a run folder resumes only while its config hashes
+// the same. These values were computed on main before the schema moved into
+// data/, model/ and plugins/; they must never change for the shipped
+// configs.
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "config/config_loader.h"
+
+namespace receipt_parity {
+namespace {
+
+struct Pinned {
+  std::string config;
+  std::string fingerprint;
+  // ConfigFingerprint(ReferenceConfig(config)): the one-worker reference a
+  // multi-worker run finds in OUT/reference, and the world-independent
+  // fingerprint of its checkpoints.
+  std::string reference_fingerprint;
+};
+
+const std::vector<Pinned>& PinnedFingerprints() {
+  static const auto* pinned = new std::vector<Pinned>{
+      {"configs/one_worker.pbtxt",
+       "c16cfed2d292413cf4d2ec394e46cbe0e76bf99a",
+       "c16cfed2d292413cf4d2ec394e46cbe0e76bf99a"},
+      {"configs/three_worker_47_ids.pbtxt",
+       "9cc441ba3ae387f96235562f208cdb47b1578577",
+       "b260796c58a50a64556d8c5d4dbbd0d59ede4cfe"},
+      {"configs/two_worker_duplicate_pad.pbtxt",
+       "22c931f32b18adeabb2de137a05797645afce3a3",
+       "35b57c38ac0db3e1fb92e6384b1aac96199f4f1a"},
+      {"configs/two_worker_masked_tail.pbtxt",
+       "6d6ee21d51c854797b5d0db00c78b7d702471728",
+       "c16cfed2d292413cf4d2ec394e46cbe0e76bf99a"},
+      // two_worker_masked_tail.pbtxt with its model in the plugin form: the
+      // same fingerprints.
+      {"configs/two_worker_model_plugin.pbtxt",
+       "6d6ee21d51c854797b5d0db00c78b7d702471728",
+       "c16cfed2d292413cf4d2ec394e46cbe0e76bf99a"},
+      // two_worker_masked_tail.pbtxt over OpenMPI: the reducer is in the
+      // fingerprint (its reference's too), the launcher is not.
+      {"configs/two_worker_mpi.pbtxt",
+       "5587498b245fd012ac83f1a038205bf15b7b5715",
+       "b6f6ef5c74476c42690b542d57760b1faceeb9b3"},
+      {"configs/two_worker_rank_mean_wrong.pbtxt",
+       "303fc4d44108db2d5eb810c4d67139cf2ad3f01c",
+       "c87cca911091397f5f0323195381e5139c8e9bb9"},
+      {"configs/two_worker_uneven.pbtxt",
+       "c131bc95f475742c1e5484479a88ebef7be66f70",
+       "0978027b9ddc0486b96311130debb43935856085"},
+  };
+  return *pinned;
+}
+
+TEST(ConfigFingerprintPinTest, ShippedConfigsHashAsOnMain) {
+  for (const Pinned& p : PinnedFingerprints()) {
+    absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(p.config);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    EXPECT_EQ(ConfigFingerprint(loaded->config), p.fingerprint) << p.config;
+    EXPECT_EQ(ConfigFingerprint(ReferenceConfig(loaded->config)),
+              p.reference_fingerprint)
+        << p.config;
+  }
+}
+
+// configs/one_worker.pbtxt as it was until its data grew to 1000 identities
+// (so the rare class has 20 validation receipts) still hashes as it did: the
+// fingerprint function itself did not change with the configs.
+TEST(ConfigFingerprintPinTest, TheFormerOneWorkerConfigHashesAsBefore) {
+  const std::string path = ::testing::TempDir() + "/former_one_worker.pbtxt";
+  std::ofstream(path) <<
+      "data {\n"
+      "  synthetic { num_identities: 400 rare_class_fraction: 0.04 seed: 11 }\n"
+      "  views_per_identity: 2\n"
+      "  validation_fraction: 0.2\n"
+      "  split_seed: 5\n"
+      "  augmentation_seed: 17\n"
+      "  image_size: 32\n"
+      "}\n"
+      "model { architecture: \"cnn\" conv_channels: [32, 64, 128] hidden_units: [64] }\n"
+      "optimizer { sgd { learning_rate: 0.01 momentum: 0.9 } }\n"
+      "precision: \"fp32\"\n"
+      "seeds { model_init: 37 sampler: 1234 }\n"
+      "backend: \"gloo\"\n"
+      "global_batch: 32\n"
+      "epochs: 6\n"
+      "world_size: 1\n"
+      "sampler { name: \"masked_tail\" }\n"
+      "loss_weighting { name: \"global_count\" }\n"
+      "reducer { name: \"allreduce_sum\" }\n"
+      "metric_dedup { name: \"by_receipt_id\" }\n"
+      "checkpoint { every_updates: 10 keep_last: 2 }\n"
+      "run { output_dir: \"out/one_worker\" log_every_updates: 10 }\n";
+  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(ConfigFingerprint(loaded->config),
+            "64e37d8d28dca76ceeb4c2476338a9f2ab01e776");
+}
+
+// Every default ApplyDefaults fills in is part of the hash: a config that
+// leaves them all unset (parity tolerances, image size, views, plugins,
+// precision, backend, epochs) hashes as on main too.
+TEST(ConfigFingerprintPinTest, AConfigRelyingOnEveryDefaultHashesAsOnMain) {
+  const std::string path = ::testing::TempDir() + "/defaults.pbtxt";
+  {
+    std::ofstream out(path);
+    out << "world_size: 2\n"
+           "global_batch: 4\n"
+           "data { synthetic { num_identities: 20 } validation_fraction: 0.25 }\n"
+           "model { architecture: \"linear\" }\n"
+           "optimizer { sgd { learning_rate: 0.1 } }\n";
+  }
+  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(ConfigFingerprint(loaded->config),
+            "f1847fc573a00096386e6874efef29c3b097867b");
+  EXPECT_EQ(ConfigFingerprint(ReferenceConfig(loaded->config)),
+            "bd1a7ac3dd4516964044f7f5869787bb6949d131");
+}
+
+// A manifest config hashes its data.manifest_path as written: the values
+// below are what main printed for this config (with its manifest in the
+// working directory, when paths in a config were relative to it), and they
+// stay the same wherever the config and its data sit now that the path is
+// relative to the config's folder.
+TEST(ConfigFingerprintPinTest, AManifestConfigHashesItsPathAsWrittenWhereverItSits) {
+  const std::string text =
+      "world_size: 2\n"
+      "global_batch: 4\n"
+      "data { manifest_path: \"receipts.csv\" image_size: 16 validation_fraction: 0.25 }\n"
+      "model { architecture: \"linear\" }\n"
+      "optimizer { sgd { learning_rate: 0.1 } }\n";
+  for (const std::string folder : {"/mydata", "/elsewhere/deeper"}) {
+    const std::string dir = ::testing::TempDir() + folder;
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/m.pbtxt") << text;
+    absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(dir + "/m.pbtxt");
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    EXPECT_EQ(loaded->config.data().manifest_path(), "receipts.csv");
+    EXPECT_EQ(loaded->data.manifest_path(),
+              std::filesystem::path(dir + "/receipts.csv").lexically_normal().string());
+    EXPECT_EQ(ConfigFingerprint(loaded->config),
+              "e86be77640689d92000cf7b104804cd83e3ef6a4")
+        << folder;
+    EXPECT_EQ(ConfigFingerprint(ReferenceConfig(loaded->config)),
+              "864a3335ddd7e6d09674f2aed9df4a1f3ecab3a3")
+        << folder;
+  }
+}
+
+}  // namespace
+}  // namespace receipt_parity

@@ -1,0 +1,50 @@
+// The four plugins a training run uses, selected by its config
+// (config/plugin_kinds.h lists the kinds and the fields that select them).
+//
+// SelectRunPlugins checks every selection once, when the config is loaded
+// (config/config_loader.h), before any data is touched: the name is
+// registered, the options are of the plugin's own type, and the factory
+// accepts their values (it creates the plugin once). A run then creates its
+// own plugins from the checked selections with Create().
+#ifndef RECEIPT_PARITY_CONFIG_RUN_PLUGINS_H_
+#define RECEIPT_PARITY_CONFIG_RUN_PLUGINS_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "metrics/metric_dedup.h"
+#include "plugins/plugin_selection.h"
+#include "reducers/gradient_reducer.h"
+#include "samplers/sampler_policy.h"
+#include "config/config.pb.h"
+#include "weighting/loss_weighting.h"
+
+namespace receipt_parity {
+
+// One run's plugins (the reducer keeps statistics: one per run).
+struct RunPlugins {
+  std::unique_ptr<SamplerPolicy> sampler;
+  std::unique_ptr<LossWeighting> weighting;
+  std::unique_ptr<GradientReducer> reducer;
+  std::unique_ptr<MetricDedup> dedup;
+};
+
+// The checked selections of a config. Copyable.
+struct RunPluginSelections {
+  SelectedPlugin<SamplerPolicy> sampler;
+  SelectedPlugin<LossWeighting> weighting;
+  SelectedPlugin<GradientReducer> reducer;
+  SelectedPlugin<MetricDedup> dedup;
+
+  // New plugins, one of each kind. Errors as SelectRunPlugins'.
+  absl::StatusOr<RunPlugins> Create() const;
+};
+
+// Errors name the config field, not yet where it is written (the loader adds
+// that), e.g. "reducer.name: no reducer plugin named 'y'; registered: ...".
+// REQUIRES: every selection has a name (ApplyDefaults).
+absl::StatusOr<RunPluginSelections> SelectRunPlugins(const TrainingConfig& config);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_CONFIG_RUN_PLUGINS_H_
