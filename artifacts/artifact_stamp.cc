@@ -1,36 +1,30 @@
 #include "artifacts/artifact_stamp.h"
 
-#include "logging/glog.h"
+#include "io/json_file.h"
 
 namespace receipt_parity {
-namespace {
 
-using google::protobuf::FieldDescriptor;
-
-const FieldDescriptor* Field(const google::protobuf::Descriptor& type, const char* name,
-                             FieldDescriptor::CppType cpp_type) {
-  const FieldDescriptor* field = type.FindFieldByName(name);
-  return field != nullptr && !field->is_repeated() && field->cpp_type() == cpp_type
-             ? field
-             : nullptr;
+ArtifactStamp MakeArtifactStamp(const std::string& config_fingerprint, int attempt) {
+  ArtifactStamp stamp;
+  stamp.set_config_fingerprint(config_fingerprint);
+  stamp.set_attempt(attempt);
+  return stamp;
 }
 
-}  // namespace
-
-bool HasStampFields(const google::protobuf::Descriptor& type) {
-  return Field(type, "config_fingerprint", FieldDescriptor::CPPTYPE_STRING) != nullptr &&
-         Field(type, "attempt", FieldDescriptor::CPPTYPE_INT32) != nullptr;
+absl::Status WriteArtifact(const std::string& path, const ArtifactStamp& stamp,
+                           const google::protobuf::Message& artifact) {
+  return WriteJsonFile(path, artifact, &stamp);
 }
 
-void StampArtifact(const ArtifactStamp& stamp, google::protobuf::Message* message) {
-  const google::protobuf::Descriptor& type = *message->GetDescriptor();
-  CHECK(HasStampFields(type)) << type.full_name() << " has no artifact stamp fields";
-  const google::protobuf::Reflection& reflection = *message->GetReflection();
-  reflection.SetString(message,
-                       Field(type, "config_fingerprint", FieldDescriptor::CPPTYPE_STRING),
-                       stamp.config_fingerprint);
-  reflection.SetInt32(message, Field(type, "attempt", FieldDescriptor::CPPTYPE_INT32),
-                      stamp.attempt);
+absl::Status WriteArtifactInPlace(const std::string& path, const ArtifactStamp& stamp,
+                                  google::protobuf::Message* artifact) {
+  return WriteJsonFileInPlace(path, artifact, &stamp);
+}
+
+absl::Status ReadArtifact(const std::string& path, google::protobuf::Message* artifact,
+                          ArtifactStamp* stamp) {
+  ArtifactStamp ignored;
+  return ReadJsonFile(path, artifact, stamp != nullptr ? stamp : &ignored);
 }
 
 }  // namespace receipt_parity

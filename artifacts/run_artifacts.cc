@@ -31,8 +31,8 @@ absl::Status WriteRunArtifacts(const std::string& dir,
       {"first_step.json", artifacts.first_step}};
   for (const auto& [name, message] : in_order) {
     if (message == nullptr) continue;
-    StampArtifact(artifacts.stamp, message);
-    if (absl::Status s = WriteJsonFileInPlace(dir + "/" + name, message); !s.ok()) {
+    if (absl::Status s = WriteArtifactInPlace(dir + "/" + name, artifacts.stamp, message);
+        !s.ok()) {
       return s;
     }
   }

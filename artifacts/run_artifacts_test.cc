@@ -1,9 +1,11 @@
 #include "artifacts/run_artifacts.h"
 
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <string>
 
+#include "artifacts/artifact_stamp.h"
 #include "gtest/gtest.h"
 #include "io/json_file.h"
 
@@ -22,7 +24,7 @@ std::set<std::string> FilesIn(const std::string& dir) {
 
 struct Messages {
   Messages() {
-    manifest.set_config_fingerprint("f1");
+    manifest.set_precision("fp32");
     summary.set_updates(12);
     validation.set_accuracy(0.75);
     audit.set_world_size(3);
@@ -61,30 +63,40 @@ TEST(RunArtifactsTest, EveryRunWritesItsFourArtifactsIntoANewFolder) {
             (std::set<std::string>{"run_manifest.json", "run_summary.json",
                                    "validation.json", "sampler_audit.json"}));
   RunSummary summary;
-  ASSERT_TRUE(ReadJsonFile(dir + "/run_summary.json", &summary).ok());
+  ASSERT_TRUE(ReadArtifact(dir + "/run_summary.json", &summary).ok());
   EXPECT_EQ(summary.updates(), 12);
   SamplerAudit audit;
-  ASSERT_TRUE(ReadJsonFile(dir + "/sampler_audit.json", &audit).ok());
+  ASSERT_TRUE(ReadArtifact(dir + "/sampler_audit.json", &audit).ok());
   EXPECT_EQ(audit.world_size(), 3);
 }
 
-TEST(RunArtifactsTest, EveryArtifactIsStampedInPlaceAndOnDisk) {
+TEST(RunArtifactsTest, EveryArtifactIsStampedOnDiskAndLeftAsItWas) {
   Messages m;
   RunArtifactMessages artifacts = m.Required();
   artifacts.first_step = &m.first_step;
-  artifacts.stamp = {"fingerprint-7", 4};
+  artifacts.parity = &m.parity;
+  artifacts.resume = &m.resume;
+  artifacts.stamp = MakeArtifactStamp("fingerprint-7", 4);
   const std::string dir = FreshDir("artifacts_stamped");
+  const std::string audit_before = m.audit.SerializeAsString();
   ASSERT_TRUE(WriteRunArtifacts(dir, artifacts).ok());
-  EXPECT_EQ(m.audit.config_fingerprint(), "fingerprint-7");
-  EXPECT_EQ(m.audit.attempt(), 4);
-  EXPECT_EQ(m.first_step.attempt(), 4);
-  SamplerAudit audit;
-  ASSERT_TRUE(ReadJsonFile(dir + "/sampler_audit.json", &audit).ok());
-  EXPECT_EQ(audit.config_fingerprint(), "fingerprint-7");
-  EXPECT_EQ(audit.attempt(), 4);
-  RunSummary summary;
-  ASSERT_TRUE(ReadJsonFile(dir + "/run_summary.json", &summary).ok());
-  EXPECT_EQ(summary.attempt(), 4);
+  EXPECT_EQ(m.audit.SerializeAsString(), audit_before);
+  for (const std::string& name : FilesIn(dir)) {
+    std::unique_ptr<google::protobuf::Message> message;
+    if (name == "sampler_audit.json") message = std::make_unique<SamplerAudit>();
+    if (name == "run_summary.json") message = std::make_unique<RunSummary>();
+    if (name == "run_manifest.json") message = std::make_unique<RunManifest>();
+    if (name == "validation.json") message = std::make_unique<ValidationReport>();
+    if (name == "parity.json") message = std::make_unique<ParityReport>();
+    if (name == "resume.json") message = std::make_unique<ResumeRecord>();
+    if (name == "first_step.json") message = std::make_unique<FirstStep>();
+    ASSERT_NE(message, nullptr) << name;
+    ArtifactStamp stamp;
+    ASSERT_TRUE(ReadArtifact(dir + "/" + name, message.get(), &stamp).ok()) << name;
+    EXPECT_EQ(stamp.config_fingerprint(), "fingerprint-7") << name;
+    EXPECT_EQ(stamp.attempt(), 4) << name;
+  }
+  EXPECT_EQ(FilesIn(dir).size(), 7u);
 }
 
 TEST(RunArtifactsTest, OptionalArtifactsAreWrittenWhenSet) {
@@ -97,13 +109,13 @@ TEST(RunArtifactsTest, OptionalArtifactsAreWrittenWhenSet) {
   ASSERT_TRUE(WriteRunArtifacts(dir, artifacts).ok());
   EXPECT_EQ(FilesIn(dir).size(), 7u);
   ParityReport parity;
-  ASSERT_TRUE(ReadJsonFile(dir + "/parity.json", &parity).ok());
+  ASSERT_TRUE(ReadArtifact(dir + "/parity.json", &parity).ok());
   EXPECT_TRUE(parity.pass());
   ResumeRecord resume;
-  ASSERT_TRUE(ReadJsonFile(dir + "/resume.json", &resume).ok());
+  ASSERT_TRUE(ReadArtifact(dir + "/resume.json", &resume).ok());
   EXPECT_EQ(resume.generation(), 2);
   FirstStep first_step;
-  ASSERT_TRUE(ReadJsonFile(dir + "/first_step.json", &first_step).ok());
+  ASSERT_TRUE(ReadArtifact(dir + "/first_step.json", &first_step).ok());
   EXPECT_EQ(first_step.world_size(), 2);
 }
 

@@ -157,13 +157,16 @@ bool FinishCovers(const FinishRecord& finish, const TrainingConfig& config) {
 // says which config it holds, when it has one.
 absl::Status CheckLegacyFolder(const std::string& dir, const TrainingConfig& config) {
   RunManifest manifest;
-  if (!ReadJsonFile(dir + "/run_manifest.json", &manifest).ok()) return absl::OkStatus();
+  ArtifactStamp stamp;
+  if (!ReadArtifact(dir + "/run_manifest.json", &manifest, &stamp).ok()) {
+    return absl::OkStatus();
+  }
   const std::string fingerprint = ConfigFingerprint(config);
   const bool allowed = config.checkpoint().allow_world_size_change() ||
                        config.checkpoint().allow_data_change();
-  if (manifest.config_fingerprint() == fingerprint || allowed) return absl::OkStatus();
+  if (stamp.config_fingerprint() == fingerprint || allowed) return absl::OkStatus();
   return AnotherConfig(dir, "run_manifest.json",
-                       absl::StrCat("config fingerprint ", manifest.config_fingerprint(),
+                       absl::StrCat("config fingerprint ", stamp.config_fingerprint(),
                                     " there, ", fingerprint, " here"));
 }
 
@@ -205,17 +208,18 @@ absl::StatusOr<RunFolderDecision> DecideHeldRun(const std::string& dir,
         " from its newest checkpoint generation that verifies");
     return decision;
   }
-  if (absl::Status s = ReadJsonFile(finish_path, &decision.finish); !s.ok()) {
+  ArtifactStamp finish_stamp;
+  if (absl::Status s = ReadArtifact(finish_path, &decision.finish, &finish_stamp); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the run's finish record is unreadable: ", s.message(),
         "; move the folder aside or use --overwrite"));
   }
   if (FinishCovers(decision.finish, config)) {
     decision.finished = true;
-    decision.attempt = decision.finish.attempt();
+    decision.attempt = finish_stamp.attempt();
     decision.description = absl::StrCat(
         dir, ": this run is finished (", decision.finish.updates(), " updates, stopped by ",
-        decision.finish.stopped_by(), ", attempt ", decision.finish.attempt(),
+        decision.finish.stopped_by(), ", attempt ", finish_stamp.attempt(),
         "); nothing to train, nothing changed. Its results are in ", dir,
         "/ (see finished.json). --overwrite trains it again; a larger "
         "run.max_updates continues it");
@@ -314,13 +318,14 @@ absl::StatusOr<std::vector<std::string>> RemoveStaleArtifacts(const std::string&
   });
 }
 
-absl::Status WriteFinishRecord(const std::string& dir, FinishRecord record) {
+absl::Status WriteFinishRecord(const std::string& dir, const ArtifactStamp& stamp,
+                               FinishRecord record) {
   record.clear_artifacts();
   for (const std::string& name : EntryNames(dir)) {
     if (IsArtifact(name)) record.add_artifacts(name);
   }
   record.set_finished_at(Now());
-  return WriteJsonFile(dir + "/" + kFinishRecordFile, record);
+  return WriteArtifact(dir + "/" + kFinishRecordFile, stamp, record);
 }
 
 }  // namespace receipt_parity

@@ -32,6 +32,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "artifacts/artifact_stamp.h"
 #include "artifacts/run_folder_state.pb.h"
 #include "config/config.pb.h"
 
@@ -89,8 +90,9 @@ absl::StatusOr<std::vector<std::string>> RemoveStaleArtifacts(const std::string&
                                                               bool resumed);
 
 // Writes DIR/finished.json from `record` (its `artifacts` filled with the
-// artifact files present in DIR). Call last.
-absl::Status WriteFinishRecord(const std::string& dir, FinishRecord record);
+// artifact files present in DIR), stamped. Call last.
+absl::Status WriteFinishRecord(const std::string& dir, const ArtifactStamp& stamp,
+                               FinishRecord record);
 
 }  // namespace receipt_parity
 

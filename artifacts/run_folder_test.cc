@@ -52,11 +52,10 @@ void StartedRun(const std::string& dir, const TrainingConfig& config, int attemp
 void Finish(const std::string& dir, const TrainingConfig& config, int updates,
             const std::string& stopped_by) {
   FinishRecord finish;
-  finish.set_config_fingerprint(ConfigFingerprint(config));
-  finish.set_attempt(1);
   finish.set_updates(updates);
   finish.set_stopped_by(stopped_by);
-  ASSERT_TRUE(WriteFinishRecord(dir, finish).ok());
+  ASSERT_TRUE(
+      WriteFinishRecord(dir, MakeArtifactStamp(ConfigFingerprint(config), 1), finish).ok());
 }
 
 TEST(RunFolderTest, AnEmptyOrMissingFolderIsAFreshFirstAttempt) {
@@ -192,8 +191,9 @@ TEST(RunFolderTest, AllowFlagsLetTheirDifferencesResume) {
 TEST(RunFolderTest, AFolderFromBeforeRunStateIsJudgedByItsManifest) {
   const std::string dir = FreshDir("legacy");
   RunManifest manifest;
-  manifest.set_config_fingerprint(ConfigFingerprint(Config(2)));
-  ASSERT_TRUE(WriteJsonFile(dir + "/run_manifest.json", manifest).ok());
+  ASSERT_TRUE(WriteArtifact(dir + "/run_manifest.json",
+                            MakeArtifactStamp(ConfigFingerprint(Config(2)), 1), manifest)
+                  .ok());
   absl::StatusOr<RunFolderDecision> same = DecideRunFolder(dir, Config(2));
   ASSERT_TRUE(same.ok()) << same.status();
   EXPECT_EQ(same->start, AttemptStart::kResume);
@@ -264,9 +264,11 @@ TEST(RunFolderTest, TheFinishRecordListsTheArtifacts) {
   }
   FinishRecord record;
   record.set_updates(9);
-  ASSERT_TRUE(WriteFinishRecord(dir, record).ok());
+  ASSERT_TRUE(WriteFinishRecord(dir, MakeArtifactStamp("f", 3), record).ok());
   FinishRecord read;
-  ASSERT_TRUE(ReadJsonFile(dir + "/finished.json", &read).ok());
+  ArtifactStamp stamp;
+  ASSERT_TRUE(ReadArtifact(dir + "/finished.json", &read, &stamp).ok());
+  EXPECT_EQ(stamp.attempt(), 3);
   EXPECT_EQ(read.updates(), 9);
   EXPECT_THAT(read.artifacts(),
               ElementsAre("run_summary.json", "update-0.json", "validation.json"));

@@ -43,7 +43,6 @@ RunManifest MakeRunManifest(const LoadedConfig& loaded, const Classifier& model,
   *m.mutable_seeds() = c.seeds();
   *m.mutable_optimizer() = c.optimizer();
   m.set_precision(c.precision());
-  m.set_config_fingerprint(ConfigFingerprint(c));
   m.set_world_size(world_size);
   m.set_global_batch(c.global_batch());
   for (int b : LocalBatchSizes(c)) m.add_local_batch_sizes(b);

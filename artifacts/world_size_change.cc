@@ -120,9 +120,8 @@ absl::Status WriteWorldSizeChangeReport(const WorldSizeChange& change,
   absl::StatusOr<WorldSizeChangeReport> report = CompareDataOrder(change);
   if (!report.ok()) return report.status();
   LOG(WARNING) << "world size changed: " << report->summary();
-  StampArtifact(change.stamp, &*report);
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  return WriteJsonFile(path, *report);
+  return WriteArtifact(path, change.stamp, *report);
 }
 
 }  // namespace receipt_parity

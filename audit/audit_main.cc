@@ -21,6 +21,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
+#include "artifacts/artifact_stamp.h"
 #include "cli/command_line.h"
 #include "data/receipt_dataset.h"
 #include "logging/glog.h"
@@ -107,7 +108,9 @@ int AuditAndWrite(const SamplerPolicy& policy, const std::string& policy_name,
     LOG(ERROR) << "audit failed: " << audit.status();
     return 1;
   }
-  absl::Status written = WriteJsonFile(out, *audit);
+  // Not an artifact of a run: an empty stamp, so the file has the keys a
+  // run's sampler_audit.json has ("config_fingerprint": "", "attempt": 0).
+  absl::Status written = WriteArtifact(out, ArtifactStamp(), *audit);
   if (!written.ok()) {
     LOG(ERROR) << "cannot write the audit: " << written;
     return 1;

@@ -20,6 +20,7 @@
 #include "data/receipt_dataset.h"
 #include "google/protobuf/text_format.h"
 #include "io/atomic_file.h"
+#include "artifacts/artifact_stamp.h"
 #include "io/json_file.h"
 #include "runtime/cpu_pinning.h"
 #include "runtime/mpirun_launcher.h"
@@ -326,7 +327,7 @@ class ScalingRunner::Impl {
                                          : "run_summary.json"))
             .string();
     RunSummary summary;
-    if (absl::Status s = ReadJsonFile(summary_path, &summary); !s.ok()) return s;
+    if (absl::Status s = ReadArtifact(summary_path, &summary); !s.ok()) return s;
     if (summary.updates() != updates || summary.world_size() != world) {
       return absl::InternalError(absl::StrCat(
           summary_path, ": ", summary.updates(), " updates on ",

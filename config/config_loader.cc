@@ -55,6 +55,7 @@ absl::StatusOr<LoadedConfig> Validate(
   loaded.data = is_file ? ResolveDataPaths(locator->path(), config.data())
                         : config.data();
   loaded.config = std::move(config);
+  loaded.fingerprint = ConfigFingerprint(loaded.config);
   loaded.locator = std::move(locator);
   loaded.plugins = std::move(*plugins);
   return loaded;
@@ -399,6 +400,13 @@ TrainingConfig FingerprintedConfig(const TrainingConfig& config) {
     *canonical.mutable_model() = ArchitectureFormOf(canonical.model());
   }
   return canonical;
+}
+
+LoadedConfig WithTrainingConfig(const LoadedConfig& loaded, TrainingConfig config) {
+  LoadedConfig changed = loaded;
+  changed.config = std::move(config);
+  changed.fingerprint = ConfigFingerprint(changed.config);
+  return changed;
 }
 
 std::string ConfigFingerprint(const TrainingConfig& config) {

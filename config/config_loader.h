@@ -65,6 +65,9 @@ struct LoadedConfig {
   // Defaults applied; every field checked; paths as written in the file (what
   // the fingerprint hashes and the records show).
   TrainingConfig config;
+  // ConfigFingerprint(config): what names the run in its folder, its
+  // artifacts and its checkpoints.
+  std::string fingerprint;
   // The data settings the run loads its receipts from: config.data() with
   // data.manifest_path resolved against the config's folder
   // (config/config_paths.h); as config.data() for a config built in code.
@@ -93,6 +96,13 @@ absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path);
 // directory): there is no config folder.
 absl::StatusOr<LoadedConfig> ValidateTrainingConfig(TrainingConfig config,
                                                     const std::string& name);
+
+// `loaded` with `config` in place of its config, its fingerprint
+// recomputed; the data, locator, plugins, model and libraries kept (a
+// multi-worker run's one-update reference). REQUIRES: `config` passes the
+// checks loaded.config passed (it differs in what they do not read, such
+// as run.max_updates or the world size).
+LoadedConfig WithTrainingConfig(const LoadedConfig& loaded, TrainingConfig config);
 
 // Fills the fields left unset with their documented defaults (fields marked
 // `optional` in trainer/config.proto; a written value, zero included, is

@@ -497,6 +497,18 @@ TEST(ConfigFingerprintTest, IgnoresRunOptionsButNotTraining) {
   EXPECT_EQ(ConfigFingerprint(a->config).size(), 40u);
 }
 
+TEST(ConfigFingerprintTest, TheLoadedConfigCarriesItsFingerprintAndAChangedOneItsOwn) {
+  auto a = Load(kValid, "a");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->fingerprint, ConfigFingerprint(a->config));
+  TrainingConfig other = a->config;
+  other.mutable_seeds()->set_sampler(99);
+  const LoadedConfig changed = WithTrainingConfig(*a, other);
+  EXPECT_EQ(changed.fingerprint, ConfigFingerprint(other));
+  EXPECT_NE(changed.fingerprint, a->fingerprint);
+  EXPECT_EQ(changed.locator, a->locator);
+}
+
 TEST(ConfigFingerprintTest, DeviceAndBackendAreNotInIt) {
   auto a = Load(kValid, "a");
   ASSERT_TRUE(a.ok()) << a.status();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/command_line.h"
+#include "artifacts/artifact_stamp.h"
 #include "io/json_file.h"
 #include "parity/tensor_comparison.h"
 #include "artifacts/run_summary.pb.h"
@@ -149,8 +150,8 @@ std::vector<std::string> DescribeDisk(const std::string& root) {
 absl::StatusOr<UpdateComparison> CompareUpdateRecords(const std::string& resumed,
                                                       const std::string& uninterrupted) {
   FirstStep a, b;
-  if (absl::Status s = ReadJsonFile(resumed, &a); !s.ok()) return s;
-  if (absl::Status s = ReadJsonFile(uninterrupted, &b); !s.ok()) return s;
+  if (absl::Status s = ReadArtifact(resumed, &a); !s.ok()) return s;
+  if (absl::Status s = ReadArtifact(uninterrupted, &b); !s.ok()) return s;
   absl::StatusOr<TensorListComparison> grads = Compare(a, b, true);
   if (!grads.ok()) return grads.status();
   absl::StatusOr<TensorListComparison> params = Compare(a, b, false);
@@ -165,7 +166,7 @@ absl::StatusOr<UpdateComparison> CompareUpdateRecords(const std::string& resumed
 absl::StatusOr<std::string> FinalParameterHash(const TrainProgram& program,
                                                const std::string& run_dir) {
   RunSummary summary;
-  if (absl::Status s = ReadJsonFile(program.Artifact(run_dir, "run_summary.json"), &summary);
+  if (absl::Status s = ReadArtifact(program.Artifact(run_dir, "run_summary.json"), &summary);
       !s.ok()) {
     return s;
   }

@@ -39,6 +39,7 @@
 #include "drill/random_kill_drill.h"
 #include "logging/glog.h"
 #include "io/atomic_file.h"
+#include "artifacts/artifact_stamp.h"
 #include "io/json_file.h"
 #include "artifacts/resume_record.pb.h"
 #include "drill/drill_report.pb.h"
@@ -157,7 +158,7 @@ absl::StatusOr<int> RunRestart(const DrillPlan& plan, Trace& trace,
   }
   ResumeRecord resume;
   if (absl::Status s =
-          ReadJsonFile(plan.program().Artifact(plan.interrupted, "resume.json"), &resume);
+          ReadArtifact(plan.program().Artifact(plan.interrupted, "resume.json"), &resume);
       !s.ok()) {
     return s;
   }

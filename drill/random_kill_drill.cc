@@ -15,6 +15,7 @@
 #include "cli/command_line.h"
 #include "drill/generation_audit.h"
 #include "drill/trial_plan.h"
+#include "artifacts/artifact_stamp.h"
 #include "io/json_file.h"
 #include "artifacts/resume_record.pb.h"
 #include "artifacts/run_summary.pb.h"
@@ -95,7 +96,7 @@ absl::StatusOr<Baseline> RunBaseline(const RandomDrillOptions& o, Trace& trace) 
   }
   RunSummary summary;
   if (absl::Status s =
-          ReadJsonFile(o.setup.program.Artifact(dir, "run_summary.json"), &summary);
+          ReadArtifact(o.setup.program.Artifact(dir, "run_summary.json"), &summary);
       !s.ok()) {
     return s;
   }
@@ -240,7 +241,7 @@ absl::StatusOr<bool> RunRestart(const RandomDrillOptions& o, const Baseline& bas
   ResumeRecord resume;  // none: the restart started from scratch
   const std::string resume_path = program.Artifact(t.run_dir, "resume.json");
   if (fs::exists(resume_path)) {
-    if (absl::Status s = ReadJsonFile(resume_path, &resume); !s.ok()) return s;
+    if (absl::Status s = ReadArtifact(resume_path, &resume); !s.ok()) return s;
   }
   row.set_resumed_from(resume.generation());
   row.set_resumed_update(resume.update());

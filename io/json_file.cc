@@ -17,6 +17,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/type_resolver_util.h"
 #include "io/atomic_file.h"
+#include "io/json_appended_fields.h"
 #include "io/json_splice.h"
 
 namespace receipt_parity {
@@ -365,6 +366,33 @@ absl::Status PrintJson(const Message& message, const ByteSink& sink,
   return PrintWithPartsApart(skeleton.get(), message, sink, arrays_printed_apart);
 }
 
+// Writes the object that `print` passes to its sink into `path`
+// atomically; with `appended`, its fields end the object.
+absl::Status WriteJsonObject(const std::string& path, const Message* appended,
+                             const std::function<absl::Status(const ByteSink&)>& print) {
+  return WriteFileAtomicallyFrom(path, [&](const ByteSink& sink) {
+    if (appended == nullptr) return print(sink);
+    AppendingJsonSink appending(ToJsonInOnePass(*appended), sink);
+    if (absl::Status s = print([&appending](absl::string_view bytes) {
+          return appending.Write(bytes);
+        });
+        !s.ok()) {
+      return s;
+    }
+    return appending.Finish();
+  });
+}
+
+// Protobuf's strict parsing of `text` (unknown keys are errors).
+absl::Status ParseJson(const std::string& text, Message* message, Message* appended) {
+  if (appended != nullptr) return ParseJsonWithAppendedFields(text, message, appended);
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(text, message, options);
+  return status.ok() ? absl::OkStatus()
+                     : absl::InvalidArgumentError(status.message().as_string());
+}
+
 }  // namespace
 
 std::string ToJsonInOnePass(const google::protobuf::Message& message) {
@@ -386,33 +414,32 @@ std::string ToJson(const google::protobuf::Message& message,
 }
 
 absl::Status WriteJsonFile(const std::string& path,
-                           const google::protobuf::Message& message) {
-  return WriteFileAtomicallyFrom(path, [&message](const ByteSink& sink) {
+                           const google::protobuf::Message& message,
+                           const google::protobuf::Message* appended) {
+  return WriteJsonObject(path, appended, [&message](const ByteSink& sink) {
     return PrintJson(message, sink, /*arrays_printed_apart=*/nullptr);
   });
 }
 
 absl::Status WriteJsonFileInPlace(const std::string& path,
-                                  google::protobuf::Message* message) {
-  if (HoldsMap(*message)) return WriteJsonFile(path, *message);
+                                  google::protobuf::Message* message,
+                                  const google::protobuf::Message* appended) {
+  if (HoldsMap(*message)) return WriteJsonFile(path, *message, appended);
   // A message with nothing long is printed in one pass by the walk itself.
-  return WriteFileAtomicallyFrom(path, [message](const ByteSink& sink) {
+  return WriteJsonObject(path, appended, [message](const ByteSink& sink) {
     return PrintWithPartsApart(message, *message, sink, /*arrays_printed_apart=*/nullptr);
   });
 }
 
 absl::Status ReadJsonFile(const std::string& path,
-                          google::protobuf::Message* message) {
+                          google::protobuf::Message* message,
+                          google::protobuf::Message* appended) {
   absl::StatusOr<std::string> text = ReadFileToString(path);
   if (!text.ok()) return text.status();
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = false;
-  auto status =
-      google::protobuf::util::JsonStringToMessage(*text, message, options);
-  if (!status.ok()) {
+  const absl::Status parsed = ParseJson(*text, message, appended);
+  if (!parsed.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ": not a valid ", message->GetDescriptor()->name(), ": ",
-        status.message().as_string()));
+        path, ": not a valid ", message->GetDescriptor()->name(), ": ", parsed.message()));
   }
   return absl::OkStatus();
 }

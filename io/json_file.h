@@ -30,9 +30,13 @@ std::string ToJson(const google::protobuf::Message& message,
 std::string ToJsonInOnePass(const google::protobuf::Message& message);
 
 // Writes ToJson(message) atomically (io/atomic_file.h), piece by piece:
-// of the long arrays, one at a time is in memory as text.
+// of the long arrays, one at a time is in memory as text. With `appended`
+// (a small message of singular scalar fields, none named like one of
+// `message`'s), the object ends with `appended`'s fields, after `message`'s
+// own (io/json_appended_fields.h): how every artifact carries its stamp.
 absl::Status WriteJsonFile(const std::string& path,
-                           const google::protobuf::Message& message);
+                           const google::protobuf::Message& message,
+                           const google::protobuf::Message* appended = nullptr);
 
 // Writes the same text as WriteJsonFile without copying `message`: its long
 // parts are moved out of it while the rest is printed and put back after, so
@@ -40,12 +44,16 @@ absl::Status WriteJsonFile(const std::string& path,
 // was. A message holding a map anywhere is written by WriteJsonFile instead
 // (moving a map's entries makes protobuf keep a second copy of the map).
 absl::Status WriteJsonFileInPlace(const std::string& path,
-                                  google::protobuf::Message* message);
+                                  google::protobuf::Message* message,
+                                  const google::protobuf::Message* appended = nullptr);
 
-// Parses `path` into `message`. Errors name the path; unknown keys are
-// errors (a renamed key must not be silently dropped).
+// Parses `path` into `message`, and, with `appended`, the fields a writer
+// appended into it. Errors name the path; unknown keys are errors (a
+// renamed key must not be silently dropped), the appended fields included:
+// a file written with them must be read with them.
 absl::Status ReadJsonFile(const std::string& path,
-                          google::protobuf::Message* message);
+                          google::protobuf::Message* message,
+                          google::protobuf::Message* appended = nullptr);
 
 }  // namespace receipt_parity
 

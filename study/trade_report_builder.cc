@@ -55,7 +55,7 @@ absl::StatusOr<RunFigures> SummariseRun(const RunArtifacts& run) {
   RunFigures figures;
   figures.set_source(run.source);
   figures.set_world_size(summary.world_size());
-  figures.set_config_fingerprint(summary.config_fingerprint());
+  figures.set_config_fingerprint(run.stamp.config_fingerprint());
   figures.set_updates(summary.updates());
   figures.set_epochs_completed(summary.epochs_completed());
   figures.set_warmup_updates(summary.warmup_updates());

@@ -12,6 +12,7 @@
 #include "parity/parity_report.pb.h"
 #include "samplers/audit.pb.h"
 #include "study/trade_report.pb.h"
+#include "artifacts/artifact_stamp.pb.h"
 #include "artifacts/run_summary.pb.h"
 #include "drill/drill_report.pb.h"
 
@@ -36,6 +37,8 @@ struct Sourced {
 struct RunArtifacts {
   std::string source;
   RunSummary summary;
+  // run_summary.json's stamp: which run wrote it.
+  ArtifactStamp stamp;
   ValidationReport validation;
 };
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "io/atomic_file.h"
+#include "artifacts/artifact_stamp.h"
 #include "io/json_file.h"
 #include "study/study_layout.h"
 #include "study/trade_report_markdown.h"
@@ -19,12 +20,13 @@ std::string Join(const std::string& dir, const std::string& relative) {
   return (fs::path(dir) / relative).string();
 }
 
+// A stamped artifact of a stage's run (artifacts/artifact_stamp.h).
 template <typename Message>
 absl::StatusOr<Sourced<Message>> ReadSourced(const std::string& study_dir,
                                              const std::string& relative) {
   Sourced<Message> sourced;
   sourced.source = relative;
-  if (absl::Status s = ReadJsonFile(Join(study_dir, relative), &sourced.message);
+  if (absl::Status s = ReadArtifact(Join(study_dir, relative), &sourced.message);
       !s.ok()) {
     return s;
   }
@@ -34,13 +36,13 @@ absl::StatusOr<Sourced<Message>> ReadSourced(const std::string& study_dir,
 absl::Status ReadRun(const std::string& study_dir, const std::string& run_dir,
                      RunArtifacts* run) {
   run->source = run_dir;
-  if (absl::Status s = ReadJsonFile(
+  if (absl::Status s = ReadArtifact(
           Join(study_dir, absl::StrCat(run_dir, "/", layout::kRunSummary)),
-          &run->summary);
+          &run->summary, &run->stamp);
       !s.ok()) {
     return s;
   }
-  return ReadJsonFile(
+  return ReadArtifact(
       Join(study_dir, absl::StrCat(run_dir, "/", layout::kValidation)),
       &run->validation);
 }
@@ -95,10 +97,14 @@ absl::StatusOr<TradeReportInputs> LoadTradeReportInputs(
     inputs.sampler_audits.push_back(*std::move(audit));
   }
   if (fs::exists(Join(study_dir, layout::kRecovery))) {
-    absl::StatusOr<Sourced<RecoveryReport>> recovery =
-        ReadSourced<RecoveryReport>(study_dir, layout::kRecovery);
-    if (!recovery.ok()) return recovery.status();
-    inputs.recovery = *std::move(recovery);
+    // The drill's report: not a run's artifact, so not stamped.
+    Sourced<RecoveryReport> recovery{layout::kRecovery, {}};
+    if (absl::Status s =
+            ReadJsonFile(Join(study_dir, layout::kRecovery), &recovery.message);
+        !s.ok()) {
+      return s;
+    }
+    inputs.recovery = std::move(recovery);
   }
   if (inputs.two_workers.summary.has_checkpoint()) {
     inputs.checkpoint_cost = Sourced<CheckpointCost>{

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "artifacts/artifact_stamp.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/atomic_file.h"
@@ -63,7 +64,9 @@ TEST(TradeReportStageTest, ReadsRecoveryAndTheTwoWorkerCheckpointCost) {
       WriteJsonFile(dir + "/recovery.json", TestRecovery(true)).ok());
   RunSummary summary = TestRun(2).summary;
   *summary.mutable_checkpoint() = TestCheckpointCost();
-  ASSERT_TRUE(WriteJsonFile(dir + "/two_worker/run_summary.json", summary).ok());
+  ASSERT_TRUE(WriteArtifact(dir + "/two_worker/run_summary.json",
+                            MakeArtifactStamp("fp-two", 1), summary)
+                  .ok());
   absl::StatusOr<TradeReport> report = WriteTradeReport(dir);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->recovery().verdict(), kPass);
@@ -94,7 +97,7 @@ TEST(TradeReportStageTest, ReadsTheRunOverMpiFromItsFolder) {
            {"run_summary.json", &mpi.run.summary},
            {"validation.json", &mpi.run.validation},
            {"parity.json", &mpi.parity.message}}) {
-    ASSERT_TRUE(WriteJsonFile(dir + "/two_worker_mpi/" + file, *message).ok());
+    ASSERT_TRUE(WriteArtifact(dir + "/two_worker_mpi/" + file, mpi.run.stamp, *message).ok());
   }
   absl::StatusOr<TradeReport> report = WriteTradeReport(dir);
   ASSERT_TRUE(report.ok()) << report.status();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "artifacts/artifact_stamp.h"
 #include "io/json_file.h"
 #include "study/study_layout.h"
 
@@ -15,7 +16,7 @@ RunArtifacts TestRun(int world_size, double loss_offset) {
   RunArtifacts run;
   run.source = world_size == 1 ? "one_worker/reference" : "two_worker";
   RunSummary& s = run.summary;
-  s.set_config_fingerprint(world_size == 1 ? "fp-one" : "fp-two");
+  run.stamp.set_config_fingerprint(world_size == 1 ? "fp-one" : "fp-two");
   s.set_world_size(world_size);
   s.set_updates(4);
   s.set_epochs_completed(2);
@@ -219,21 +220,34 @@ absl::Status WriteTestArtifacts(const std::string& study_dir) {
   const std::string one = layout::kOneWorkerRunDir;
   const std::string two = layout::kTwoWorkerDir;
   const std::string simulated = layout::kSimulatedParityDir;
-  const std::vector<std::pair<std::string, const google::protobuf::Message*>> files = {
-      {one + "/" + layout::kRunSummary, &inputs.one_worker.summary},
-      {one + "/" + layout::kValidation, &inputs.one_worker.validation},
-      {two + "/" + layout::kRunSummary, &inputs.two_workers.summary},
-      {two + "/" + layout::kValidation, &inputs.two_workers.validation},
-      {two + "/" + layout::kParity, &inputs.parity.message},
-      {simulated + "/" + layout::kParity, &inputs.simulated_parity.message},
-      {layout::kSamplerAuditDuplicatePad, &inputs.sampler_audits[0].message},
-      {layout::kSamplerAuditMaskedTail, &inputs.sampler_audits[1].message},
+  // Each file stamped as its stage writes it: a run's files with its run's
+  // stamp, the standalone audits with an empty one.
+  const ArtifactStamp& one_run = inputs.one_worker.stamp;
+  const ArtifactStamp& two_run = inputs.two_workers.stamp;
+  const ArtifactStamp simulated_run = MakeArtifactStamp("fp-simulated", 1);
+  const ArtifactStamp no_run;
+  struct File {
+    std::string relative;
+    const google::protobuf::Message* message;
+    const ArtifactStamp* stamp;
   };
-  for (const auto& [relative, message] : files) {
-    const std::filesystem::path path = std::filesystem::path(study_dir) / relative;
+  const std::vector<File> files = {
+      {one + "/" + layout::kRunSummary, &inputs.one_worker.summary, &one_run},
+      {one + "/" + layout::kValidation, &inputs.one_worker.validation, &one_run},
+      {two + "/" + layout::kRunSummary, &inputs.two_workers.summary, &two_run},
+      {two + "/" + layout::kValidation, &inputs.two_workers.validation, &two_run},
+      {two + "/" + layout::kParity, &inputs.parity.message, &two_run},
+      {simulated + "/" + layout::kParity, &inputs.simulated_parity.message, &simulated_run},
+      {layout::kSamplerAuditDuplicatePad, &inputs.sampler_audits[0].message, &no_run},
+      {layout::kSamplerAuditMaskedTail, &inputs.sampler_audits[1].message, &no_run},
+  };
+  for (const File& file : files) {
+    const std::filesystem::path path = std::filesystem::path(study_dir) / file.relative;
     std::error_code error;
     std::filesystem::create_directories(path.parent_path(), error);
-    if (absl::Status s = WriteJsonFile(path.string(), *message); !s.ok()) return s;
+    if (absl::Status s = WriteArtifact(path.string(), *file.stamp, *file.message); !s.ok()) {
+      return s;
+    }
   }
   return absl::OkStatus();
 }

@@ -6,15 +6,15 @@
 
 namespace receipt_parity {
 
-CheckpointCadence::CheckpointCadence(int64_t every_updates,
+CheckpointCadence::CheckpointCadence(std::optional<CheckpointPlan> plan,
                                      int64_t next_generation,
                                      SaveGenerationCall save)
-    : every_updates_(every_updates),
+    : plan_(std::move(plan)),
       next_generation_(next_generation),
       save_(std::move(save)) {}
 
 bool CheckpointCadence::SavesAfter(int64_t completed_updates) const {
-  return saves() && completed_updates % every_updates_ == 0;
+  return saves() && completed_updates % plan_->every_updates == 0;
 }
 
 TrainingCursor CheckpointCadence::CursorAfter(int64_t completed_updates,

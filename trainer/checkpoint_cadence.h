@@ -1,9 +1,10 @@
 // When a run saves a checkpoint generation, what cursor it saves, and what
 // the saves cost.
 //
-// With checkpoint.every_updates = N > 0 the run saves after every update
-// that brings its completed updates (counted over the whole run, resumed
-// attempts included) to a multiple of N: after updates N, 2N, ... . The
+// With a checkpoint plan (config/checkpoint_plan.h) of every_updates = N the
+// run saves after every update that brings its completed updates (counted
+// over the whole run, resumed attempts included) to a multiple of N: after
+// updates N, 2N, ... . Without a plan it never saves. The
 // saved cursor is where the next update starts: the next update of the
 // same epoch, or update 0 of the next epoch when the saved update was the
 // epoch's last. Generations are numbered from the resume decision's
@@ -21,10 +22,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "artifacts/run_summary.pb.h"
+#include "config/checkpoint_plan.h"
 #include "trainer/run_checkpoints.h"
 
 namespace receipt_parity {
@@ -35,11 +38,11 @@ using SaveGenerationCall = std::function<absl::StatusOr<SaveResult>(
 
 class CheckpointCadence {
  public:
-  // every_updates <= 0: never saves (`save` may then be empty).
-  CheckpointCadence(int64_t every_updates, int64_t next_generation,
+  // `plan` nullopt: never saves (`save` may then be empty).
+  CheckpointCadence(std::optional<CheckpointPlan> plan, int64_t next_generation,
                     SaveGenerationCall save);
 
-  bool saves() const { return every_updates_ > 0; }
+  bool saves() const { return plan_.has_value(); }
 
   // Whether the update that completes the run's `completed_updates`-th
   // update saves.
@@ -67,7 +70,7 @@ class CheckpointCadence {
   CheckpointCost cost() const;
 
  private:
-  int64_t every_updates_;
+  std::optional<CheckpointPlan> plan_;
   int64_t next_generation_;
   SaveGenerationCall save_;
   CheckpointCost cost_;

@@ -7,6 +7,14 @@
 namespace receipt_parity {
 namespace {
 
+CheckpointPlan Every(int every_updates) {
+  CheckpointPlan plan;
+  plan.folder = "unused";
+  plan.every_updates = every_updates;
+  plan.keep_last = 2;
+  return plan;
+}
+
 struct Save {
   int64_t generation;
   TrainingCursor cursor;
@@ -55,7 +63,7 @@ void RunEpochs(CheckpointCadence& cadence, int epochs, int64_t per_epoch,
 }
 
 TEST(CheckpointCadenceTest, SavesEveryNCompletedUpdates) {
-  CheckpointCadence cadence(3, 1, nullptr);
+  CheckpointCadence cadence(Every(3), 1, nullptr);
   EXPECT_TRUE(cadence.saves());
   EXPECT_FALSE(cadence.SavesAfter(1));
   EXPECT_FALSE(cadence.SavesAfter(2));
@@ -64,8 +72,8 @@ TEST(CheckpointCadenceTest, SavesEveryNCompletedUpdates) {
   EXPECT_TRUE(cadence.SavesAfter(6));
 }
 
-TEST(CheckpointCadenceTest, ZeroNeverSavesNorCallsTheSaver) {
-  CheckpointCadence cadence(0, 1, nullptr);  // calling a null saver would crash
+TEST(CheckpointCadenceTest, NoPlanNeverSavesNorCallsTheSaver) {
+  CheckpointCadence cadence(std::nullopt, 1, nullptr);  // a null saver would crash
   EXPECT_FALSE(cadence.saves());
   EXPECT_FALSE(cadence.SavesAfter(3));
   RunEpochs(cadence, 2, 4);
@@ -87,7 +95,7 @@ TEST(CheckpointCadenceTest, CursorIsTheNextUpdateOrTheNextEpochsFirst) {
 
 TEST(CheckpointCadenceTest, SavesTheRightUpdatesWithConsecutiveGenerations) {
   FakeSaver saver;
-  CheckpointCadence cadence(3, 7, saver.Call());
+  CheckpointCadence cadence(Every(3), 7, saver.Call());
   RunEpochs(cadence, 2, 4);  // updates 1..8
   ASSERT_EQ(saver.saves.size(), 2u);
   EXPECT_EQ(saver.saves[0].generation, 7);
@@ -103,7 +111,7 @@ TEST(CheckpointCadenceTest, SavesTheRightUpdatesWithConsecutiveGenerations) {
 
 TEST(CheckpointCadenceTest, SaveAtTheEpochsLastUpdateResumesAtTheNextEpoch) {
   FakeSaver saver;
-  CheckpointCadence cadence(4, 1, saver.Call());
+  CheckpointCadence cadence(Every(4), 1, saver.Call());
   RunEpochs(cadence, 2, 4);
   ASSERT_EQ(saver.saves.size(), 2u);
   EXPECT_EQ(saver.saves[0].cursor.total_updates, 4);
@@ -116,7 +124,7 @@ TEST(CheckpointCadenceTest, SaveAtTheEpochsLastUpdateResumesAtTheNextEpoch) {
 
 TEST(CheckpointCadenceTest, ResumedRunCountsFromTheWholeRunsUpdates) {
   FakeSaver saver;
-  CheckpointCadence cadence(3, 3, saver.Call());
+  CheckpointCadence cadence(Every(3), 3, saver.Call());
   RunEpochs(cadence, 2, 4, TrainingCursor{5, 1, 1});  // updates 6, 7, 8
   ASSERT_EQ(saver.saves.size(), 1u);
   EXPECT_EQ(saver.saves[0].generation, 3);
@@ -127,7 +135,7 @@ TEST(CheckpointCadenceTest, ResumedRunCountsFromTheWholeRunsUpdates) {
 
 TEST(CheckpointCadenceTest, CostBooksEverySaveAndTheMedians) {
   FakeSaver saver({0.4, 0.1, 0.2});
-  CheckpointCadence cadence(2, 1, saver.Call());
+  CheckpointCadence cadence(Every(2), 1, saver.Call());
   RunEpochs(cadence, 1, 6);  // saves after 2, 4, 6
   const CheckpointCost cost = cadence.cost();
   EXPECT_EQ(cost.generations_saved(), 3);
@@ -144,7 +152,7 @@ TEST(CheckpointCadenceTest, CostBooksEverySaveAndTheMedians) {
 
 TEST(CheckpointCadenceTest, FailedSaveIsReturnedAndNotBooked) {
   FakeSaver saver({}, /*fails=*/true);
-  CheckpointCadence cadence(1, 1, saver.Call());
+  CheckpointCadence cadence(Every(1), 1, saver.Call());
   absl::Status status = cadence.AfterUpdate(1, 0, 0, 4);
   EXPECT_EQ(status, absl::UnavailableError("rank 1 never confirmed"));
   EXPECT_EQ(cadence.cost().generations_saved(), 0);

@@ -66,7 +66,7 @@ class CheckpointPluginKindsTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::remove_all(root_);
     loaded_ = SmallRun();
-    context_.root = root_;
+    context_.plan = {root_, 1, 2};
     context_.config = &loaded_.config;
     Trainee saved = Build(loaded_);
     context_.model_revision = ModelRevision(*saved.model);

@@ -28,6 +28,7 @@
 #include "cli/command_line.h"
 #include "data/receipt_dataset.h"
 #include "logging/glog.h"
+#include "artifacts/artifact_stamp.h"
 #include "io/json_file.h"
 #include "trainer/layer_policy.h"
 #include "model/classifier.h"
@@ -181,11 +182,13 @@ absl::StatusOr<ParityReport> CheckParity(const LoadedConfig& loaded,
   ExplainParity(*audit, &*report);
   // The one check this binary makes names its config like a run's
   // artifacts do; it is never resumed, so it is attempt 1.
-  report->set_config_fingerprint(ConfigFingerprint(loaded.config));
-  report->set_attempt(1);
   const std::string out = absl::GetFlag(FLAGS_out);
   std::filesystem::create_directories(out);
-  if (absl::Status s = WriteJsonFile(out + "/parity.json", *report); !s.ok()) return s;
+  if (absl::Status s = WriteArtifact(out + "/parity.json",
+                                     MakeArtifactStamp(loaded.fingerprint, 1), *report);
+      !s.ok()) {
+    return s;
+  }
   PrintSummary(parity, *report, out);
   return report;
 }

@@ -99,20 +99,20 @@ absl::StatusOr<RecoveryDecision> Decide(const RunCheckpointContext& c,
   RecoveryOptions options;
   options.stop_on_corruption = c.config->checkpoint().stop_on_corruption();
   if (c.rank == 0) {
-    absl::StatusOr<RecoveryDecision> decision = FindRestorable(c.root, options);
+    absl::StatusOr<RecoveryDecision> decision = FindRestorable(c.plan.folder, options);
     if (!decision.ok()) return decision.status();
     for (const SkippedGeneration& s : decision->skipped) {
       record->add_skipped(s.reason);
       LOG(WARNING) << "checkpoint: passing over " << s.reason;
     }
     for (const std::string& p : decision->partial_folders) record->add_partial_folders(p);
-    absl::StatusOr<std::vector<std::string>> cleaned = CleanUpPartialGenerations(c.root);
+    absl::StatusOr<std::vector<std::string>> cleaned = CleanUpPartialGenerations(c.plan.folder);
     if (!cleaned.ok()) return cleaned.status();
     for (const std::string& p : *cleaned) record->add_cleaned_up(p);
     absl::StatusOr<std::vector<std::string>> set_aside = SetAsideCorruptGenerations(*decision);
     if (!set_aside.ok()) return set_aside.status();
     for (const std::string& s : *set_aside) record->add_set_aside(s);
-    absl::StatusOr<int64_t> next = NextGeneration(c.root);
+    absl::StatusOr<int64_t> next = NextGeneration(c.plan.folder);
     if (!next.ok()) return next.status();
     record->set_next_generation(static_cast<int32_t>(*next));
     if (c.store != nullptr) {
@@ -126,13 +126,13 @@ absl::StatusOr<RecoveryDecision> Decide(const RunCheckpointContext& c,
   }
   absl::StatusOr<std::string> published = StoreGet(*c.store, "ckpt/resume");
   if (!published.ok()) return published.status();
-  absl::StatusOr<RecoveryDecision> decision = FindRestorable(c.root, options);
+  absl::StatusOr<RecoveryDecision> decision = FindRestorable(c.plan.folder, options);
   if (!decision.ok()) return decision.status();
   const std::string mine = absl::StrCat(decision->generation, "/");
   if (published->rfind(mine, 0) != 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "rank ", c.rank, " sees checkpoint generation ", decision->generation,
-        " but rank 0 chose ", *published, " (is ", c.root,
+        " but rank 0 chose ", *published, " (is ", c.plan.folder,
         " one shared folder on every host?)"));
   }
   record->set_next_generation(std::stoi(published->substr(mine.size())));
@@ -213,7 +213,7 @@ absl::Status CheckSameRun(const RunCheckpointContext& c,
     }
   } else if (manifest.config_fingerprint() != ConfigFingerprint(config)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "checkpoint generation ", manifest.generation(), " in ", c.root,
+        "checkpoint generation ", manifest.generation(), " in ", c.plan.folder,
         " was written by another config: fingerprint ",
         manifest.config_fingerprint(), " != ", ConfigFingerprint(config)));
   }
@@ -234,7 +234,7 @@ absl::Status CheckSameData(const RunCheckpointContext& c,
     return absl::OkStatus();
   }
   return absl::FailedPreconditionError(absl::StrCat(
-      "checkpoint generation ", manifest.generation(), " in ", c.root,
+      "checkpoint generation ", manifest.generation(), " in ", c.plan.folder,
       " was saved while training on other receipts: data hash ",
       manifest.data_hash(), " != ", c.data_hash,
       " (a file of the manifest changed since). Set checkpoint { "
@@ -369,7 +369,7 @@ CheckpointManifest ManifestFields(const RunCheckpointContext& c,
 absl::Status SaveAndAdvertise(const RunCheckpointContext& c, int64_t generation,
                               const std::string& bytes, const TrainingCursor& cursor) {
   SaveOptions options;
-  options.keep_last = c.config->checkpoint().keep_last();
+  options.keep_last = c.plan.keep_last;
   options.fault = c.fault;
   SingleRankConfirmations single;
   std::unique_ptr<StoreConfirmations> through_store;
@@ -379,7 +379,7 @@ absl::Status SaveAndAdvertise(const RunCheckpointContext& c, int64_t generation,
                                                          c.rank, c.world_size);
     confirmations = through_store.get();
   }
-  if (absl::Status s = SaveGeneration(c.root, generation, c.rank, bytes,
+  if (absl::Status s = SaveGeneration(c.plan.folder, generation, c.rank, bytes,
                                       ManifestFields(c, cursor), *confirmations, options);
       !s.ok()) {
     return s;
@@ -395,7 +395,7 @@ absl::Status SaveAndAdvertise(const RunCheckpointContext& c, int64_t generation,
 int64_t GenerationBytes(const RunCheckpointContext& c, int64_t generation) {
   int64_t bytes = 0;
   std::error_code ec;
-  const std::string folder = absl::StrCat(c.root, "/", GenerationFolderName(generation));
+  const std::string folder = absl::StrCat(c.plan.folder, "/", GenerationFolderName(generation));
   for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
     if (entry.path().filename() != "MANIFEST") {
       bytes += static_cast<int64_t>(entry.file_size(ec));
@@ -410,10 +410,10 @@ absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
     const RunCheckpointContext& c, Classifier& model,
     torch::optim::Optimizer& optimizer, TrainingCursor* cursor) {
   ResumeRecord record;
-  record.set_checkpoint_root(c.root);
+  record.set_checkpoint_root(c.plan.folder);
   record.set_world_size(c.world_size);
   std::error_code ignored;  // a missing folder is a fresh start, or fails below
-  std::filesystem::create_directories(c.root, ignored);
+  std::filesystem::create_directories(c.plan.folder, ignored);
   absl::StatusOr<RecoveryDecision> decision = Decide(c, &record);
   if (!decision.ok()) return decision.status();
   if (!decision->has_generation()) return record;
@@ -435,14 +435,14 @@ absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
                                     optimizer);
       !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("checkpoint generation ",
-                                               manifest.generation(), " in ", c.root,
+                                               manifest.generation(), " in ", c.plan.folder,
                                                ": ", s.message()));
   }
   *cursor = *saved;
   record.set_update(static_cast<int32_t>(cursor->total_updates));
   record.set_epoch(cursor->epoch);
   record.set_epoch_cursor(static_cast<int32_t>(cursor->update_in_epoch));
-  LOG(INFO) << "rank " << c.rank << ": resumed from " << c.root << "/"
+  LOG(INFO) << "rank " << c.rank << ": resumed from " << c.plan.folder << "/"
             << GenerationFolderName(manifest.generation()) << " at update " << cursor->total_updates
             << " (epoch " << cursor->epoch << ", update " << cursor->update_in_epoch
             << " of the epoch)";
@@ -466,7 +466,7 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
   if (c.rank == 0) {
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     result.bytes = GenerationBytes(c, generation);
-    result.sequential_write_seconds = SequentialWriteSeconds(c.root, result.bytes);
+    result.sequential_write_seconds = SequentialWriteSeconds(c.plan.folder, result.bytes);
   }
   return result;
 }

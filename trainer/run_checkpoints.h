@@ -26,6 +26,7 @@
 #include "checkpoint/fault_injection.h"
 #include "model/classifier.h"
 #include "artifacts/resume_record.pb.h"
+#include "config/checkpoint_plan.h"
 #include "config/config.pb.h"
 
 namespace receipt_parity {
@@ -38,7 +39,9 @@ struct TrainingCursor {
 };
 
 struct RunCheckpointContext {
-  std::string root;  // e.g. OUT/checkpoints
+  // Where the generations are (plan.folder, e.g. OUT/checkpoints) and how
+  // many are kept.
+  CheckpointPlan plan;
   int rank = 0;
   int world_size = 1;
   // nullptr when world_size == 1.

@@ -53,7 +53,7 @@ TrainingConfig Config(int global_batch = 4) {
 
 RunCheckpointContext Context(const std::string& root, const TrainingConfig* config) {
   RunCheckpointContext context;
-  context.root = root;
+  context.plan = {root, config->checkpoint().every_updates(), config->checkpoint().keep_last()};
   context.config = config;
   context.model_revision = "tiny@1";
   return context;
@@ -159,7 +159,7 @@ TEST(RunCheckpointsTest, TheSameDataResumesAndSaysSo) {
 void SaveGarbledSecondGeneration(const RunCheckpointContext& context, Trained& trained,
                                  const std::function<void(ShardState*)>& garble) {
   ASSERT_TRUE(SaveCheckpoint(context, 1, *trained.model, *trained.optimizer, {2, 0, 2}).ok());
-  absl::StatusOr<RecoveryDecision> decision = FindRestorable(context.root);
+  absl::StatusOr<RecoveryDecision> decision = FindRestorable(context.plan.folder);
   ASSERT_TRUE(decision.ok()) << decision.status();
   absl::StatusOr<std::string> bytes = ReadShardBytes(*decision, 0);
   ASSERT_TRUE(bytes.ok()) << bytes.status();
@@ -169,7 +169,7 @@ void SaveGarbledSecondGeneration(const RunCheckpointContext& context, Trained& t
   absl::StatusOr<std::string> garbled = SerializeShardState(*shard);
   ASSERT_TRUE(garbled.ok()) << garbled.status();
   SingleRankConfirmations single;
-  ASSERT_TRUE(SaveGeneration(context.root, 2, 0, *garbled, decision->manifest, single).ok());
+  ASSERT_TRUE(SaveGeneration(context.plan.folder, 2, 0, *garbled, decision->manifest, single).ok());
 }
 
 // Resume from the garbled generation: a Status, never an exception, and

@@ -56,14 +56,14 @@ struct Run {
   RunManifest manifest;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<int> local_batch;
-  // root is empty when the run saves no checkpoints.
+  // Set when the run has a checkpoint plan (options->checkpoints).
   RunCheckpointContext checkpoints;
   TrainingCursor cursor;
   ResumeRecord resume;
 
   bool writer() const { return options->rank == 0; }
   ArtifactStamp stamp() const {
-    return {manifest.config_fingerprint(), options->attempt};
+    return MakeArtifactStamp(options->loaded->fingerprint, options->attempt);
   }
   bool fresh() const { return cursor.total_updates == 0; }
   Classifier& model() const { return *inputs.model; }

@@ -127,13 +127,14 @@ absl::StatusOr<std::optional<ParityReport>> CheckFirstStepParity(
   }
   FirstStep earlier;
   const std::string path = run.options->artifact_dir + "/first_step.json";
-  if (absl::Status s = ReadJsonFile(path, &earlier); !s.ok()) {
+  ArtifactStamp earlier_stamp;
+  if (absl::Status s = ReadArtifact(path, &earlier, &earlier_stamp); !s.ok()) {
     LOG(WARNING) << "parity not checked: this attempt resumed and " << s.message();
     return std::optional<ParityReport>();
   }
   absl::StatusOr<ParityReport> parity = CheckParity(run, reports, earlier);
   if (!parity.ok()) return parity.status();
-  parity->set_first_step_attempt(earlier.attempt());
+  parity->set_first_step_attempt(earlier_stamp.attempt());
   return std::optional<ParityReport>(*std::move(parity));
 }
 
@@ -141,15 +142,13 @@ absl::StatusOr<std::optional<ParityReport>> CheckFirstStepParity(
 absl::Status RecordFinish(const Run& run, int64_t total_updates) {
   const TrainingConfig& config = *run.config;
   FinishRecord finish;
-  finish.set_config_fingerprint(run.manifest.config_fingerprint());
-  finish.set_attempt(run.options->attempt);
   finish.set_updates(static_cast<int32_t>(total_updates));
   const int64_t max_updates = config.run().max_updates();
   finish.set_stopped_by(max_updates > 0 && total_updates >= max_updates ? "max_updates"
                                                                         : "epochs");
   finish.set_max_updates(static_cast<int32_t>(max_updates));
   finish.set_epochs(config.epochs());
-  return WriteFinishRecord(run.options->artifact_dir, finish);
+  return WriteFinishRecord(run.options->artifact_dir, run.stamp(), finish);
 }
 
 // Rank 0: the summary, parity, the sampler audit and every artifact, then
@@ -169,7 +168,6 @@ absl::StatusOr<TrainingOutcome> WriteArtifacts(
     run.manifest.add_accepted_examples_per_update(static_cast<int32_t>(accepted));
   }
   RunSummary summary = BuildRunSummary(builder.totals(), reports);
-  summary.set_config_fingerprint(run.manifest.config_fingerprint());
   summary.set_final_parameter_hash(reports[0].final_parameter_hash());
   summary.set_resumed_from_generation(run.resume.generation());
   summary.set_first_update(static_cast<int32_t>(run.cursor.total_updates));

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "artifacts/artifact_stamp.h"
 #include "io/json_file.h"
 #include "logging/glog.h"
 #include "collectives/collective_error.h"
@@ -27,12 +28,13 @@ constexpr char kFinishedKey[] = "run_folder/finished";
 // names the reference config and it has the first step.
 bool LegacyReferenceMatches(const std::string& reference_dir, const TrainingConfig& config) {
   RunManifest manifest;
+  ArtifactStamp stamp;
   if (fs::exists(reference_dir + "/" + kRunStateFile) ||
       !fs::exists(reference_dir + "/first_step.json") ||
-      !ReadJsonFile(reference_dir + "/run_manifest.json", &manifest).ok()) {
+      !ReadArtifact(reference_dir + "/run_manifest.json", &manifest, &stamp).ok()) {
     return false;
   }
-  return manifest.config_fingerprint() == ConfigFingerprint(ReferenceConfig(config));
+  return stamp.config_fingerprint() == ConfigFingerprint(ReferenceConfig(config));
 }
 
 // The config of the one-update reference of `config`.
@@ -64,8 +66,8 @@ absl::StatusOr<RunFolderDecision> DecideReference(const std::string& reference_d
 // Trains the one-update reference as `decision` (DecideReference's) says.
 absl::Status MakeReference(const LoadedConfig& loaded, const std::string& reference_dir,
                            const RunFolderDecision& decision) {
-  LoadedConfig reference = loaded;
-  reference.config = OneUpdateReference(loaded.config);
+  const LoadedConfig reference =
+      WithTrainingConfig(loaded, OneUpdateReference(loaded.config));
   LOG(INFO) << "making the one-worker reference (one update) in " << reference_dir;
   TrainingRunOptions options;
   options.loaded = &reference;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "artifacts/artifact_stamp.h"
 #include "io/json_file.h"
 #include "parity/cross_device_tolerance.h"
 #include "parity/tensor_comparison.h"
@@ -29,7 +30,7 @@ std::multiset<std::string> AcceptedIds(const FirstStep& step) {
 // platform record existed were all made on the CPU.
 std::string ReferenceDevice(const std::string& reference_dir) {
   RunManifest manifest;
-  if (!ReadJsonFile(reference_dir + "/run_manifest.json", &manifest).ok() ||
+  if (!ReadArtifact(reference_dir + "/run_manifest.json", &manifest).ok() ||
       manifest.platform().device().empty()) {
     return "cpu";
   }
@@ -83,7 +84,7 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
                                             bool ranks_agree) {
   const std::string path = reference_dir + "/first_step.json";
   FirstStep reference;
-  if (absl::Status s = ReadJsonFile(path, &reference); !s.ok()) {
+  if (absl::Status s = ReadArtifact(path, &reference); !s.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("parity: cannot read the reference: ", s.message()));
   }

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "artifacts/artifact_stamp.h"
 #include "io/json_file.h"
 #include "parity/cross_device_tolerance.h"
 #include "artifacts/first_step_record.h"
@@ -44,12 +45,15 @@ class RunParityTest : public ::testing::Test {
   void SetUp() override {
     dir_ = std::string(std::getenv("TEST_TMPDIR")) + "/reference";
     std::filesystem::create_directories(dir_);
-    ASSERT_TRUE(WriteJsonFile(dir_ + "/first_step.json", Step({1.0f, -2.0f})).ok());
+    ASSERT_TRUE(WriteArtifact(dir_ + "/first_step.json", MakeArtifactStamp("f", 1),
+                              Step({1.0f, -2.0f}))
+                    .ok());
   }
   void ReferenceOn(const std::string& device) {
     RunManifest manifest;
     manifest.mutable_platform()->set_device(device);
-    ASSERT_TRUE(WriteJsonFile(dir_ + "/run_manifest.json", manifest).ok());
+    ASSERT_TRUE(
+        WriteArtifact(dir_ + "/run_manifest.json", MakeArtifactStamp("f", 1), manifest).ok());
   }
   std::string dir_;
 };

@@ -31,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/fault_injection.h"
 #include "cli/command_line.h"
+#include "config/checkpoint_plan.h"
 #include "logging/glog.h"
 #include "io/json_file.h"
 #include "io/run_folder_lock.h"
@@ -167,7 +168,7 @@ absl::Status FillRunOptions(const LoadedConfig& loaded, const std::string& run_d
   absl::StatusOr<std::set<int64_t>> records = RecordedUpdates();
   if (!records.ok()) return records.status();
   options->loaded = &loaded;
-  options->checkpoint_dir = run_dir + "/checkpoints";
+  options->checkpoints = PlanCheckpoints(loaded.config, run_dir);
   options->fault = *fault;
   options->record_updates = *records;
   return absl::OkStatus();

@@ -128,7 +128,7 @@ absl::Status AgreeWithPeers(const Run& run) {
   const TrainingConfig& config = *run.config;
   if (options.process_group == nullptr) return absl::OkStatus();
   std::vector<std::pair<std::string, std::string>> fields = {
-      {"config_fingerprint", run.manifest.config_fingerprint()},
+      {"config_fingerprint", options.loaded->fingerprint},
       {"model_revision", run.manifest.model_revision().revision()},
       {"data", run.data_hash}};
   for (auto& kind_and_name : SelectedPluginNames(config)) {
@@ -225,15 +225,13 @@ absl::Status ReportWorldSizeChange(Run& run) {
       change, run.options->artifact_dir + "/world_size_change.json");
 }
 
-// With checkpoint.every_updates > 0 and a checkpoint folder: resume from
-// the newest generation that verifies (or start fresh).
+// With a checkpoint plan: resume from the newest generation that verifies
+// (or start fresh).
 absl::Status ResumeRun(Run* run) {
   const TrainingRunOptions& options = *run->options;
-  if (options.checkpoint_dir.empty() || run->config->checkpoint().every_updates() <= 0) {
-    return absl::OkStatus();
-  }
+  if (!options.checkpoints.has_value()) return absl::OkStatus();
   RunCheckpointContext& checkpoints = run->checkpoints;
-  checkpoints.root = options.checkpoint_dir;
+  checkpoints.plan = *options.checkpoints;
   checkpoints.rank = options.rank;
   checkpoints.world_size = options.world_size;
   checkpoints.store =
@@ -335,10 +333,8 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   if (absl::Status s = PrepareArtifactFolder(run); !s.ok()) return s;
 
   UpdateRecorder recorder(RecorderOptions(run));
-  const bool saves = !run.checkpoints.root.empty();
   CheckpointCadence cadence(
-      saves ? run.config->checkpoint().every_updates() : 0,
-      run.resume.next_generation(),
+      options.checkpoints, run.resume.next_generation(),
       [&run](int64_t generation, const TrainingCursor& cursor) {
         return SaveCheckpoint(run.checkpoints, generation, run.model(),
                               *run.optimizer, cursor);

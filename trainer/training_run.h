@@ -12,8 +12,8 @@
 // RunTraining composes, in order:
 //   start     data, plugins and model (as CheckRunnable), the manifest,
 //             start agreement across ranks, the optimizer
-//   resume    with checkpoint.every_updates > 0, from the newest advertised
-//             generation in `checkpoint_dir` (trainer/run_checkpoints.h);
+//   resume    with a checkpoint plan, from the newest advertised
+//             generation in its folder (trainer/run_checkpoints.h);
 //             world_size_change.json after a resume across world sizes
 //   train     trainer/update_loop.h: the update step
 //             (trainer/update_step.h), the recorder of first_step.json and
@@ -40,11 +40,13 @@
 #ifndef RECEIPT_PARITY_TRAINER_TRAINING_RUN_H_
 #define RECEIPT_PARITY_TRAINER_TRAINING_RUN_H_
 
+#include <optional>
 #include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "checkpoint/fault_injection.h"
+#include "config/checkpoint_plan.h"
 #include "runtime/process_group.h"
 #include "config/config_loader.h"
 #include "artifacts/run_folder.h"
@@ -65,8 +67,9 @@ struct TrainingRunOptions {
   // A multi-worker run compares its first update with this folder's
   // first_step.json and writes parity.json; empty: no comparison.
   std::string reference_dir;
-  // Checkpoints live here (when checkpoint.every_updates > 0); empty: none.
-  std::string checkpoint_dir;
+  // Whether and where the run saves checkpoints and resumes from them
+  // (config/checkpoint_plan.h); nullopt: it does neither.
+  std::optional<CheckpointPlan> checkpoints;
   // An injected failure during a save (checkpoint/fault_injection.h).
   FaultPlan fault;
   // This attempt's number in the run folder (artifacts/run_folder.h); every

@@ -59,7 +59,9 @@ class RankLoop {
                    c10d::ProcessGroup* group = nullptr) {
     step_parts_.group = group;
     UpdateStep step(step_parts_);
-    CheckpointCadence cadence(every_updates, 1,
+    std::optional<CheckpointPlan> plan;
+    if (every_updates > 0) plan = CheckpointPlan{"unused", static_cast<int>(every_updates), 2};
+    CheckpointCadence cadence(plan, 1,
                               [this](int64_t generation, const TrainingCursor& cursor) {
                                 saved.push_back(cursor);
                                 SaveResult result;

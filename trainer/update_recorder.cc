@@ -18,7 +18,6 @@ UpdateRecorder::UpdateRecorder(UpdateRecorderOptions options)
 absl::Status UpdateRecorder::Start(const Classifier& model) {
   if (!options_.writer || options_.first_update != 0) return absl::OkStatus();
   first_step_.set_world_size(options_.world_size);
-  StampArtifact(options_.stamp, &first_step_);
   first_step_.set_loss_weighting(options_.loss_weighting);
   first_step_.set_reducer(options_.reducer);
   try {
@@ -87,7 +86,6 @@ absl::Status UpdateRecorder::AfterOptimizerStep(int64_t total_update,
     for (const auto& item : model.named_parameters()) {
       current_.add_parameter_order(item.key());
     }
-    StampArtifact(options_.stamp, &current_);
   }
   pending_ = {true, first, asked, total_update};
   if (options_.defer_writes) return absl::OkStatus();
@@ -106,16 +104,17 @@ absl::Status UpdateRecorder::WritePending() {
   std::filesystem::create_directories(options_.artifact_dir, ignored);
   if (pending.first_step) {
     if (absl::Status s =
-            WriteJsonFile(options_.artifact_dir + "/first_step.json", first_step_);
+            WriteArtifact(options_.artifact_dir + "/first_step.json", options_.stamp,
+                          first_step_);
         !s.ok()) {
       return s;
     }
   }
   absl::Status written = absl::OkStatus();
   if (pending.update) {
-    written = WriteJsonFile(
+    written = WriteArtifact(
         absl::StrCat(options_.artifact_dir, "/update-", pending.total_update, ".json"),
-        current_);
+        options_.stamp, current_);
   }
   FirstStep().Swap(&current_);  // its tensors are not kept through the run
   return written;

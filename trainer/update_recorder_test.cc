@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include "artifacts/artifact_stamp.h"
 #include "gtest/gtest.h"
 #include "io/json_file.h"
 #include "trainer/loop_test_support.h"
@@ -124,8 +125,8 @@ TEST(UpdateRecorderTest, WritesFirstStepAndUpdateKWithTheirGradientsAndBatch) {
 
   // update-0.json is the same update as first_step.json, not an empty record.
   FirstStep update0, update1;
-  ASSERT_TRUE(ReadJsonFile(dir + "/update-0.json", &update0).ok());
-  ASSERT_TRUE(ReadJsonFile(dir + "/update-1.json", &update1).ok());
+  ASSERT_TRUE(ReadArtifact(dir + "/update-0.json", &update0).ok());
+  ASSERT_TRUE(ReadArtifact(dir + "/update-1.json", &update1).ok());
   EXPECT_FLOAT_EQ(FirstValue(update0.gradients(), "out.bias"), 0.5f);
   EXPECT_EQ(update0.batch(0).receipt_ids(0), first.batch(0).receipt_ids(0));
   EXPECT_EQ(update0.parameter_order_size(), 2);
