@@ -86,8 +86,10 @@ std::vector<std::string> BareArguments(const BenchmarkModel& model,
 
 // How a trainer run's reducer is set: as the base config says, or
 // allreduce_sum over several buckets with and without overlap with the
-// backward pass, or over OpenMPI (reducer mpi_allreduce, its ranks under
-// the launcher's mpirun).
+// backward pass, or over OpenMPI (reducer mpi_allreduce: allreduce_sum
+// after the backward pass over backend "mpi", its ranks under the
+// launcher's mpirun; the name the benchmark's MPI figures were measured
+// with).
 enum class TrainerVariant {
   kAsConfigured,
   kBucketsOverlapped,

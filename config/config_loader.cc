@@ -21,6 +21,7 @@
 #include "config/config_paths.h"
 #include "config/device_check.h"
 #include "config/plugin_kinds.h"
+#include "reducers/allreduce_sum_reducer.h"
 
 namespace receipt_parity {
 namespace {
@@ -218,14 +219,26 @@ absl::Status ValidatePlatform(const TrainingConfig& c) {
     return Invalid("device", absl::StrCat("unknown '", c.device(),
                                           "'; known: cpu, cuda"));
   }
-  if (c.backend() != "gloo" && c.backend() != "nccl") {
+  if (c.backend() != "gloo" && c.backend() != "nccl" && c.backend() != "mpi") {
     return Invalid("backend", absl::StrCat("unknown '", c.backend(),
-                                           "'; known: gloo, nccl"));
+                                           "'; known: gloo, nccl, mpi"));
   }
   if (c.backend() == "nccl" && c.device() != "cuda") {
     return Invalid("backend",
                    "nccl reduces CUDA tensors only: set device: \"cuda\", or "
                    "use backend: \"gloo\" on the CPU");
+  }
+  if (c.backend() == "mpi" && c.device() != "cpu") {
+    return Invalid("backend",
+                   "mpi reduces CPU tensors only (OpenMPI here): set device: \"cpu\", "
+                   "or use backend: \"gloo\" or \"nccl\" on GPUs");
+  }
+  if (c.reducer().name() == kMpiAllreduceName && c.backend() != "mpi") {
+    return Invalid("backend",
+                   absl::StrCat("reducer mpi_allreduce is allreduce_sum over backend "
+                                "\"mpi\", but backend is '", c.backend(),
+                                "': set backend \"mpi\" (or leave it unset), or choose "
+                                "reducer allreduce_sum"));
   }
   return absl::OkStatus();
 }
@@ -311,7 +324,14 @@ absl::StatusOr<LoadedConfig> ValidateTrainingConfig(TrainingConfig config,
 
 void ApplyDefaults(TrainingConfig* c) {
   if (!c->has_precision()) c->set_precision("fp32");
-  if (!c->has_backend()) c->set_backend("gloo");
+  // mpi_allreduce, the old name of allreduce_sum over MPI, brings its
+  // transport (reducers/allreduce_sum_reducer.h). Configs written before
+  // backend "mpi" existed say backend "gloo" beside it, which then meant
+  // what "mpi" means now: Gloo for everything but the gradients.
+  const bool old_mpi_name = c->reducer().name() == kMpiAllreduceName;
+  if (!c->has_backend() || (old_mpi_name && c->backend() == "gloo")) {
+    c->set_backend(old_mpi_name ? "mpi" : "gloo");
+  }
   if (!c->has_device()) c->set_device("cpu");
   if (!c->has_world_size()) c->set_world_size(1);
   if (!c->has_epochs()) c->set_epochs(1);

@@ -105,8 +105,9 @@ absl::StatusOr<LoadedConfig> ValidateTrainingConfig(TrainingConfig config,
 LoadedConfig WithTrainingConfig(const LoadedConfig& loaded, TrainingConfig config);
 
 // Fills the fields left unset with their documented defaults (fields marked
-// `optional` in trainer/config.proto; a written value, zero included, is
-// kept and checked): precision "fp32", backend "gloo", device "cpu",
+// `optional` in config/config.proto; a written value, zero included, is
+// kept and checked): precision "fp32", backend "gloo" ("mpi" for reducer
+// mpi_allreduce, whose written "gloo" also reads as "mpi"), device "cpu",
 // world_size 1,
 // epochs 1, the data's defaults (ApplyDataDefaults), every plugin kind's
 // default (config/plugin_kinds.h: masked_tail / global_count /

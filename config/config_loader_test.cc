@@ -200,6 +200,48 @@ TEST(ConfigLoaderTest, ADatasetThatCannotFitInMemoryIsRefusedAtLoadWithTheFigure
                         "4104000000000 bytes"));
 }
 
+// MPI is a transport, chosen like Gloo and NCCL; mpi_allreduce, the old
+// reducer name, brings it.
+TEST(ConfigLoaderTest, BackendMpiIsATransportAndMpiAllreduceBringsIt) {
+  auto mpi = Load(std::string(kValid) + "backend: \"mpi\"\n", "mpi.pbtxt");
+  ASSERT_TRUE(mpi.ok()) << mpi.status();
+  EXPECT_EQ(mpi->config.backend(), "mpi");
+  EXPECT_EQ(mpi->config.reducer().name(), "allreduce_sum");
+
+  auto alias = Load(std::string(kValid) + "reducer { name: \"mpi_allreduce\" }\n",
+                    "alias.pbtxt");
+  ASSERT_TRUE(alias.ok()) << alias.status();
+  EXPECT_EQ(alias->config.backend(), "mpi");
+  EXPECT_EQ(alias->config.reducer().name(), "mpi_allreduce");
+
+  // Written before backend "mpi" existed: "gloo" beside mpi_allreduce meant
+  // Gloo for all but the gradients, which is what "mpi" means now.
+  auto old_form =
+      Load(std::string(kValid) + "reducer { name: \"mpi_allreduce\" }\nbackend: \"gloo\"\n",
+           "old_form.pbtxt");
+  ASSERT_TRUE(old_form.ok()) << old_form.status();
+  EXPECT_EQ(old_form->config.backend(), "mpi");
+  EXPECT_EQ(old_form->fingerprint, alias->fingerprint);
+
+  auto alias_over_nccl =
+      Load(std::string(kValid) +
+               "reducer { name: \"mpi_allreduce\" }\nbackend: \"nccl\"\ndevice: \"cuda\"\n",
+           "alias_nccl.pbtxt");
+  ASSERT_FALSE(alias_over_nccl.ok());
+  EXPECT_THAT(Message(alias_over_nccl),
+              HasSubstr("alias_nccl.pbtxt:8:1: backend: reducer mpi_allreduce is "
+                        "allreduce_sum over backend \"mpi\", but backend is 'nccl'"));
+
+  auto on_gpu = Load(std::string(kValid) + "backend: \"mpi\"\ndevice: \"cuda\"\n",
+                     "mpi_cuda.pbtxt");
+  ASSERT_FALSE(on_gpu.ok());
+  EXPECT_THAT(Message(on_gpu), HasSubstr("backend: mpi reduces CPU tensors only"));
+
+  auto unknown = Load(std::string(kValid) + "backend: \"ucc\"\n", "ucc.pbtxt");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(Message(unknown), HasSubstr("unknown 'ucc'; known: gloo, nccl, mpi"));
+}
+
 TEST(ConfigLoaderTest, AFieldLeftAtItsDefaultIsNamedWithTheFileOnly) {
   auto missing = Load("world_size: 1 global_batch: 1\n", "m.pbtxt");
   EXPECT_THAT(missing.status().message(),

@@ -29,6 +29,12 @@
 
 namespace receipt_parity {
 
+// The name of allreduce_sum without overlap under which configs chose MPI
+// before backend "mpi" existed (reducers/mpi_allreduce_registration.cc): a
+// config naming it runs on backend "mpi" (config/config_loader.h). Kept:
+// plugin names are written into manifests.
+inline constexpr char kMpiAllreduceName[] = "mpi_allreduce";
+
 class AllreduceSumReducer : public GradientReducer {
  public:
   static constexpr char kName[] = "allreduce_sum";

@@ -1,10 +1,14 @@
-// Registers `mpi_allreduce` (reducers/mpi_allreduce.h).
+// Registers `mpi_allreduce`, the name configs written before backend "mpi"
+// existed use: allreduce_sum (reducers/allreduce_sum_reducer.h) with its
+// buckets reduced after the backward pass, as that reducer did. The
+// transport is the run's backend; a config naming this reducer runs on
+// backend "mpi" (config/config_loader.h), so it trains exactly as before.
 #include <memory>
 #include <string>
 
 #include "plugins/plugin_factory.h"
 #include "plugins/plugin_registry.h"
-#include "reducers/mpi_allreduce.h"
+#include "reducers/allreduce_sum_reducer.h"
 #include "reducers/mpi_allreduce_options.pb.h"
 
 namespace receipt_parity {
@@ -12,15 +16,15 @@ namespace {
 
 class MpiAllreduceFactory : public TypedFactory<GradientReducer, MpiAllreduceOptions> {
  public:
-  std::string name() const override { return MpiAllreduceReducer::kName; }
+  std::string name() const override { return kMpiAllreduceName; }
 
  private:
   absl::StatusOr<std::unique_ptr<GradientReducer>> CreateTyped(
       const MpiAllreduceOptions& options) const override {
-    absl::StatusOr<MpiAllreduceReducer> reducer =
-        MpiAllreduceReducer::Create(options.bucket_cap_bytes());
+    absl::StatusOr<AllreduceSumReducer> reducer =
+        AllreduceSumReducer::Create(options.bucket_cap_bytes(), /*overlap_backward=*/false);
     if (!reducer.ok()) return reducer.status();
-    return std::make_unique<MpiAllreduceReducer>(*std::move(reducer));
+    return std::make_unique<AllreduceSumReducer>(*std::move(reducer));
   }
 };
 

@@ -6,7 +6,6 @@
 #include "plugins/plugin_registry.h"
 #include "reducers/allreduce_sum_reducer.h"
 #include "reducers/gradient_reducer.h"
-#include "reducers/mpi_allreduce.h"
 #include "reducers/mpi_allreduce_options.pb.h"
 #include "reducers/rank_average_reducer.h"
 #include "reducers/reducer_options.pb.h"
@@ -47,16 +46,19 @@ TEST(ReducerRegistrationTest, FactoriesBuildFromTheirOptions) {
   EXPECT_THAT(dynamic_cast<RankAverageReducer*>(average->get()), NotNull());
 }
 
-TEST(ReducerRegistrationTest, MpiAllreduceBuildsWithoutMpi) {
+// The old name: allreduce_sum with its options' cap, reducing after the
+// backward pass as the MPI reducer did; it needs no MPI to be made.
+TEST(ReducerRegistrationTest, MpiAllreduceIsAllreduceSumAfterBackward) {
   auto factory = FindFactory<GradientReducer>("mpi_allreduce");
   ASSERT_TRUE(factory.ok()) << factory.status();
   MpiAllreduceOptions options;
   options.set_bucket_cap_bytes(2048);
   auto reducer = (*factory)->Create(options);
   ASSERT_TRUE(reducer.ok()) << reducer.status();
-  auto* typed = dynamic_cast<MpiAllreduceReducer*>(reducer->get());
+  auto* typed = dynamic_cast<AllreduceSumReducer*>(reducer->get());
   ASSERT_THAT(typed, NotNull());
   EXPECT_EQ(typed->bucket_cap_bytes(), 2048);
+  EXPECT_FALSE(typed->overlaps_backward());
   options.set_bucket_cap_bytes(-1);
   EXPECT_EQ((*factory)->Create(options).status().code(), absl::StatusCode::kInvalidArgument);
 }

@@ -1,5 +1,5 @@
 // OpenMPI's world (MPI_COMM_WORLD) for ranks started by mpirun whose
-// gradients cross ranks over MPI (the `mpi_allreduce` reducer). The c10d
+// gradients cross ranks over MPI (backend "mpi", runtime/mpi_backend.h). The c10d
 // store and Gloo group still carry everything else (start agreement,
 // gathers, checkpoint confirmations); MPI carries only the store's address
 // (once, at start) and the gradients.

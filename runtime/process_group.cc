@@ -23,6 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "collectives/collective_error.h"
 #include "collectives/gloo_process_group.h"
+#include "runtime/mpi_backend.h"
 
 namespace receipt_parity {
 namespace {
@@ -146,7 +147,7 @@ absl::Status JoinFailed(const DistributedEnv& env, absl::string_view why) {
 
 absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
     const DistributedEnv& env, std::chrono::seconds timeout,
-    const CudaSupport* nccl) {
+    const CudaSupport* nccl, bool gradients_over_mpi) {
   const Clock::time_point deadline = Clock::now() + timeout;
   try {
     c10d::TCPStoreOptions options;
@@ -182,6 +183,9 @@ absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
           c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL,
           nccl->MakeNcclBackend(nccl_store, env.rank, env.world_size, timeout));
     }
+    handle.gradient_group =
+        gradients_over_mpi ? MakeMpiProcessGroup(handle.store, env.rank, env.world_size)
+                           : handle.group;
     return handle;
   } catch (const std::exception& e) {
     return JoinFailed(env, LibTorchErrorMessage(e));

@@ -39,7 +39,12 @@ namespace receipt_parity {
 
 struct ProcessGroupHandle {
   c10::intrusive_ptr<c10d::Store> store;
+  // Gloo (and NCCL for CUDA tensors): start agreement, gathers, and the
+  // gradients unless they have a transport of their own.
   c10::intrusive_ptr<c10d::ProcessGroup> group;
+  // What the reducers reduce gradients over: `group`, or for backend "mpi"
+  // a group over OpenMPI (runtime/mpi_backend.h).
+  c10::intrusive_ptr<c10d::ProcessGroup> gradient_group;
 };
 
 // Blocks until every rank has joined or `timeout` passes (then
@@ -48,9 +53,11 @@ struct ProcessGroupHandle {
 // later collective and store read.
 // `nccl` non-null: CUDA tensors are reduced by the NCCL backend it makes
 // (REQUIRES: this rank's GPU is the current device); else by Gloo.
+// `gradients_over_mpi`: the gradient group is OpenMPI's (REQUIRES: MPI
+// started, runtime/mpi_world.h); else it is `group` itself.
 absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
     const DistributedEnv& env, std::chrono::seconds timeout,
-    const CudaSupport* nccl = nullptr);
+    const CudaSupport* nccl = nullptr, bool gradients_over_mpi = false);
 
 // Start-of-run agreement. Every rank publishes `fields` (name, value) and
 // compares every other rank's with its own. On a mismatch EVERY rank gets

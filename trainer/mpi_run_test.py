@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""Ranks of the REAL train binary under a real mpirun: the mpi_allreduce
-reducer (under an outside mpirun, its store's address shared over MPI, and
-under run { launcher: "mpirun" }) trains bitwise what allreduce_sum trains;
-a killed rank ends the job non-zero and the restart resumes from the newest
-advertised generation; what is refused. Runs as root inside bazel test
-with what OpenMPI needs there."""
+"""Ranks of the REAL train binary under a real mpirun: backend "mpi", as
+allreduce_sum over it and as the old reducer name mpi_allreduce (under an
+outside mpirun, its store's address shared over MPI, and under
+run { launcher: "mpirun" }), trains bitwise what allreduce_sum over Gloo
+trains; a killed rank ends the job non-zero and the restart resumes from
+the newest advertised generation; what is refused. Runs as root inside
+bazel test with what OpenMPI needs there."""
 import os
 import subprocess
 import sys
@@ -16,11 +17,12 @@ import integration_support as support  # pylint: disable=wrong-import-position
 CHECKPOINTS = "checkpoint { every_updates: 2 keep_last: 2 }"
 
 
-def config(tmp, name, reducer, launcher="local"):
+def config(tmp, name, reducer, launcher="local", extra=""):
   return support.write(
       os.path.join(tmp, name + ".pbtxt"),
       support.small_config(ids=40, world=2, epochs=2, reducer=reducer,
-                           run_extra='launcher: "%s"' % launcher, extra=CHECKPOINTS))
+                           run_extra='launcher: "%s"' % launcher,
+                           extra=CHECKPOINTS + "\n" + extra))
 
 
 def mpirun_env():
@@ -69,9 +71,15 @@ class MpiRunTest(unittest.TestCase):
     cls.launched = support.run_train(
         "--config=" + config(cls.tmp, "mpi_launched", "mpi_allreduce", "mpirun"),
         "--out=" + cls.launched_out, env=mpirun_env())
+    # The transport named as such: allreduce_sum over backend "mpi".
+    cls.backend_out = os.path.join(cls.tmp, "backend")
+    cls.backend = support.run_train(
+        "--config=" + config(cls.tmp, "mpi_backend", "allreduce_sum", "mpirun",
+                             extra='backend: "mpi"'),
+        "--out=" + cls.backend_out, env=mpirun_env())
 
   def test_every_run_finished(self):
-    for result in (self.gloo, self.outside, self.launched):
+    for result in (self.gloo, self.outside, self.launched, self.backend):
       self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
 
   def test_the_launcher_logs_its_mpirun_command_with_the_defaults(self):
@@ -80,18 +88,32 @@ class MpiRunTest(unittest.TestCase):
                     "self,vader --mca mpi_yield_when_idle 1", result.stderr)
       self.assertEqual("--allow-run-as-root" in result.stderr, os.getuid() == 0)
     self.assertIn("gradients over MPI", self.launched.stderr)
+    self.assertIn("gradients over MPI", self.backend.stderr)
     self.assertNotIn("gradients over MPI", self.gloo.stderr)
 
-  def test_mpi_allreduce_is_bitwise_allreduce_sum_for_two_ranks(self):
+  def test_over_mpi_is_bitwise_allreduce_sum_over_gloo_for_two_ranks(self):
     gloo_gradients, gloo_after = first_update(self.gloo_out)
-    for out in (self.outside_out, self.launched_out):
+    for out, reducer in ((self.outside_out, "mpi_allreduce"),
+                         (self.launched_out, "mpi_allreduce"),
+                         (self.backend_out, "allreduce_sum")):
       gradients, after = first_update(out)
       self.assertEqual(gradients, gloo_gradients, out)
       self.assertEqual(after, gloo_after, out)
       self.assertEqual(final_hash(out), final_hash(self.gloo_out), out)
       parity = support.load(os.path.join(out, "parity.json"))
       self.assertTrue(parity["pass"])
-      self.assertEqual(parity["reducer"], "mpi_allreduce")
+      self.assertEqual(parity["reducer"], reducer)
+      manifest = support.load(os.path.join(out, "run_manifest.json"))
+      self.assertEqual(manifest["platform"]["backend"], "mpi", out)
+
+  def test_the_old_reducer_name_keeps_its_fingerprint(self):
+    # mpi_allreduce and allreduce_sum are different plugins (the name is in
+    # the fingerprint); the backend is not.
+    old = support.load(os.path.join(self.launched_out, "run_manifest.json"))
+    gloo = support.load(os.path.join(self.gloo_out, "run_manifest.json"))
+    new = support.load(os.path.join(self.backend_out, "run_manifest.json"))
+    self.assertEqual(new["config_fingerprint"], gloo["config_fingerprint"])
+    self.assertNotEqual(old["config_fingerprint"], gloo["config_fingerprint"])
 
   def test_a_killed_rank_ends_the_job_and_the_restart_resumes(self):
     path = config(self.tmp, "killed", "mpi_allreduce", "mpirun")
@@ -120,7 +142,14 @@ class MpiRunTest(unittest.TestCase):
     self.assertEqual(torchrun.returncode, 2, torchrun.stderr)
     self.assertIn("but RANK is set", torchrun.stderr)
 
-  def test_outside_mpirun_without_master_port_needs_mpi_allreduce(self):
+  def test_backend_mpi_without_mpirun_is_a_config_error(self):
+    path = config(self.tmp, "no_mpirun_backend", "allreduce_sum", extra='backend: "mpi"')
+    local = support.run_train("--config=" + path, "--out=" + os.path.join(self.tmp, "n4"))
+    self.assertEqual(local.returncode, 2, local.stderr)
+    self.assertIn('backend: backend "mpi" needs ranks started by mpirun, but '
+                  "run.launcher is 'local'", local.stderr)
+
+  def test_outside_mpirun_without_master_port_needs_backend_mpi(self):
     result = outside_mpirun("--config=" + config(self.tmp, "gloo_outside", "allreduce_sum"),
                             "--out=" + os.path.join(self.tmp, "n3"))
     self.assertEqual(result.returncode, 2, result.stdout + result.stderr)

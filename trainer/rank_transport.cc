@@ -3,11 +3,23 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "reducers/mpi_allreduce.h"
+#include "reducers/allreduce_sum_reducer.h"
 #include "runtime/mpi_world.h"
 
 namespace receipt_parity {
 namespace {
+
+// Where a refusal points: the reducer's line for mpi_allreduce (which
+// chose backend "mpi" by its name), else the backend's.
+struct MpiChoice {
+  std::string field;
+  std::string what;
+};
+
+MpiChoice MpiChoiceOf(const TrainingConfig& config) {
+  if (config.reducer().name() == kMpiAllreduceName) return {"reducer.name", "mpi_allreduce"};
+  return {"backend", "backend \"mpi\""};
+}
 
 absl::Status Refused(const LoadedConfig& loaded, const std::string& field,
                      const std::string& why) {
@@ -18,38 +30,36 @@ absl::Status Refused(const LoadedConfig& loaded, const std::string& field,
 }  // namespace
 
 bool ReducesOverMpi(const TrainingConfig& config) {
-  return config.world_size() > 1 && config.reducer().name() == MpiAllreduceReducer::kName;
+  return config.world_size() > 1 && config.backend() == "mpi";
 }
 
 absl::Status CheckLauncherFits(const LoadedConfig& loaded,
                                const std::optional<DistributedEnv>& env) {
   const TrainingConfig& config = loaded.config;
   if (ReducesOverMpi(config)) {
+    const MpiChoice mpi = MpiChoiceOf(config);
     if (env.has_value() && !env->under_mpirun) {
-      return Refused(loaded, "reducer.name",
-                     "mpi_allreduce needs ranks started by mpirun, but RANK is set "
-                     "(torchrun, a scheduler or by hand): start them with `mpirun -np N "
-                     "train ...`, or use allreduce_sum");
+      return Refused(loaded, mpi.field,
+                     absl::StrCat(mpi.what,
+                                  " needs ranks started by mpirun, but RANK is set "
+                                  "(torchrun, a scheduler or by hand): start them with "
+                                  "`mpirun -np N train ...`, or use backend \"gloo\""));
     }
     if (!env.has_value() && config.run().launcher() != "mpirun") {
-      return Refused(loaded, "reducer.name",
-                     absl::StrCat("mpi_allreduce needs ranks started by mpirun, but "
+      return Refused(loaded, mpi.field,
+                     absl::StrCat(mpi.what, " needs ranks started by mpirun, but "
                                   "run.launcher is '", config.run().launcher(),
                                   "': set run { launcher: \"mpirun\" }, or start the "
                                   "ranks with `mpirun -np N train ...`"));
     }
-    if (config.device() != "cpu") {
-      return Refused(loaded, "reducer.name",
-                     "mpi_allreduce reduces CPU tensors only: use device \"cpu\"");
-    }
   }
   if (env.has_value() && env->store_address_over_mpi && !ReducesOverMpi(config)) {
-    return Refused(loaded, "reducer.name",
+    return Refused(loaded, "backend",
                    absl::StrCat("under mpirun without MASTER_PORT the store's address comes "
-                                "over MPI, which only reducer mpi_allreduce starts (this "
-                                "config's reducer: ", config.reducer().name(),
+                                "over MPI, which only backend \"mpi\" starts (this "
+                                "config's backend: ", config.backend(),
                                 "): pass MASTER_ADDR and MASTER_PORT (mpirun -x), or use "
-                                "mpi_allreduce"));
+                                "backend \"mpi\""));
   }
   return absl::OkStatus();
 }

@@ -225,11 +225,12 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
     }
   }
   const CudaSupport* nccl = config.backend() == "nccl" ? LoadedCudaSupport() : nullptr;
-  // MPI for mpi_allreduce (after the folder: nothing forks after MPI_Init).
+  // MPI for backend "mpi" (after the folder: nothing forks after MPI_Init).
   absl::StatusOr<DistributedEnv> joining = PrepareRankTransport(config, env);
   if (!joining.ok()) return Fail(joining.status());
   absl::StatusOr<ProcessGroupHandle> group = ConnectProcessGroup(
-      *joining, std::chrono::seconds(config.run().collective_timeout_seconds()), nccl);
+      *joining, std::chrono::seconds(config.run().collective_timeout_seconds()), nccl,
+      /*gradients_over_mpi=*/ReducesOverMpi(config));
   if (!group.ok()) return Fail(group.status());
   LOG(INFO) << "rank " << env.rank << "/" << env.world_size << ": joined the "
             << (nccl != nullptr ? "Gloo (CPU) and NCCL (CUDA)" : "Gloo")

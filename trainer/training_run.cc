@@ -290,7 +290,7 @@ absl::Status Train(Run& run, UpdateRecorder* recorder, CheckpointCadence* cadenc
   step_parts.weighting = run.plugins().weighting.get();
   step_parts.reducer = run.plugins().reducer.get();
   step_parts.group =
-      options.process_group ? options.process_group->group.get() : nullptr;
+      options.process_group ? options.process_group->gradient_group.get() : nullptr;
   step_parts.rank = options.rank;
   step_parts.examples = &run.data.train;
   step_parts.labels = &run.data.train_labels;
