@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing (Debian 12), builds, and runs every test with
-# `bazel test //...`. The last line is "N passed, M failed" (test targets);
-# the exit code is non-zero on any failure.
+# `bazel test //...`, then the layering test over the real build graph
+# (tools/layering_test.sh: bazel query cannot run inside a Bazel test).
+# The last line is "N passed, M failed" (test targets, and the layering
+# test); the exit code is non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")"
 tools/install_deps.sh || { echo "0 passed, 1 failed"; exit 1; }
@@ -15,6 +17,14 @@ failed=$(grep -cE '^//[^ ]+ +(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY|FAILED T
 rm -f "$log"
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
   failed=1  # the build itself failed before any test ran
+fi
+if tools/layering_test.sh; then
+  echo "tools/layering_test.sh PASSED"
+  passed=$((passed + 1))
+else
+  echo "tools/layering_test.sh FAILED"
+  failed=$((failed + 1))
+  status=1
 fi
 echo "${passed} passed, ${failed} failed"
 [ "$status" -eq 0 ] && [ "$failed" -eq 0 ]

@@ -1,4 +1,4 @@
-// A run folder's states and their rules (../shared/DESIGN.md, "Run
+// A run folder's states and their rules (docs/design.md, "Run
 // folders"). DIR holds one run:
 //   run_state.json   RunFolderState (trainer/artifacts.proto): the config as
 //                    it is fingerprinted and every attempt; written when an

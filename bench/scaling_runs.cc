@@ -71,6 +71,9 @@ struct Measured {
 
 // Buckets of the overlap runs (ModelScaling.overlap_buckets).
 constexpr int kOverlapBuckets = 4;
+// Tries of a PyTorch DDP baseline run after its first fails (its aborts are
+// PyTorch's, at random; ours are never retried).
+constexpr int kDdpRetries = 2;
 
 // What every run of one round needs.
 struct RoundInputs {
@@ -361,10 +364,11 @@ class ScalingRunner::Impl {
       argv.push_back(std::move(arg));
     }
     absl::StatusOr<double> wall = RunChild(argv, log_path, result_path);
-    if (!wall.ok()) {
-      // PyTorch's side has aborted a DDP rank at random (std::terminate in a
-      // rank, once in some 60 runs here): the baseline gets one more try,
-      // its failed log kept as LOG.failed. Our own runs get none.
+    // PyTorch's side has aborted a DDP rank at random (std::terminate in a
+    // rank, once in some 60 runs here idle, twice in a row once on busy
+    // cores): the baseline gets two more tries, the last failed log kept as
+    // LOG.failed. Our own runs get none.
+    for (int retry = 1; !wall.ok() && retry <= kDdpRetries; ++retry) {
       std::error_code ignored;
       fs::rename(log_path, log_path + ".failed", ignored);
       std::cout << " failed (" << wall.status().message() << "; log in " << log_path

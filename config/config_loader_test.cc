@@ -468,11 +468,11 @@ TEST(ConfigLoaderTest, ARelativeManifestPathIsRelativeToTheConfigsFolder) {
   rest.set_manifest_path("receipts.csv");
   EXPECT_EQ(rest.SerializeAsString(), loaded->config.data().SerializeAsString());
 
-  WriteConfigAt(dir + "/up.pbtxt", ManifestConfig("../shared/r.csv"));
+  WriteConfigAt(dir + "/up.pbtxt", ManifestConfig("../common/r.csv"));
   auto up = LoadTrainingConfig(dir + "/up.pbtxt");
   ASSERT_TRUE(up.ok()) << up.status();
   EXPECT_EQ(up->data.manifest_path(),
-            std::filesystem::path(::testing::TempDir() + "/shared/r.csv")
+            std::filesystem::path(::testing::TempDir() + "/common/r.csv")
                 .lexically_normal()
                 .string());
 }

@@ -40,7 +40,7 @@ TEST(GrayscaleImageTest, DecodesPgmBinaryAsciiAndPng) {
   ExpectDecodesTo(EncodePng(12, 7, samples), 12, 7, samples);
 }
 
-// What the README promises of PNGs: colour becomes gray, alpha is
+// What docs/data.md promises of PNGs: colour becomes gray, alpha is
 // composited onto black, 16-bit samples are read linear as s / 65535.
 TEST(GrayscaleImageTest, PngColourAlphaAndSixteenBitBecomeGray) {
   const uint8_t rgb[] = {200, 200, 200, 10, 10, 10};  // two gray pixels

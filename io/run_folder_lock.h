@@ -1,4 +1,4 @@
-// One run owns its run folder (../shared/DESIGN.md, "Run folders").
+// One run owns its run folder (docs/design.md, "Run folders").
 //
 // The run's first process (the local launcher, a one-worker run, or rank 0
 // under another launcher) takes DIR/LOCK, an exclusive flock(2), before it

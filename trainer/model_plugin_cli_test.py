@@ -2,8 +2,8 @@
 """The model as a plugin kind, through the real train binary: both forms of
 a built-in model are one model (fingerprint, model revision, a run folder
 made with one form continued with the other), mixing them is refused naming
-the field, the plugin form's errors are located, and the README's "Add a
-model" example (libmy_model.so) trains two workers with parity."""
+the field, and the plugin form's errors are located. (The example model
+plugin, libmy_model.so: examples/plugins/plugins_cli_test.py.)"""
 import os
 import re
 import subprocess
@@ -12,8 +12,6 @@ import unittest
 
 import integration_support as support
 
-MODEL_SO = os.path.abspath(sys.argv.pop(1))
-MODEL_CONFIG = os.path.abspath(sys.argv.pop(1))
 
 ARCHITECTURE_FORM = 'model { architecture: "cnn" conv_channels: [4] hidden_units: [8] }'
 PLUGIN_FORM = ('model { name: "cnn" options { [type.googleapis.com/receipt_parity.'
@@ -116,32 +114,6 @@ class ShippedConfigTest(unittest.TestCase):
     tmp = support.temp_dir("shipped")
     twin = support.write(os.path.join(tmp, "twin.pbtxt"), rewritten)
     self.assertEqual(fingerprint(shipped), fingerprint(twin))
-
-
-class ModelExampleTest(unittest.TestCase):
-  """The README's "Add a model as a .so": the shipped example config,
-  verbatim, beside the library where its relative path says."""
-
-  def test_the_example_model_trains_two_workers_with_parity(self):
-    tmp, config, library = support.example_tree("my_model", MODEL_CONFIG, MODEL_SO)
-    listed = support.run_train("--list_plugins", "--config=" + config)
-    self.assertEqual(listed.returncode, 0, listed.stderr)
-    self.assertIn("model/my_model  (from %s)" % library, listed.stdout.split("\n"))
-    self.assertIn("model/torchscript", listed.stdout.split("\n"))
-
-    out = os.path.join(tmp, "out")
-    result = subprocess.run([support.TRAIN, "--config=" + config, "--out=" + out],
-                            capture_output=True, text=True, cwd=tmp, timeout=240)
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-    parity = support.load(os.path.join(out, "parity.json"))
-    self.assertTrue(parity["pass"], parity.get("failures"))
-    self.assertTrue(parity["ranks_agree"])
-    self.assertEqual([g["name"] for g in parity["gradients"]],
-                     ["hidden.weight", "hidden.bias", "logits.weight", "logits.bias"])
-    manifest = support.load(os.path.join(out, "run_manifest.json"))
-    self.assertTrue(manifest["model_revision"]["revision"].startswith(
-        "my_model(hidden=24;in=1x16x16;classes=4)@"))
-    self.assertEqual(manifest["plugin_libraries"][0]["plugins"], ["model/my_model"])
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@
 #include "trainer/receipt_tensors.h"
 #include "trainer/run_checkpoints.h"
 #include "config/run_plugins.h"
-#include "trainer/training_run.h"
+#include "trainer/training_run_options.h"
 
 namespace receipt_parity {
 

@@ -11,7 +11,7 @@
 #include "artifacts/run_summary.pb.h"
 #include "trainer/rank_report_builder.h"
 #include "trainer/run_context.h"
-#include "trainer/training_run.h"
+#include "trainer/training_run_options.h"
 
 namespace receipt_parity {
 

@@ -1,5 +1,5 @@
 // What the train binary does with --out=DIR before any rank trains
-// (../shared/DESIGN.md, "Run folders"; the states are artifacts/run_folder.h):
+// (docs/design.md, "Run folders"; the states are artifacts/run_folder.h):
 // lock the folder, apply --overwrite, decide its state, make or reuse the
 // one-worker reference; rank 0 begins the attempt once its inputs load
 // (trainer/training_run.h); on a multi-rank run,

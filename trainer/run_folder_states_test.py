@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A run folder holds one run's story (../shared/DESIGN.md, "Run folders"):
+"""A run folder holds one run's story (docs/design.md, "Run folders"):
 real runs of the train binary on one --out folder, in the orders users run
 them.
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The train binary as a user meets it: registration, bad input, the
-pinned one-worker reference, a shared-library plugin chosen by config, the
-paths of a config, and the README's own-data and own-reducer walk-throughs."""
+pinned one-worker reference, the paths of a config, and the own-data
+walk-through (docs/data.md). A team's shared-library plugins through the
+binary: examples/plugins/plugins_cli_test.py."""
 import glob
 import hashlib
 import os
@@ -17,13 +18,6 @@ import zlib
 import integration_support as support
 
 EXPECTED_PLUGINS = sys.argv.pop(1).split(",")
-PLUGIN_SO = os.path.abspath(sys.argv.pop(1))
-REDUCER_SO = os.path.abspath(sys.argv.pop(1))
-REDUCER_CONFIG = os.path.abspath(sys.argv.pop(1))
-# The same through the old names under plugins/examples/ (an alias and a
-# link to the moved config).
-OLD_NAME_REDUCER_SO = os.path.abspath(sys.argv.pop(1))
-OLD_NAME_REDUCER_CONFIG = os.path.abspath(sys.argv.pop(1))
 
 
 class RegistrationTest(unittest.TestCase):
@@ -119,8 +113,6 @@ class BadInputTest(unittest.TestCase):
     line = [n for n, l in enumerate(text.split("\n"), 1) if "MySumOptions" in l][0]
     self.check_refused(text, "CONFIG:%d:" % line,
                        "no plugin_library is listed in the config")
-    self.check_refused(('plugin_library: "%s"\n' % PLUGIN_SO) + text,
-                       "plugin libraries loaded (%s)" % PLUGIN_SO)
 
 
   def line_of(self, text, needle):
@@ -242,48 +234,6 @@ class SharedLibraryPluginTest(unittest.TestCase):
                     (failed_update, sorted(advertised)))
     self.assertFalse(os.path.exists(os.path.join(out, "reference", "run_summary.json")))
 
-  def test_a_relative_plugin_library_is_the_one_beside_the_config(self):
-    # The working directory has a file of the same relative path that is not
-    # a library; the config's folder has the real one.
-    tmp = support.temp_dir("relative_so")
-    config_dir = os.path.join(tmp, "mydata")
-    os.makedirs(os.path.join(config_dir, "plugins"))
-    shutil.copy(PLUGIN_SO, os.path.join(config_dir, "plugins", "libx.so"))
-    cwd = os.path.join(tmp, "cwd")
-    os.makedirs(os.path.join(cwd, "plugins"))
-    with open(os.path.join(cwd, "plugins", "libx.so"), "w") as f:
-      f.write("not a library\n")
-    text = 'plugin_library: "plugins/libx.so"\n' + support.small_config(
-        world=1, dedup="keep_first_seen")
-    config = support.write(os.path.join(config_dir, "c.pbtxt"), text)
-    result = subprocess.run([support.TRAIN, "--config=" + config, "--validate_only"],
-                            capture_output=True, text=True, cwd=cwd, timeout=120)
-    self.assertEqual(result.returncode, 0, result.stderr)
-    # And a relative path that exists only in the working directory is not
-    # found there.
-    os.remove(os.path.join(config_dir, "plugins", "libx.so"))
-    shutil.copy(PLUGIN_SO, os.path.join(cwd, "plugins", "libx.so"))
-    result = subprocess.run([support.TRAIN, "--config=" + config, "--validate_only"],
-                            capture_output=True, text=True, cwd=cwd, timeout=120)
-    self.assertEqual(result.returncode, 2, result.stderr)
-    self.assertIn(os.path.join(config_dir, "plugins", "libx.so"), result.stderr)
-
-  def test_plugin_library_is_loaded_and_selected_through_the_config(self):
-    tmp = support.temp_dir("so")
-    text = ('plugin_library: "%s"\n' % PLUGIN_SO) + support.small_config(
-        world=1, dedup="keep_first_seen").replace(
-            'metric_dedup { name: "keep_first_seen" }',
-            'metric_dedup { name: "keep_first_seen" options { '
-            '[type.googleapis.com/receipt_parity.KeepFirstSeenOptions] '
-            '{ max_disagreeing_ids: 3 } } }')
-    config = support.write(os.path.join(tmp, "so.pbtxt"), text)
-    out = os.path.join(tmp, "out")
-    result = support.run_train("--config=" + config, "--out=" + out)
-    self.assertEqual(result.returncode, 0, result.stderr)
-    validation = support.load(os.path.join(out, "reference", "validation.json"))
-    self.assertEqual(validation["dedup"], "keep_first_seen")
-    manifest = support.load(os.path.join(out, "reference", "run_manifest.json"))
-    self.assertEqual(manifest["plugins"]["metric_dedup"], "keep_first_seen")
 
 
 def run_in(cwd, *args):
@@ -301,24 +251,6 @@ def line_and_column(text, needle):
 
 class ListPluginsTest(unittest.TestCase):
 
-  def test_a_configs_libraries_are_listed_and_marked_with_their_file(self):
-    tmp = support.temp_dir("list")
-    os.makedirs(os.path.join(tmp, "libs"))
-    shutil.copy(REDUCER_SO, os.path.join(tmp, "libs", "libmy_sum_reducer.so"))
-    # The reducer's name is wrong: the listing is what helps then.
-    text = ('plugin_library: "libs/libmy_sum_reducer.so"\n' +
-            support.small_config(reducer="my_summ"))
-    config = support.write(os.path.join(tmp, "c.pbtxt"), text)
-    result = support.run_train("--list_plugins", "--config=" + config)
-    self.assertEqual(result.returncode, 0, result.stderr)
-    lines = result.stdout.splitlines()
-    library = os.path.join(os.path.realpath(tmp), "libs", "libmy_sum_reducer.so")
-    self.assertIn("reducer/my_sum  (from %s)" % library, lines)
-    # The built-in plugins are listed as without a config, unmarked.
-    self.assertEqual(sorted(l for l in lines if "(from" not in l),
-                     sorted(EXPECTED_PLUGINS))
-    self.assertEqual(len(lines), len(EXPECTED_PLUGINS) + 1)
-
   def test_a_library_that_does_not_load_is_named_with_its_line(self):
     tmp = support.temp_dir("list_bad")
     text = support.small_config() + 'plugin_library: "nope.so"\n'
@@ -331,51 +263,7 @@ class ListPluginsTest(unittest.TestCase):
                      os.path.join(os.path.realpath(tmp), "nope.so")), result.stderr)
 
 
-class ReducerExampleTest(unittest.TestCase):
-  """The README's "Add a reducer as a .so": the shipped example config,
-  verbatim, beside the library where its relative path says."""
-
-  def test_the_example_trains_two_workers_through_my_sum_with_parity(self):
-    tmp, config, library = support.example_tree("my_sum", REDUCER_CONFIG, REDUCER_SO)
-    out = os.path.join(tmp, "out")
-    result = run_in(tmp, "--config=examples/plugins/my_sum_two_worker.pbtxt",
-                    "--out=" + out)
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-
-    parity = support.load(os.path.join(out, "parity.json"))
-    self.assertTrue(parity["pass"], parity.get("failures"))
-    self.assertEqual(parity["reducer"], "my_sum")
-    summary = support.load(os.path.join(out, "run_summary.json"))
-    self.assertEqual(summary["parity"], "pass")
-    self.assertEqual({t["rank"] for t in summary["timing"]}, {0, 1})
-    for timing in summary["timing"]:
-      # my_sum ran: gradients_per_collective 2 over the cnn's 6 gradients.
-      self.assertGreaterEqual(timing["collectives"], 3 * summary["updates"], timing)
-
-    with open(library, "rb") as f:
-      sha1 = hashlib.sha1(f.read()).hexdigest()
-    expected = {"path": "../../bazel-bin/examples/plugins/libmy_sum_reducer.so",
-                "resolved_path": library, "sha1": sha1,
-                "plugins": ["reducer/my_sum"]}
-    for manifest_path in (os.path.join(out, "run_manifest.json"),
-                          os.path.join(out, "reference", "run_manifest.json")):
-      manifest = support.load(manifest_path)
-      self.assertEqual(manifest["plugins"]["reducer"], "my_sum")
-      self.assertEqual(manifest["plugin_libraries"], [expected], manifest_path)
-
-  def test_the_old_example_names_keep_working(self):
-    # `bazel build //plugins/examples:libmy_sum_reducer.so` and
-    # --config=plugins/examples/my_sum_two_worker.pbtxt, from a workspace.
-    self.assertEqual(os.path.basename(OLD_NAME_REDUCER_SO), "libmy_sum_reducer.so")
-    tmp = os.path.realpath(support.temp_dir("old_names"))
-    config = os.path.join(tmp, "plugins", "examples", "my_sum_two_worker.pbtxt")
-    library = os.path.join(tmp, "bazel-bin", "examples", "plugins", "libmy_sum_reducer.so")
-    for source, target in ((OLD_NAME_REDUCER_CONFIG, config), (OLD_NAME_REDUCER_SO, library)):
-      os.makedirs(os.path.dirname(target), exist_ok=True)
-      shutil.copy(source, target)
-    result = run_in(tmp, "--list_plugins", "--config=plugins/examples/my_sum_two_worker.pbtxt")
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-    self.assertIn("reducer/my_sum", result.stdout.split())
+class PluginLibraryRecordTest(unittest.TestCase):
 
   def test_a_config_without_plugin_libraries_records_none(self):
     tmp = support.temp_dir("no_libs")
@@ -416,7 +304,7 @@ def receipt_image(name, seed, size=16):
   return png(size, size, samples)
 
 
-# What the README's "Bring your own data" shows: 12 receipts, 3 of each
+# What docs/data.md's "Bring your own data" shows: 12 receipts, 3 of each
 # label; r00 and r05 photographed twice (repeated ids: several captures of
 # one receipt); PGM and PNG variants side by side.
 OWN_DATA_ROWS = [
@@ -438,7 +326,7 @@ global_batch: 4
 
 
 def write_own_data(folder, rows=OWN_DATA_ROWS, config=OWN_DATA_CONFIG, sizes=None):
-  """A data folder as the README lays it out: config, manifest, images/
+  """A data folder as docs/data.md lays it out: config, manifest, images/
   (16x16 each, or as `sizes` says by image path)."""
   os.makedirs(os.path.join(folder, "images"), exist_ok=True)
   lines = ["receipt_id,image,label"]
@@ -488,7 +376,7 @@ class ConfigPathsTest(unittest.TestCase):
 
 
 class OwnDataTest(unittest.TestCase):
-  """The README's "Bring your own data", followed to a trained reference."""
+  """docs/data.md's "Bring your own data", followed to a trained reference."""
 
   def test_the_readme_layout_trains_with_every_image_variant_and_repeated_ids(self):
     tmp = support.temp_dir("own")

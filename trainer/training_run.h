@@ -40,60 +40,12 @@
 #ifndef RECEIPT_PARITY_TRAINER_TRAINING_RUN_H_
 #define RECEIPT_PARITY_TRAINER_TRAINING_RUN_H_
 
-#include <optional>
-#include <set>
-#include <string>
-
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "checkpoint/fault_injection.h"
-#include "config/checkpoint_plan.h"
-#include "runtime/process_group.h"
 #include "config/config_loader.h"
-#include "artifacts/run_folder.h"
+#include "trainer/training_run_options.h"
 
 namespace receipt_parity {
-
-struct TrainingRunOptions {
-  const LoadedConfig* loaded = nullptr;
-  int rank = 0;
-  // This rank's index on its machine (LOCAL_RANK): which GPU it uses.
-  int local_rank = 0;
-  int world_size = 1;
-  // nullptr when world_size == 1.
-  const ProcessGroupHandle* process_group = nullptr;
-  // Where this run's artifacts go (OUT for a multi-worker run,
-  // OUT/reference for the one-worker reference).
-  std::string artifact_dir;
-  // A multi-worker run compares its first update with this folder's
-  // first_step.json and writes parity.json; empty: no comparison.
-  std::string reference_dir;
-  // Whether and where the run saves checkpoints and resumes from them
-  // (config/checkpoint_plan.h); nullopt: it does neither.
-  std::optional<CheckpointPlan> checkpoints;
-  // An injected failure during a save (checkpoint/fault_injection.h).
-  FaultPlan fault;
-  // This attempt's number in the run folder (artifacts/run_folder.h); every
-  // artifact names it.
-  int attempt = 1;
-  // The run folder's decision for this attempt (artifacts/run_folder.h);
-  // when set, rank 0 begins the attempt in `artifact_dir` (BeginAttempt)
-  // once the data, plugins and model are made, so a run refused for its
-  // input leaves the folder as it was. Not owned.
-  const RunFolderDecision* folder = nullptr;
-  // What this run is, as run_manifest.json, run_summary.json and
-  // validation.json say ("training run" unless a caller says otherwise).
-  std::string purpose = "training run";
-  // Global update indices whose reduced gradients and parameters after the
-  // step rank 0 writes to `artifact_dir`/update-K.json (the first update of
-  // a resumed run always is).
-  std::set<int64_t> record_updates;
-};
-
-struct TrainingOutcome {
-  bool parity_checked = false;
-  bool parity_pass = false;
-  int64_t updates = 0;
-};
 
 // What loading `loaded` could not check without its data: the data loads
 // (files readable, images of the right size), and this run's plugins and

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Checks the build graph and the sources against the floors of
+tools/layers.txt: no package depends on, or includes a file of, a package
+on a higher floor, and packages on one floor do not depend on each other
+in a cycle.
+
+usage: layering_check.py LAYERS QUERY_XML [SOURCE_ROOT]
+  LAYERS      tools/layers.txt
+  QUERY_XML   the output of
+              bazel query --noimplicit_deps --output=xml 'kind(rule, //...)'
+  SOURCE_ROOT where the packages' sources are: their #include "..." and
+              proto import lines are checked too (optional)
+Prints one line per violation and exits 1 when there is any; 0 and a
+summary line otherwise. The graph is read with Python's XML parser."""
+import os
+import re
+import sys
+import xml.etree.ElementTree as ElementTree
+
+INCLUDE = re.compile(r'^\s*(?:#include|import)\s+"([^"]+)"', re.M)
+SOURCE_SUFFIXES = (".h", ".cc", ".proto")
+
+
+def read_layers(path):
+  """{package: (floor number, floor name)}."""
+  floors = {}
+  with open(path) as f:
+    for line in f:
+      line = line.split("#", 1)[0].strip()
+      if not line:
+        continue
+      head, packages = line.split(":", 1)
+      number, name = head.split(" ", 1)
+      for package in packages.split():
+        if package in floors:
+          raise ValueError("%s: package %s listed twice" % (path, package))
+        floors[package] = (int(number), name.strip())
+  return floors
+
+
+def package_of(label):
+  """'//a/b:c' -> 'a/b'; None for external labels."""
+  if not label.startswith("//"):
+    return None
+  return label[2:].split(":", 1)[0]
+
+
+def rule_edges(query_xml):
+  """(from label, to label) for every non-alias rule's inputs, and the set
+  of packages that have rules."""
+  edges = []
+  packages = set()
+  for rule in ElementTree.parse(query_xml).getroot().iter("rule"):
+    name = rule.get("name")
+    packages.add(package_of(name))
+    if rule.get("class") == "alias":
+      continue
+    for rule_input in rule.iter("rule-input"):
+      edges.append((name, rule_input.get("name")))
+  return edges, packages
+
+
+def include_edges(source_root, packages):
+  """(file, included path) for every include or import of a file of this
+  source tree (a header, a proto, or the .pb.h of a proto), with the package
+  of each side (the longest package that prefixes the path). Headers of
+  other repositories (Bazel's own tools/cpp/..., say) are not this tree's."""
+  by_length = sorted(packages, key=len, reverse=True)
+
+  def in_tree(path):
+    if path.endswith(".pb.h"):
+      path = path[:-len(".pb.h")] + ".proto"
+    return os.path.isfile(os.path.join(source_root, path))
+
+  def owner(path):
+    if not in_tree(path):
+      return None
+    for package in by_length:
+      if path.startswith(package + "/"):
+        return package
+    return None
+
+  edges = []
+  for package in packages:
+    folder = os.path.join(source_root, package)
+    if not os.path.isdir(folder):
+      continue
+    for entry in sorted(os.listdir(folder)):
+      if not entry.endswith(SOURCE_SUFFIXES):
+        continue
+      with open(os.path.join(folder, entry), errors="replace") as f:
+        text = f.read()
+      for included in INCLUDE.findall(text):
+        target = owner(included)
+        if target is not None:
+          edges.append(("%s/%s" % (package, entry), package, included, target))
+  return edges
+
+
+def cycles(graph):
+  """The strongly connected components of more than one node (Tarjan)."""
+  index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+  def visit(node):
+    index[node] = low[node] = len(index)
+    stack.append(node)
+    on_stack.add(node)
+    for nxt in sorted(graph.get(node, ())):
+      if nxt not in index:
+        visit(nxt)
+        low[node] = min(low[node], low[nxt])
+      elif nxt in on_stack:
+        low[node] = min(low[node], index[nxt])
+    if low[node] == index[node]:
+      component = []
+      while True:
+        top = stack.pop()
+        on_stack.discard(top)
+        component.append(top)
+        if top == node:
+          break
+      if len(component) > 1:
+        found.append(sorted(component))
+
+  for node in sorted(graph):
+    if node not in index:
+      visit(node)
+  return found
+
+
+def check(floors, rule_edge_list, rule_packages, include_edge_list):
+  problems = []
+  for package in sorted(p for p in rule_packages if p is not None and p not in floors):
+    problems.append("package %s is on no floor of the layers file" % package)
+
+  def floor(package):
+    return floors.get(package, (None, "?"))
+
+  same_floor = {}
+
+  def judge(source, source_package, target, target_package, how):
+    if source_package == target_package or target_package is None:
+      return
+    (f_from, name_from), (f_to, name_to) = floor(source_package), floor(target_package)
+    if f_from is None or f_to is None:
+      return  # reported above
+    if f_to > f_from:
+      problems.append("%s (floor %d %s) %s %s (floor %d %s)" %
+                      (source, f_from, name_from, how, target, f_to, name_to))
+    elif f_to == f_from:
+      same_floor.setdefault(source_package, set()).add(target_package)
+
+  for source, target in rule_edge_list:
+    judge(source, package_of(source), target, package_of(target), "depends on")
+  for source, source_package, included, target_package in include_edge_list:
+    judge(source, source_package, included, target_package, "includes")
+  for component in cycles(same_floor):
+    problems.append("packages on one floor depend on each other in a cycle: %s" %
+                    " -> ".join(component))
+  return problems
+
+
+def main(argv):
+  if len(argv) not in (3, 4):
+    print(__doc__, file=sys.stderr)
+    return 2
+  floors = read_layers(argv[1])
+  rule_edge_list, rule_packages = rule_edges(argv[2])
+  include_edge_list = include_edges(argv[3], rule_packages - {None}) if len(argv) == 4 else []
+  problems = check(floors, rule_edge_list, rule_packages, include_edge_list)
+  for problem in problems:
+    print(problem)
+  if problems:
+    print("layering: %d violation(s)" % len(problems))
+    return 1
+  print("layering: %d packages on %d floors; %d dependencies and %d includes checked, "
+        "none upward, no cycle on a floor" %
+        (len(rule_packages - {None}), len({f for f, _ in floors.values()}),
+         len(rule_edge_list), len(include_edge_list)))
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main(sys.argv))

@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""tools/layering_check.py on small graphs and source trees made here: it
+finds an upward dependency, an upward include, a cycle on one floor and a
+package on no floor, exempts aliases and other repositories' headers, and
+passes a clean graph. (./test.sh runs it on the real graph.)"""
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+CHECK = os.path.abspath(sys.argv.pop(1))
+
+LAYERS = """\
+# a comment
+0 low: io
+1 mid: data model
+2 high: trainer
+"""
+
+
+def rule(name, kind="cc_library", inputs=()):
+  lines = ['<rule class="%s" location="x" name="%s">' % (kind, name)]
+  lines += ['<rule-input name="%s"/>' % i for i in inputs]
+  return "\n".join(lines + ["</rule>"])
+
+
+def query(*rules):
+  return '<?xml version="1.1"?>\n<query version="2">\n%s\n</query>\n' % "\n".join(rules)
+
+
+class LayeringCheckTest(unittest.TestCase):
+
+  def run_check(self, graph, sources=None):
+    tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+    layers = os.path.join(tmp, "layers.txt")
+    with open(layers, "w") as f:
+      f.write(LAYERS)
+    xml = os.path.join(tmp, "q.xml")
+    with open(xml, "w") as f:
+      f.write(graph)
+    args = [sys.executable, CHECK, layers, xml]
+    if sources is not None:
+      root = os.path.join(tmp, "src")
+      for path, text in sources.items():
+        os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+        with open(os.path.join(root, path), "w") as f:
+          f.write(textwrap.dedent(text))
+      args.append(root)
+    return subprocess.run(args, capture_output=True, text=True)
+
+  def test_a_clean_graph_passes(self):
+    result = self.run_check(query(
+        rule("//io:file"),
+        rule("//data:reader", inputs=["//io:file", "//data:reader.cc", "@system//:absl"]),
+        rule("//model:net", inputs=["//data:reader"]),
+        rule("//trainer:train", "cc_binary", ["//model:net", "//io:file"])))
+    self.assertEqual(result.returncode, 0, result.stdout)
+    self.assertIn("none upward", result.stdout)
+
+  def test_an_upward_dependency_is_named(self):
+    result = self.run_check(query(
+        rule("//io:file", inputs=["//data:reader"]),
+        rule("//data:reader")))
+    self.assertEqual(result.returncode, 1, result.stdout)
+    self.assertIn("//io:file (floor 0 low) depends on //data:reader (floor 1 mid)",
+                  result.stdout)
+
+  def test_an_alias_keeping_an_old_name_is_exempt(self):
+    result = self.run_check(query(
+        rule("//io:old_name", "alias", ["//trainer:train"]),
+        rule("//trainer:train", "cc_binary")))
+    self.assertEqual(result.returncode, 0, result.stdout)
+
+  def test_a_cycle_on_one_floor_is_named(self):
+    result = self.run_check(query(
+        rule("//data:a", inputs=["//model:b"]),
+        rule("//model:b", inputs=["//data:c"]),
+        rule("//data:c")))
+    self.assertEqual(result.returncode, 1, result.stdout)
+    self.assertIn("cycle: data -> model", result.stdout)
+
+  def test_a_package_on_no_floor_is_named(self):
+    result = self.run_check(query(rule("//newpkg:x")))
+    self.assertEqual(result.returncode, 1, result.stdout)
+    self.assertIn("package newpkg is on no floor", result.stdout)
+
+  def test_an_upward_include_is_named_and_other_repositories_are_not(self):
+    graph = query(rule("//io:file"), rule("//data:reader"), rule("//trainer:train"))
+    sources = {
+        "io/file.h": '#include "data/reader.h"\n#include "tools/cpp/runfiles/runfiles.h"\n',
+        "data/reader.h": '#include "io/file.h"\n',
+        "data/reader.proto": 'import "io/records.proto";\n',
+        "io/records.proto": "",
+        "trainer/train.cc": '#include "data/reader.pb.h"\n',
+    }
+    result = self.run_check(graph, sources)
+    self.assertEqual(result.returncode, 1, result.stdout)
+    self.assertIn("io/file.h (floor 0 low) includes data/reader.h (floor 1 mid)",
+                  result.stdout)
+    self.assertEqual(result.stdout.count(" includes "), 1, result.stdout)
+
+
+if __name__ == "__main__":
+  unittest.main()
