@@ -1,6 +1,6 @@
 // A run folder's states and their rules (docs/design.md, "Run
 // folders"). DIR holds one run:
-//   run_state.json   RunFolderState (trainer/artifacts.proto): the config as
+//   run_state.json   RunFolderState (artifacts/run_folder_state.proto): the config as
 //                    it is fingerprinted and every attempt; written when an
 //                    attempt begins
 //   finished.json    FinishRecord: written last, after every artifact, when

@@ -1,4 +1,4 @@
-// run_manifest.json: what a run trained, and on what (see artifacts.proto).
+// run_manifest.json: what a run trained, and on what (see run_manifest.proto).
 #ifndef RECEIPT_PARITY_ARTIFACTS_RUN_MANIFEST_H_
 #define RECEIPT_PARITY_ARTIFACTS_RUN_MANIFEST_H_
 

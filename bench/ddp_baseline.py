@@ -20,7 +20,7 @@ What it does, per worker (torch.multiprocessing spawn, even for one worker):
   images, raw int64 labels); random noise otherwise (slower in max pooling,
   so not comparable with the trainer for a cnn).
 
-Timing, mirroring trainer/run_summary_builder.cc: per update the time of
+Timing, mirroring artifacts/run_summary_builder.cc: per update the time of
 batch select + forward + backward (DDP's all-reduces included) + step; the
 first --warmup-updates are dropped; every update's time is the SLOWEST
 rank's; examples/s is the median over windows of --window-updates updates

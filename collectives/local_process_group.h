@@ -41,7 +41,7 @@ using LocalRankBodyWithStore = std::function<absl::Status(
 // Returns OK if every rank's body returned OK; otherwise the status of the
 // lowest failing rank, its message prefixed "rank R of W: " (and naming
 // how many ranks failed). Exceptions thrown by c10d, Gloo or `body` become
-// a Status (reducers/collective_error.h).
+// a Status (collectives/collective_error.h).
 // InvalidArgument if world_size < 1 or timeout is not positive.
 absl::Status RunOnLocalGroup(int world_size, const LocalRankBody& body,
                              absl::Duration timeout = absl::Seconds(30));

@@ -35,7 +35,7 @@ const PluginKind& FindPluginKind(const std::string& kind) {
   for (const PluginKind& row : PluginKinds()) {
     if (kind == row.kind) found = &row;
   }
-  CHECK(found != nullptr) << "no plugin kind '" << kind << "' in trainer/plugin_kinds.cc";
+  CHECK(found != nullptr) << "no plugin kind '" << kind << "' in config/plugin_kinds.cc";
   return *found;
 }
 

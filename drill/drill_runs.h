@@ -89,7 +89,7 @@ absl::Status FailedBeforeInjection(const ProcessExit& exit, const std::string& l
 // each folder under `root`, sorted.
 std::vector<std::string> DescribeDisk(const std::string& root);
 
-// Two update-K.json records (FirstStep in trainer/artifacts.proto) of the
+// Two update-K.json records (FirstStep in artifacts/first_step.proto) of the
 // same update: the reduced gradients before the step and the parameters
 // after it.
 struct UpdateComparison {

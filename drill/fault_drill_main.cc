@@ -15,7 +15,7 @@
 // moment inside a random phase (drill/random_kill_drill.h).
 // Writes DIR/failure_trace.log (what was killed where, what was on disk,
 // which generation was chosen and why) and DIR/recovery.json
-// (RecoveryReport in trainer/artifacts.proto).
+// (RecoveryReport in drill/drill_report.proto).
 //
 // Exit codes: 0 recovery verified (nothing lost, the first resumed update
 // and the final parameters bitwise equal to the uninterrupted run; for

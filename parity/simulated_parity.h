@@ -12,7 +12,7 @@
 // the weights the plugin gives rank r in the W-rank composition; its
 // backward runs on the calling thread, then every rank runs its own
 // reducer (the configured plugin's real code) on its own thread over a REAL
-// c10d ProcessGroupGloo (reducers/local_process_group.h). Rank 0's reduced
+// c10d ProcessGroupGloo (collectives/local_process_group.h). Rank 0's reduced
 // gradients are compared with the reference, and every rank's with rank
 // 0's. Only the processes are simulated, and the report says so.
 //

@@ -1,5 +1,5 @@
 // Start agreement and gathers on rank 0, on ranks that are threads sharing
-// one real store and Gloo group (reducers/local_process_group.h): the same
+// one real store and Gloo group (collectives/local_process_group.h): the same
 // code the trainer's processes run over their TCPStore.
 #include "runtime/process_group.h"
 

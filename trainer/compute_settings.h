@@ -1,6 +1,6 @@
 // The numerical settings a rank computes under, applied once per process
 // before its model is built, and run_manifest.json's record of them
-// (PlatformRecord in trainer/artifacts.proto).
+// (PlatformRecord in artifacts/run_manifest.proto).
 //
 // On every device: `run.intra_op_threads` intra-op threads, fp32 matmuls at
 // "highest" precision (never lowered to TF32 or bf16). On CUDA, in

@@ -1,4 +1,4 @@
-// parity.batch_dependent_layers (trainer/config.proto) applied to the layer
+// parity.batch_dependent_layers (config/config.proto) applied to the layer
 // audit of a run's model (model/layer_audit.h), and what the audit adds to
 // parity.json.
 //
