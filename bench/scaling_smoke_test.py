@@ -230,8 +230,11 @@ exec {TORCH_PYTHON} "$@"
     self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
     self.assertIn("once more", r.stdout)
     failed = [n for n in os.listdir(os.path.join(out, "logs")) if n.endswith(".log.failed")]
-    self.assertEqual(failed, ["communication_bound_ddp_1w_r0.log.failed"])
-    with open(os.path.join(out, "logs", failed[0])) as f:
+    # The failure made here; PyTorch's own random DDP aborts may add others
+    # (only DDP's: our runs are never retried).
+    self.assertIn("communication_bound_ddp_1w_r0.log.failed", failed)
+    self.assertTrue(all("_ddp_" in n for n in failed), failed)
+    with open(os.path.join(out, "logs", "communication_bound_ddp_1w_r0.log.failed")) as f:
       self.assertIn("terminate called", f.read())
     with open(os.path.join(out, "scaling.json")) as f:
       report = json.load(f)

@@ -43,7 +43,7 @@ absl::Status ValidateDataConfig(const DataConfig& config);
 // REQUIRES: ValidateDataConfig(config).ok().
 absl::Status ValidateDataFitsInMemory(const DataConfig& config);
 
-// Bytes of the example tensors (trainer/receipt_tensors.h) a synthetic
+// Bytes of the example tensors (data/receipt_tensors.h) a synthetic
 // source makes: num_identities x views slots (views 0 means 1), each
 // image_size^2 float pixels and one int64 label; exact in int64 for every
 // value ValidateDataConfig's range checks let through. 0 for a manifest

@@ -12,7 +12,7 @@
 
 #include "model/classifier.h"
 #include "samplers/epoch_plan.h"
-#include "trainer/receipt_tensors.h"
+#include "data/receipt_tensors.h"
 
 namespace receipt_parity {
 

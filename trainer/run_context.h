@@ -17,7 +17,7 @@
 #include "artifacts/artifact_stamp.h"
 #include "artifacts/run_manifest.pb.h"
 #include "artifacts/resume_record.pb.h"
-#include "trainer/receipt_tensors.h"
+#include "data/receipt_tensors.h"
 #include "trainer/run_checkpoints.h"
 #include "config/run_plugins.h"
 #include "trainer/training_run_options.h"
@@ -29,7 +29,7 @@ struct RunInputs {
   ReceiptSplit data;
   RunPlugins plugins;
   std::shared_ptr<Classifier> model;
-  // The model's layer audit, its policy applied (trainer/layer_policy.h).
+  // The model's layer audit, its policy applied (config/layer_policy.h).
   LayerAudit audit;
 };
 

@@ -17,7 +17,7 @@
 #include "runtime/process_group.h"
 #include "samplers/audit.h"
 #include "artifacts/first_step_record.h"
-#include "trainer/layer_policy.h"
+#include "config/layer_policy.h"
 #include "trainer/progress_log.h"
 #include "artifacts/run_artifacts.h"
 #include "artifacts/run_folder.h"

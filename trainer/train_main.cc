@@ -43,7 +43,7 @@
 #include "runtime/process_group.h"
 #include "config/config_loader.h"
 #include "config/device_check.h"
-#include "trainer/layer_policy.h"
+#include "config/layer_policy.h"
 #include "artifacts/run_folder.h"
 #include "trainer/run_folder_setup.h"
 #include "config/plugin_listing.h"

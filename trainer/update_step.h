@@ -50,7 +50,7 @@
 #include "reducers/gradient_buckets.h"
 #include "reducers/gradient_reducer.h"
 #include "samplers/epoch_plan.h"
-#include "trainer/receipt_tensors.h"
+#include "data/receipt_tensors.h"
 #include "weighting/loss_weighting.h"
 
 namespace c10d {

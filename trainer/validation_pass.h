@@ -20,7 +20,7 @@
 #include "metrics/validation_report.pb.h"
 #include "model/classifier.h"
 #include "samplers/sampler_policy.h"
-#include "trainer/receipt_tensors.h"
+#include "data/receipt_tensors.h"
 
 namespace receipt_parity {
 

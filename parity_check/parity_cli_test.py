@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""//trainer:parity as a user runs it: the one-process, SIMULATED check."""
+"""//parity_check:parity as a user runs it: the one-process, SIMULATED check."""
 import json
 import os
 import subprocess

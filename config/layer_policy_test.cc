@@ -1,4 +1,4 @@
-#include "trainer/layer_policy.h"
+#include "config/layer_policy.h"
 
 #include <memory>
 #include <string>
@@ -19,7 +19,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // A linear model, or with `batch_norm` the test plugin "test_batch_norm_cnn"
-// (trainer/batch_norm_test_model.cc, linked in).
+// (model/batch_norm_test_model.cc, linked in).
 TrainingConfig SmallConfig(int world_size, const std::string& policy,
                            bool batch_norm = false) {
   TrainingConfig config;

@@ -30,13 +30,13 @@
 #include "logging/glog.h"
 #include "artifacts/artifact_stamp.h"
 #include "io/json_file.h"
-#include "trainer/layer_policy.h"
+#include "config/layer_policy.h"
 #include "model/classifier.h"
 #include "parity/simulated_parity.h"
 #include "plugins/plugin_registry.h"
 #include "samplers/sampler_policy.h"
 #include "config/config_loader.h"
-#include "trainer/receipt_tensors.h"
+#include "data/receipt_tensors.h"
 
 ABSL_FLAG(std::string, config, "", "Training config (text proto).");
 ABSL_FLAG(std::string, split, "3,1", "Examples per simulated rank, e.g. 3,1 or 2,1,1.");

@@ -7,8 +7,8 @@
 // anything trains (the reference included) when the model has findings;
 // "report" (the default, also when unset) runs it and reports them. A
 // one-worker config is never refused: it is its own reference.
-#ifndef RECEIPT_PARITY_TRAINER_LAYER_POLICY_H_
-#define RECEIPT_PARITY_TRAINER_LAYER_POLICY_H_
+#ifndef RECEIPT_PARITY_CONFIG_LAYER_POLICY_H_
+#define RECEIPT_PARITY_CONFIG_LAYER_POLICY_H_
 
 #include <string>
 #include <vector>
@@ -46,4 +46,4 @@ std::vector<std::string> ExplainParity(const LayerAudit& audit, ParityReport* re
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_LAYER_POLICY_H_
+#endif  // RECEIPT_PARITY_CONFIG_LAYER_POLICY_H_

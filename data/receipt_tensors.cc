@@ -1,4 +1,4 @@
-#include "trainer/receipt_tensors.h"
+#include "data/receipt_tensors.h"
 
 #include <ATen/ATen.h>
 

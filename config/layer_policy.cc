@@ -1,4 +1,4 @@
-#include "trainer/layer_policy.h"
+#include "config/layer_policy.h"
 
 #include <memory>
 #include <vector>

@@ -1,6 +1,6 @@
 // Receipt examples as tensors, and the rows of an update's slots.
-#ifndef RECEIPT_PARITY_TRAINER_RECEIPT_TENSORS_H_
-#define RECEIPT_PARITY_TRAINER_RECEIPT_TENSORS_H_
+#ifndef RECEIPT_PARITY_DATA_RECEIPT_TENSORS_H_
+#define RECEIPT_PARITY_DATA_RECEIPT_TENSORS_H_
 
 #include <cstdint>
 #include <vector>
@@ -29,4 +29,4 @@ ExampleTensors SelectSlots(const ExampleTensors& all,
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_RECEIPT_TENSORS_H_
+#endif  // RECEIPT_PARITY_DATA_RECEIPT_TENSORS_H_
