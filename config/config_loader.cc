@@ -5,13 +5,9 @@
 #include <utility>
 #include <vector>
 
-#include <c10/util/hash.h>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
 #include "checkpoint/fault_injection.h"
 #include "data/data_config.h"
@@ -405,49 +401,6 @@ std::vector<int> LocalBatchSizes(const TrainingConfig& c) {
     return {c.local_batch_sizes().begin(), c.local_batch_sizes().end()};
   }
   return std::vector<int>(c.world_size(), c.global_batch() / c.world_size());
-}
-
-TrainingConfig FingerprintedConfig(const TrainingConfig& config) {
-  TrainingConfig canonical = config;
-  canonical.clear_run();
-  canonical.clear_plugin_library();
-  canonical.clear_checkpoint();
-  // Where a run computes and how it reduces do not change what it trains.
-  canonical.clear_device();
-  if (canonical.has_backend()) canonical.set_backend("gloo");
-  // Both forms of a built-in model are one model.
-  if (canonical.has_model()) {
-    *canonical.mutable_model() = ArchitectureFormOf(canonical.model());
-  }
-  return canonical;
-}
-
-LoadedConfig WithTrainingConfig(const LoadedConfig& loaded, TrainingConfig config) {
-  LoadedConfig changed = loaded;
-  changed.config = std::move(config);
-  changed.fingerprint = ConfigFingerprint(changed.config);
-  return changed;
-}
-
-std::string ConfigFingerprint(const TrainingConfig& config) {
-  const TrainingConfig canonical = FingerprintedConfig(config);
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream out(&stream);
-    out.SetSerializationDeterministic(true);
-    canonical.SerializeToCodedStream(&out);
-  }
-  return c10::sha1(bytes).str();
-}
-
-TrainingConfig ReferenceConfig(const TrainingConfig& config) {
-  TrainingConfig reference = config;
-  reference.set_world_size(1);
-  reference.clear_local_batch_sizes();
-  reference.mutable_checkpoint()->set_every_updates(0);
-  reference.mutable_run()->clear_fault();
-  return reference;
 }
 
 }  // namespace receipt_parity

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 StudyPrograms StudyProgramsIn(const RunfilesLocator& runfiles) {
   StudyPrograms programs;
   programs.train = runfiles.Locate("trainer/train");
-  programs.parity = runfiles.Locate("trainer/parity");
+  programs.parity = runfiles.Locate("parity_check/parity");
   programs.fault_drill = runfiles.Locate("drill/fault_drill");
   programs.sampler_audit = runfiles.Locate("audit/audit");
   programs.configs_dir =

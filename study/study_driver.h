@@ -12,7 +12,7 @@
 namespace receipt_parity {
 
 // The study's programs and configs in `runfiles` (the binary's `data`):
-// trainer/train, trainer/parity, drill/fault_drill, audit/audit, configs/.
+// trainer/train, parity_check/parity, drill/fault_drill, audit/audit, configs/.
 // Paths only: a missing program fails its stage, naming the path.
 StudyPrograms StudyProgramsIn(const RunfilesLocator& runfiles);
 

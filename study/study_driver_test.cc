@@ -1,5 +1,7 @@
 #include "study/study_driver.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -32,9 +34,15 @@ TEST(StudyProgramsInTest, NamesTheProgramsOfTheStudysData) {
   ASSERT_TRUE(runfiles.ok()) << runfiles.status();
   const StudyPrograms programs = StudyProgramsIn(*runfiles);
   EXPECT_THAT(programs.train, EndsWith("/trainer/train"));
-  EXPECT_THAT(programs.parity, EndsWith("/trainer/parity"));
+  EXPECT_THAT(programs.parity, EndsWith("/parity_check/parity"));
   EXPECT_THAT(programs.fault_drill, EndsWith("/drill/fault_drill"));
   EXPECT_THAT(programs.sampler_audit, EndsWith("/audit/audit"));
+  // The test carries the study's programs as data: each is where the study
+  // looks for it (a program that moved would not be found).
+  for (const std::string& program :
+       {programs.train, programs.parity, programs.fault_drill, programs.sampler_audit}) {
+    EXPECT_EQ(access(program.c_str(), X_OK), 0) << program;
+  }
   EXPECT_TRUE(fs::is_regular_file(fs::path(programs.configs_dir) /
                                   "two_worker_masked_tail.pbtxt"))
       << programs.configs_dir;

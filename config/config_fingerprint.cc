@@ -1,0 +1,59 @@
+// The config fingerprint and the configs derived from a loaded one
+// (declared in config/config_loader.h): what names a run, apart from how a
+// config is parsed and checked.
+#include <string>
+#include <utility>
+
+#include <c10/util/hash.h>
+
+#include "config/config_loader.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "model/model_forms.h"
+
+namespace receipt_parity {
+
+TrainingConfig FingerprintedConfig(const TrainingConfig& config) {
+  TrainingConfig canonical = config;
+  canonical.clear_run();
+  canonical.clear_plugin_library();
+  canonical.clear_checkpoint();
+  // Where a run computes and how it reduces do not change what it trains.
+  canonical.clear_device();
+  if (canonical.has_backend()) canonical.set_backend("gloo");
+  // Both forms of a built-in model are one model.
+  if (canonical.has_model()) {
+    *canonical.mutable_model() = ArchitectureFormOf(canonical.model());
+  }
+  return canonical;
+}
+
+LoadedConfig WithTrainingConfig(const LoadedConfig& loaded, TrainingConfig config) {
+  LoadedConfig changed = loaded;
+  changed.config = std::move(config);
+  changed.fingerprint = ConfigFingerprint(changed.config);
+  return changed;
+}
+
+std::string ConfigFingerprint(const TrainingConfig& config) {
+  const TrainingConfig canonical = FingerprintedConfig(config);
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.SetSerializationDeterministic(true);
+    canonical.SerializeToCodedStream(&out);
+  }
+  return c10::sha1(bytes).str();
+}
+
+TrainingConfig ReferenceConfig(const TrainingConfig& config) {
+  TrainingConfig reference = config;
+  reference.set_world_size(1);
+  reference.clear_local_batch_sizes();
+  reference.mutable_checkpoint()->set_every_updates(0);
+  reference.mutable_run()->clear_fault();
+  return reference;
+}
+
+}  // namespace receipt_parity
