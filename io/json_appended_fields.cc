@@ -120,13 +120,25 @@ AppendingJsonSink::AppendingJsonSink(std::string appended_json, const ByteSink& 
 
 
 absl::Status AppendingJsonSink::Write(absl::string_view bytes) {
-  held_.append(bytes.data(), bytes.size());
-  if (held_.size() <= kObjectEnd.size()) return absl::OkStatus();
-  const size_t pass = held_.size() - kObjectEnd.size();
+  if (bytes.size() < kObjectEnd.size()) {
+    held_.append(bytes.data(), bytes.size());
+    if (held_.size() <= kObjectEnd.size()) return absl::OkStatus();
+    const size_t pass = held_.size() - kObjectEnd.size();
+    passed_on_ += pass;
+    absl::Status status = next_(absl::string_view(held_).substr(0, pass));
+    held_.erase(0, pass);
+    return status;
+  }
+  // A long piece (a whole array's text, say) is passed on where it is: what
+  // was held, then all of it but its last bytes, which are held instead.
+  if (!held_.empty()) {
+    passed_on_ += held_.size();
+    if (absl::Status s = next_(held_); !s.ok()) return s;
+  }
+  const size_t pass = bytes.size() - kObjectEnd.size();
   passed_on_ += pass;
-  absl::Status status = next_(absl::string_view(held_).substr(0, pass));
-  held_.erase(0, pass);
-  return status;
+  held_.assign(bytes.substr(pass).data(), kObjectEnd.size());
+  return next_(bytes.substr(0, pass));
 }
 
 absl::Status AppendingJsonSink::Finish() {

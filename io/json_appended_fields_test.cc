@@ -153,6 +153,36 @@ TEST(JsonAppendedFieldsTest, AFieldNamedLikeTheMessagesIsRefused) {
   EXPECT_TRUE(absl::StrContains(status.message(), "Label.name")) << status;
 }
 
+// However the text is cut into pieces (one byte at a time, in pieces
+// shorter and longer than the held-back end), the result is the same.
+TEST(JsonAppendedFieldsTest, TheSinkGivesOneTextWhateverThePieces) {
+  const std::string object = ToJson(LongHolder());
+  const std::string appended = ToJson(MakeLabel());
+  std::string expected;
+  {
+    const ByteSink whole = [&expected](absl::string_view bytes) {
+      expected.append(bytes.data(), bytes.size());
+      return absl::OkStatus();
+    };
+    AppendingJsonSink sink(appended, whole);
+    ASSERT_TRUE(sink.Write(object).ok());
+    ASSERT_TRUE(sink.Finish().ok());
+  }
+  for (const size_t piece : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{4096}}) {
+    std::string out;
+    const ByteSink collect = [&out](absl::string_view bytes) {
+      out.append(bytes.data(), bytes.size());
+      return absl::OkStatus();
+    };
+    AppendingJsonSink sink(appended, collect);
+    for (size_t at = 0; at < object.size(); at += piece) {
+      ASSERT_TRUE(sink.Write(absl::string_view(object).substr(at, piece)).ok());
+    }
+    ASSERT_TRUE(sink.Finish().ok());
+    EXPECT_EQ(out, expected) << "pieces of " << piece;
+  }
+}
+
 TEST(JsonAppendedFieldsTest, TheSinkRefusesTextThatIsNotOneObject) {
   std::string out;
   const ByteSink sink = [&out](absl::string_view bytes) {
