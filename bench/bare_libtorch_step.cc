@@ -7,7 +7,7 @@
 // BEFORE timing from the receipt pool (bench/receipt_pool.h) in a seeded
 // random order (random noise without a pool), and in a loop that cycles
 // through them nothing but forward, mean cross-entropy, backward and the
-// SGD step (momentum, through //trainer:optimizer_factory, as the trainer
+// SGD step (momentum, through the optimizer plugin, config/run_optimizer.h, as the trainer
 // builds it), on one intra-op thread. No sampler, no weighting, no batch
 // selection, no reducer. Batches vary because max pooling's cost depends on
 // the pixels: one fixed batch would time that batch, not the data.
@@ -43,7 +43,7 @@
 #include "model/classifier.h"
 #include "runtime/cpu_pinning.h"
 #include "config/config.pb.h"
-#include "trainer/optimizer_factory.h"
+#include "config/run_optimizer.h"
 
 ABSL_FLAG(std::string, model, "",
           "ModelConfig as a text proto, e.g. 'architecture: \"mlp\" "
@@ -158,8 +158,10 @@ absl::StatusOr<BareStepResult> TimeSteps(const ModelConfig& config) {
   OptimizerConfig optimizer_config;
   optimizer_config.mutable_sgd()->set_learning_rate(absl::GetFlag(FLAGS_learning_rate));
   optimizer_config.mutable_sgd()->set_momentum(absl::GetFlag(FLAGS_momentum));
+  absl::StatusOr<RunOptimizer> sgd = SelectRunOptimizer(optimizer_config);
+  if (!sgd.ok()) return sgd.status();
   absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> optimizer =
-      BuildOptimizer(optimizer_config, model.parameters());
+      sgd->plugin->Build(NamedParametersOf(model));
   if (!optimizer.ok()) return optimizer.status();
 
   BareStepResult result;

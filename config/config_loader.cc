@@ -37,6 +37,8 @@ absl::StatusOr<LoadedConfig> Validate(
   absl::StatusOr<RunModel> model =
       SelectRunModel(config.model(), ModelSpecOf(config, is_file ? locator->path() : ""));
   if (!model.ok()) return locator->Locate(model.status());
+  absl::StatusOr<RunOptimizer> optimizer = SelectRunOptimizer(config.optimizer());
+  if (!optimizer.ok()) return locator->Locate(optimizer.status());
   if (absl::Status s = ValidateDataFitsInMemory(config.data()); !s.ok()) {
     return locator->Locate(s);
   }
@@ -49,6 +51,7 @@ absl::StatusOr<LoadedConfig> Validate(
   }
   LoadedConfig loaded;
   loaded.model = *std::move(model);
+  loaded.optimizer = *std::move(optimizer);
   loaded.data = is_file ? ResolveDataPaths(locator->path(), config.data())
                         : config.data();
   loaded.config = std::move(config);
@@ -179,7 +182,7 @@ absl::Status ValidateSgd(const SgdConfig& sgd) {
 }
 
 // 0 (unset) beta1, beta2 and eps mean 0.9, 0.999 and 1e-8
-// (trainer/optimizer_factory.cc).
+// (config/run_optimizer.cc).
 absl::Status ValidateAdamW(const AdamWConfig& adamw) {
   const absl::Status checks[] = {
       CheckPositive("optimizer.adamw.learning_rate", adamw.learning_rate()),
@@ -194,7 +197,10 @@ absl::Status ValidateAdamW(const AdamWConfig& adamw) {
   return absl::OkStatus();
 }
 
+// The config form's own checks; the plugin form's options are checked by
+// the plugin when it is selected (config/run_optimizer.h).
 absl::Status ValidateOptimizer(const OptimizerConfig& o) {
+  if (absl::Status s = CheckOptimizerForm(o); !s.ok()) return s;
   switch (o.kind_case()) {
     case OptimizerConfig::kSgd:
       return ValidateSgd(o.sgd());
@@ -203,7 +209,7 @@ absl::Status ValidateOptimizer(const OptimizerConfig& o) {
     case OptimizerConfig::KIND_NOT_SET:
       break;
   }
-  return Invalid("optimizer", "choose sgd { ... } or adamw { ... }");
+  return absl::OkStatus();
 }
 
 absl::Status ValidatePlatform(const TrainingConfig& c) {

@@ -55,6 +55,7 @@
 #include "config/config_locator.h"
 #include "config/config_plugin_libraries.h"
 #include "config/run_model.h"
+#include "config/run_optimizer.h"
 #include "config/run_plugins.h"
 
 namespace receipt_parity {
@@ -79,6 +80,8 @@ struct LoadedConfig {
   // The classifier the run builds: its model plugin and spec
   // (ModelSpecOf), checked; model.Build() makes one.
   RunModel model;
+  // The optimizer the run steps with (config/run_optimizer.h), checked.
+  RunOptimizer optimizer;
   // Each `plugin_library`, in config order: as written, resolved, its SHA-1
   // (ranks compare them at start: the paths may differ by host) and the
   // plugins it added. Empty for a config built in code.

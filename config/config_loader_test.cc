@@ -6,9 +6,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/atomic_file.h"
+#include "optimizers/builtin_optimizers.h"
 #include "plugins/plugin_registry.h"
 #include "samplers/sampler_options.pb.h"
 
@@ -198,6 +200,57 @@ TEST(ConfigLoaderTest, ADatasetThatCannotFitInMemoryIsRefusedAtLoadWithTheFigure
               HasSubstr("huge.pbtxt:3:15: data.synthetic.num_identities: 1000000 identities x "
                         "1000 views of 32x32 float pixels (plus an int64 label each) need "
                         "4104000000000 bytes"));
+}
+
+// The optimizer in its plugin form: PyTorch's defaults; the forms are
+// exclusive; a plugin's own errors name the field.
+TEST(ConfigLoaderTest, TheOptimizerIsAPluginInEitherForm) {
+  const std::string without_optimizer =
+      absl::StrReplaceAll(kValid, {{"optimizer { sgd { learning_rate: 0.1 } }\n", ""}});
+  auto adam = Load(without_optimizer + "optimizer { name: \"adam\" options { "
+                   "[type.googleapis.com/receipt_parity.AdamOptions] { lr: 0.01 amsgrad: true } } }\n",
+                   "adam.pbtxt");
+  ASSERT_TRUE(adam.ok()) << adam.status();
+  EXPECT_EQ(adam->optimizer.name, "adam");
+  auto* built = dynamic_cast<const AdamOptimizer*>(adam->optimizer.plugin.get());
+  ASSERT_NE(built, nullptr);
+  EXPECT_FALSE(built->decoupled());
+  EXPECT_EQ(built->options().lr(), 0.01);
+  EXPECT_TRUE(built->options().amsgrad());
+  EXPECT_EQ(built->options().beta2(), 0.999);
+
+  // The config form keeps its meaning: an AdamW without weight decay has none.
+  auto config_form = Load(without_optimizer + "optimizer { adamw { learning_rate: 0.01 } }\n",
+                          "adamw_config.pbtxt");
+  ASSERT_TRUE(config_form.ok()) << config_form.status();
+  EXPECT_EQ(config_form->optimizer.name, "adamw");
+  EXPECT_EQ(dynamic_cast<const AdamOptimizer&>(*config_form->optimizer.plugin)
+                .options()
+                .weight_decay(),
+            0);
+  auto plugin_form = Load(without_optimizer + "optimizer { name: \"adamw\" }\n",
+                          "adamw_plugin.pbtxt");
+  ASSERT_TRUE(plugin_form.ok()) << plugin_form.status();
+  EXPECT_EQ(dynamic_cast<const AdamOptimizer&>(*plugin_form->optimizer.plugin)
+                .options()
+                .weight_decay(),
+            0.01);
+
+  auto both = Load(without_optimizer +
+                       "optimizer { sgd { learning_rate: 0.1 } name: \"adam\" }\n",
+                   "both.pbtxt");
+  EXPECT_THAT(Message(both), HasSubstr("optimizer: write sgd { ... }, adamw { ... } or a "
+                                       "plugin's name and options, not both"));
+  auto unknown = Load(without_optimizer + "optimizer { name: \"lion\" }\n", "lion.pbtxt");
+  EXPECT_THAT(Message(unknown), HasSubstr("optimizer.name: no optimizer plugin named 'lion'"));
+  auto bad = Load(without_optimizer + "optimizer { name: \"sgd\" options { "
+                  "[type.googleapis.com/receipt_parity.SgdOptions] { lr: -1 } } }\n",
+                  "bad_lr.pbtxt");
+  EXPECT_THAT(Message(bad), HasSubstr("optimizer.options: lr: must be finite and > 0"));
+  auto nesterov = Load(without_optimizer +
+                           "optimizer { sgd { learning_rate: 0.1 nesterov: true } }\n",
+                       "nesterov.pbtxt");
+  EXPECT_THAT(Message(nesterov), HasSubstr("optimizer.sgd.nesterov: needs momentum > 0"));
 }
 
 // MPI is a transport, chosen like Gloo and NCCL; mpi_allreduce, the old

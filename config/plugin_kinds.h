@@ -9,10 +9,13 @@
 // agreement between ranks and checkpoint MANIFESTs (both by kind name), the
 // run manifest (by field name).
 //
-// The fifth kind, the model ("model", model/classifier_builder.h), is not
-// a row: a config selects it with ModelConfig's own name and options
-// (model/model_forms.h), and a run records and compares what it trains as
-// the model revision; config/run_model.h selects it.
+// Two kinds are not rows: the model ("model", model/classifier_builder.h),
+// which a config selects with ModelConfig's own name and options
+// (model/model_forms.h; a run records and compares what it trains as the
+// model revision; config/run_model.h selects it), and the optimizer
+// ("optimizer", optimizers/optimizer_plugin.h), selected by
+// OptimizerConfig's forms (config/run_optimizer.h) and recorded whole as
+// run_manifest.json's "optimizer".
 //
 // Thread safety: immutable.
 #ifndef RECEIPT_PARITY_CONFIG_PLUGIN_KINDS_H_

@@ -21,6 +21,9 @@ BUILTIN_PLUGINS = {
     "model/mlp": "//model:mlp",
     "model/linear": "//model:linear",
     "model/torchscript": "//model:torchscript",
+    "optimizer/sgd": "//optimizers:sgd",
+    "optimizer/adam": "//optimizers:adam",
+    "optimizer/adamw": "//optimizers:adamw",
 }
 
 def builtin_plugin_registrations():

@@ -18,7 +18,6 @@
 #include "gtest/gtest.h"
 #include "model/classifier.h"
 #include "config/config_loader.h"
-#include "trainer/optimizer_factory.h"
 #include "trainer/run_checkpoints.h"
 #include "artifacts/resume_record.pb.h"
 
@@ -49,7 +48,7 @@ struct Trainee {
 Trainee Build(const LoadedConfig& loaded) {
   Trainee t;
   t.model = *loaded.model.Build();
-  t.optimizer = *BuildOptimizer(loaded.config.optimizer(), t.model->parameters());
+  t.optimizer = *loaded.optimizer.plugin->Build(NamedParametersOf(*t.model));
   return t;
 }
 
@@ -68,6 +67,7 @@ class CheckpointPluginKindsTest : public ::testing::Test {
     loaded_ = SmallRun();
     context_.plan = {root_, 1, 2};
     context_.config = &loaded_.config;
+    context_.optimizer = loaded_.optimizer.plugin.get();
     Trainee saved = Build(loaded_);
     context_.model_revision = ModelRevision(*saved.model);
     ASSERT_TRUE(SaveCheckpoint(context_, 1, *saved.model, *saved.optimizer,

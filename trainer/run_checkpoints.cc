@@ -13,6 +13,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint/generation_layout.h"
 #include "checkpoint/phase_kill.h"
@@ -24,7 +25,6 @@
 #include "collectives/collective_error.h"
 #include "runtime/process_group.h"
 #include "config/config_loader.h"
-#include "trainer/optimizer_state.h"
 #include "config/plugin_kinds.h"
 
 namespace receipt_parity {
@@ -56,6 +56,34 @@ class StoreConfirmations : public ShardConfirmations {
   int rank_;
   int world_;
 };
+
+constexpr char kOptimizerPrefix[] = "optimizer/";
+
+// The optimizer's state as checkpoint entries: "optimizer/<name>/<buffer>".
+absl::StatusOr<std::map<std::string, at::Tensor>> OptimizerEntries(
+    const RunCheckpointContext& c, Classifier& model, torch::optim::Optimizer& optimizer) {
+  absl::StatusOr<OptimizerState> state =
+      c.optimizer->SaveState(NamedParametersOf(model), optimizer);
+  if (!state.ok()) return state.status();
+  std::map<std::string, at::Tensor> entries;
+  for (auto& [name, tensor] : *state) entries[kOptimizerPrefix + name] = std::move(tensor);
+  return entries;
+}
+
+// The optimizer's state from the merged checkpoint entries.
+absl::Status RestoreOptimizer(const RunCheckpointContext& c, Classifier& model,
+                              torch::optim::Optimizer& optimizer,
+                              const std::map<std::string, at::Tensor>& entries) {
+  OptimizerState state;
+  for (const auto& [name, tensor] : entries) {
+    if (absl::StartsWith(name, kOptimizerPrefix)) {
+      state[name.substr(sizeof(kOptimizerPrefix) - 1)] = tensor;
+    }
+  }
+  absl::Status restored = c.optimizer->RestoreState(NamedParametersOf(model), optimizer, state);
+  if (restored.ok()) return restored;
+  return absl::Status(restored.code(), absl::StrCat(kOptimizerPrefix, restored.message()));
+}
 
 std::map<std::string, at::Tensor> ReplicatedState(
     Classifier& model, const std::map<std::string, at::Tensor>& optimizer_state) {
@@ -270,7 +298,7 @@ absl::Status RestoreState(const RunCheckpointContext& c,
       shards, std::vector<std::string>(names.begin(), names.end()));
   if (!merged.ok()) return merged.status();
   if (absl::Status s = LoadModel(model, *merged); !s.ok()) return s;
-  if (absl::Status s = RestoreOptimizerState(model, optimizer, *merged); !s.ok()) {
+  if (absl::Status s = RestoreOptimizer(c, model, optimizer, *merged); !s.ok()) {
     return s;
   }
   if (world_size_changed) return absl::OkStatus();
@@ -308,7 +336,7 @@ absl::StatusOr<std::string> ShardBytes(const RunCheckpointContext& c, Classifier
                                        torch::optim::Optimizer& optimizer,
                                        const TrainingCursor& cursor) {
   absl::StatusOr<std::map<std::string, at::Tensor>> optimizer_state =
-      OptimizerStateTensors(model, optimizer);
+      OptimizerEntries(c, model, optimizer);
   if (!optimizer_state.ok()) return optimizer_state.status();
   ShardState shard;
   try {

@@ -2,7 +2,8 @@
 // and resume from the newest advertised one at start.
 //
 // Save (every rank, at the same update): the replicated state (parameters
-// "model/<name>" and optimizer buffers, see optimizer_state.h) is split with
+// "model/<name>" and the optimizer's buffers "optimizer/<name>/<buffer>",
+// optimizers/optimizer_plugin.h) is split with
 // OwnedNames so each rank writes only its part; every rank adds its RNG
 // state and the cursor. checkpoint/save_generation.h does the durable
 // protocol: each rank's shard is fsynced and renamed, confirmed to rank 0
@@ -25,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/fault_injection.h"
 #include "model/classifier.h"
+#include "optimizers/optimizer_plugin.h"
 #include "artifacts/resume_record.pb.h"
 #include "config/checkpoint_plan.h"
 #include "config/config.pb.h"
@@ -48,6 +50,9 @@ struct RunCheckpointContext {
   c10d::Store* store = nullptr;
   const TrainingConfig* config = nullptr;
   std::string model_revision;
+  // The run's optimizer plugin: what its optimizer's state is as named
+  // tensors, saved and restored. Not owned.
+  const OptimizerPlugin* optimizer = nullptr;
   // DataHash (artifacts/run_manifest.h) of the receipts this run trains on.
   std::string data_hash;
   // Its kill points, and its phase kill of phase save: SaveCheckpoint is

@@ -19,23 +19,33 @@
 #include "config/config_loader.h"
 #include "trainer/loop_test_support.h"
 #include "io/atomic_file.h"
-#include "trainer/optimizer_state.h"
+#include "optimizers/builtin_optimizers.h"
 
 namespace receipt_parity {
 namespace {
 
 using ::testing::HasSubstr;
 
+// The run's optimizer plugin: SGD with momentum, or AdamW.
+const OptimizerPlugin& Plugin(bool adamw) {
+  static const OptimizerPlugin* const sgd = [] {
+    SgdOptions options;
+    options.set_lr(0.1);
+    options.set_momentum(0.9);
+    return SgdOptimizer::Create(options)->release();
+  }();
+  static const OptimizerPlugin* const adam_w = [] {
+    AdamWOptions options;
+    options.set_lr(0.01);
+    return AdamOptimizer::Create(options)->release();
+  }();
+  return adamw ? *adam_w : *sgd;
+}
+
 // A tiny model after one optimizer step (so the optimizer has state).
 struct Trained {
   explicit Trained(bool adamw, uint64_t seed = 7) : model(MakeTinyModel(seed)) {
-    if (adamw) {
-      optimizer = std::make_unique<torch::optim::AdamW>(
-          model->parameters(), torch::optim::AdamWOptions(0.01));
-    } else {
-      optimizer = std::make_unique<torch::optim::SGD>(
-          model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-    }
+    optimizer = *Plugin(adamw).Build(NamedParametersOf(*model));
     for (auto& p : model->parameters()) p.mutable_grad() = at::ones_like(p);
     optimizer->step();
   }
@@ -51,8 +61,10 @@ TrainingConfig Config(int global_batch = 4) {
   return config;
 }
 
-RunCheckpointContext Context(const std::string& root, const TrainingConfig* config) {
+RunCheckpointContext Context(const std::string& root, const TrainingConfig* config,
+                             bool adamw = false) {
   RunCheckpointContext context;
+  context.optimizer = &Plugin(adamw);
   context.plan = {root, config->checkpoint().every_updates(), config->checkpoint().keep_last()};
   context.config = config;
   context.model_revision = "tiny@1";
@@ -84,8 +96,9 @@ TEST(RunCheckpointsTest, ResumeRestoresParametersOptimizerGeneratorAndCursor) {
   EXPECT_EQ(cursor.update_in_epoch, 3);
   EXPECT_EQ(ParameterHash(*resumed.model), ParameterHash(*saved.model));
   EXPECT_TRUE(at::equal(at::rand({4}), next_draw));
-  auto saved_state = OptimizerStateTensors(*saved.model, *saved.optimizer);
-  auto resumed_state = OptimizerStateTensors(*resumed.model, *resumed.optimizer);
+  auto saved_state = Plugin(false).SaveState(NamedParametersOf(*saved.model), *saved.optimizer);
+  auto resumed_state =
+      Plugin(false).SaveState(NamedParametersOf(*resumed.model), *resumed.optimizer);
   ASSERT_TRUE(saved_state.ok() && resumed_state.ok());
   ASSERT_EQ(saved_state->size(), 2u);  // a momentum buffer per parameter
   for (const auto& [name, tensor] : *saved_state) {
@@ -178,7 +191,7 @@ absl::Status ResumeGarbled(const std::string& name, bool adamw,
                            const std::function<void(ShardState*)>& garble) {
   const std::string root = FreshTestFolder(name);
   const TrainingConfig config = Config();
-  const RunCheckpointContext context = Context(root, &config);
+  const RunCheckpointContext context = Context(root, &config, adamw);
   Trained trained(adamw);
   SaveGarbledSecondGeneration(context, trained, garble);
   TrainingCursor cursor;

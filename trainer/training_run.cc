@@ -24,7 +24,6 @@
 #include "trainer/compute_settings.h"
 #include "config/device_check.h"
 #include "config/layer_policy.h"
-#include "trainer/optimizer_factory.h"
 #include "config/plugin_kinds.h"
 #include "trainer/progress_log.h"
 #include "trainer/rank_report_builder.h"
@@ -198,7 +197,7 @@ absl::Status StartRun(const TrainingRunOptions& options, Run* run) {
   run->local_batch = LocalBatchSizes(*run->config);
   if (absl::Status s = AgreeWithPeers(*run); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> optimizer =
-      BuildOptimizer(run->config->optimizer(), run->model().parameters());
+      loaded.optimizer.plugin->Build(NamedParametersOf(run->model()));
   if (!optimizer.ok()) return loaded.locator->Locate(optimizer.status());
   run->optimizer = std::move(*optimizer);
   return absl::OkStatus();
@@ -238,6 +237,7 @@ absl::Status ResumeRun(Run* run) {
       options.process_group ? options.process_group->store.get() : nullptr;
   checkpoints.config = run->config;
   checkpoints.model_revision = run->manifest.model_revision().revision();
+  checkpoints.optimizer = options.loaded->optimizer.plugin.get();
   checkpoints.data_hash = run->data_hash;
   checkpoints.fault = options.fault;
   absl::StatusOr<ResumeRecord> resumed = ResumeFromCheckpoint(
