@@ -47,6 +47,12 @@ EpochLosses AddLossCurve(const RunTotals& totals,
     point->set_update(static_cast<int32_t>(u));
     point->set_examples_seen(static_cast<int32_t>(seen));
     point->set_loss(loss);
+    point->set_learning_rate(reports[0].update_learning_rate(u));
+    point->set_gradient_norm(reports[0].update_gradient_norm(u));
+    point->set_clip_factor(reports[0].update_clip_factor(u));
+    for (const RankReport& report : reports) {
+      point->add_rank_clip_factors(report.update_clip_factor(u));
+    }
     auto& [sum, count] = epoch_loss[totals.epoch_of_update[u]];
     sum += loss;
     ++count;

@@ -29,6 +29,9 @@ struct TwoRanks {
       RankReport& report = reports.emplace_back();
       report.set_rank(r);
       for (double loss : {1.0, 0.8, 0.6, 0.4}) report.add_update_loss(loss / 2 + 0.1 * r);
+      for (double rate : {0.1, 0.05, 0.025, 0.0125}) report.add_update_learning_rate(rate);
+      for (double norm : {3.0, 2.0, 1.0, 0.5}) report.add_update_gradient_norm(norm + r);
+      for (double factor : {0.5, 0.75, 1.0, 1.0}) report.add_update_clip_factor(factor - 0.1 * r);
       RankTiming* timing = report.mutable_timing();
       timing->set_rank(r);
       for (double s : {0.1, 0.2, 0.1, 0.3}) timing->add_update_seconds(s * (r + 1));
@@ -55,6 +58,19 @@ TEST(RunSummaryBuilderTest, LossCurveAddsTheRanksSharesAndCountsExamplesSeen) {
   EXPECT_EQ(summary.loss_curve(3).update(), 3);
   EXPECT_DOUBLE_EQ(summary.final_loss(), 0.5);  // 0.2 + 0.3
   EXPECT_EQ(summary.parity(), "not_checked");
+}
+
+// The rate, and rank 0's norm and factor, per update; every rank's factor.
+TEST(RunSummaryBuilderTest, TheCurveCarriesTheRateAndTheClipping) {
+  const TwoRanks in;
+  const RunSummary summary = BuildRunSummary(in.totals, in.reports);
+  ASSERT_EQ(summary.loss_curve_size(), 4);
+  EXPECT_EQ(summary.loss_curve(1).learning_rate(), 0.05);
+  EXPECT_EQ(summary.loss_curve(3).learning_rate(), 0.0125);
+  EXPECT_EQ(summary.loss_curve(0).gradient_norm(), 3.0);
+  EXPECT_EQ(summary.loss_curve(0).clip_factor(), 0.5);
+  ASSERT_EQ(summary.loss_curve(0).rank_clip_factors_size(), 2);
+  EXPECT_DOUBLE_EQ(summary.loss_curve(0).rank_clip_factors(1), 0.4);
 }
 
 TEST(RunSummaryBuilderTest, EpochsSumTheRanksAndSayWhetherEveryViewWasSeenOnce) {

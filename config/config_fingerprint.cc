@@ -21,6 +21,11 @@ TrainingConfig FingerprintedConfig(const TrainingConfig& config) {
   // Where a run computes and how it reduces do not change what it trains.
   canonical.clear_device();
   if (canonical.has_backend()) canonical.set_backend("gloo");
+  // The constant schedule without options is the schedule of configs
+  // written before schedules existed.
+  if (canonical.lr_schedule().name() == "constant" && !canonical.lr_schedule().has_options()) {
+    canonical.clear_lr_schedule();
+  }
   // Both forms of a built-in model are one model.
   if (canonical.has_model()) {
     *canonical.mutable_model() = ArchitectureFormOf(canonical.model());

@@ -245,6 +245,19 @@ absl::Status ValidatePlatform(const TrainingConfig& c) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateClipping(const TrainingConfig& c) {
+  if (!c.has_clip_grad_norm()) return absl::OkStatus();
+  const ClipGradNormConfig& clip = c.clip_grad_norm();
+  if (absl::Status s = CheckPositive("clip_grad_norm.max_norm", clip.max_norm()); !s.ok()) {
+    return s;
+  }
+  if (clip.scope() != "global" && clip.scope() != "local") {
+    return Invalid("clip_grad_norm.scope",
+                   absl::StrCat("must be \"global\" or \"local\", got \"", clip.scope(), "\""));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateCheckpoint(const CheckpointConfig& checkpoint) {
   if (checkpoint.every_updates() < 0) {
     return Invalid("checkpoint.every_updates", "must be >= 0");
@@ -342,6 +355,9 @@ void ApplyDefaults(TrainingConfig* c) {
     PluginSelection* selection = kind.mutable_selection(c);
     if (!selection->has_name()) selection->set_name(kind.default_name);
   }
+  if (c->has_clip_grad_norm() && !c->clip_grad_norm().has_scope()) {
+    c->mutable_clip_grad_norm()->set_scope("global");
+  }
   ParityConfig* parity = c->mutable_parity();
   if (!parity->has_rtol()) parity->set_rtol(1e-6);
   if (!parity->has_atol()) parity->set_atol(1e-7);
@@ -380,6 +396,7 @@ absl::Status ValidateConfig(const TrainingConfig& c) {
                    absl::StrCat("must be \"report\" or \"refuse\", got \"",
                                 c.parity().batch_dependent_layers(), "\""));
   }
+  if (absl::Status s = ValidateClipping(c); !s.ok()) return s;
   if (absl::Status s = ValidateCheckpoint(c.checkpoint()); !s.ok()) return s;
   return ValidateRunOptions(c.run(), c.world_size());
 }

@@ -4,6 +4,7 @@
 #include "metrics/metric_dedup.h"
 #include "reducers/gradient_reducer.h"
 #include "samplers/sampler_policy.h"
+#include "schedules/lr_schedule.h"
 #include "weighting/loss_weighting.h"
 
 namespace receipt_parity {
@@ -14,6 +15,10 @@ absl::Span<const PluginKind> PluginKinds() {
        [](const TrainingConfig& c) -> const PluginSelection& { return c.loss_weighting(); },
        [](TrainingConfig* c) { return c->mutable_loss_weighting(); },
        [](PluginNames* n) { return n->mutable_loss_weighting(); }},
+      {LearningRateSchedule::kKind, "lr_schedule", "constant",
+       [](const TrainingConfig& c) -> const PluginSelection& { return c.lr_schedule(); },
+       [](TrainingConfig* c) { return c->mutable_lr_schedule(); },
+       [](PluginNames* n) { return n->mutable_lr_schedule(); }},
       {MetricDedup::kKind, "metric_dedup", "by_receipt_id",
        [](const TrainingConfig& c) -> const PluginSelection& { return c.metric_dedup(); },
        [](TrainingConfig* c) { return c->mutable_metric_dedup(); },

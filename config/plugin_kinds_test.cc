@@ -41,15 +41,17 @@ TEST(PluginKindsTest, SortedByKindAndEachRowReadsItsOwnField) {
     kind.mutable_selection(&config)->set_name(absl::StrCat("plugin-", i++));
   }
   EXPECT_EQ(config.loss_weighting().name(), "plugin-0");
-  EXPECT_EQ(config.metric_dedup().name(), "plugin-1");
-  EXPECT_EQ(config.reducer().name(), "plugin-2");
-  EXPECT_EQ(config.sampler().name(), "plugin-3");
+  EXPECT_EQ(config.lr_schedule().name(), "plugin-1");
+  EXPECT_EQ(config.metric_dedup().name(), "plugin-2");
+  EXPECT_EQ(config.reducer().name(), "plugin-3");
+  EXPECT_EQ(config.sampler().name(), "plugin-4");
   EXPECT_EQ(SelectedPluginNames(config),
             (std::vector<std::pair<std::string, std::string>>{
                 {"loss_weighting", "plugin-0"},
-                {"metric_dedup", "plugin-1"},
-                {"reducer", "plugin-2"},
-                {"sampler_policy", "plugin-3"}}));
+                {"lr_schedule", "plugin-1"},
+                {"metric_dedup", "plugin-2"},
+                {"reducer", "plugin-3"},
+                {"sampler_policy", "plugin-4"}}));
   PluginNames names;
   for (const PluginKind& kind : PluginKinds()) {
     *kind.run_manifest_name(&names) = kind.selection(config).name();
@@ -57,7 +59,8 @@ TEST(PluginKindsTest, SortedByKindAndEachRowReadsItsOwnField) {
     EXPECT_NE(PluginNames::descriptor()->FindFieldByName(kind.config_field), nullptr);
     EXPECT_NE(TrainingConfig::descriptor()->FindFieldByName(kind.config_field), nullptr);
   }
-  EXPECT_EQ(names.sampler(), "plugin-3");
+  EXPECT_EQ(names.sampler(), "plugin-4");
+  EXPECT_EQ(names.lr_schedule(), "plugin-1");
   EXPECT_EQ(names.loss_weighting(), "plugin-0");
   EXPECT_EQ(FindPluginKind("sampler_policy").config_field, std::string("sampler"));
 }

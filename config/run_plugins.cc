@@ -32,7 +32,8 @@ absl::StatusOr<RunPluginSelections> SelectRunPlugins(const TrainingConfig& confi
   RunPluginSelections s;
   for (absl::Status status :
        {SelectInto(config, &s.sampler), SelectInto(config, &s.weighting),
-        SelectInto(config, &s.reducer), SelectInto(config, &s.dedup)}) {
+        SelectInto(config, &s.reducer), SelectInto(config, &s.dedup),
+        SelectInto(config, &s.schedule)}) {
     if (!status.ok()) return status;
   }
   return s;
@@ -42,7 +43,8 @@ absl::StatusOr<RunPlugins> RunPluginSelections::Create() const {
   RunPlugins p;
   for (absl::Status status :
        {CreateInto(sampler, &p.sampler), CreateInto(weighting, &p.weighting),
-        CreateInto(reducer, &p.reducer), CreateInto(dedup, &p.dedup)}) {
+        CreateInto(reducer, &p.reducer), CreateInto(dedup, &p.dedup),
+        CreateInto(schedule, &p.schedule)}) {
     if (!status.ok()) return status;
   }
   return p;

@@ -1,4 +1,4 @@
-// The four plugins a training run uses, selected by its config
+// The five plugins a training run uses, selected by its config
 // (config/plugin_kinds.h lists the kinds and the fields that select them).
 //
 // SelectRunPlugins checks every selection once, when the config is loaded
@@ -16,6 +16,7 @@
 #include "plugins/plugin_selection.h"
 #include "reducers/gradient_reducer.h"
 #include "samplers/sampler_policy.h"
+#include "schedules/lr_schedule.h"
 #include "config/config.pb.h"
 #include "weighting/loss_weighting.h"
 
@@ -27,6 +28,7 @@ struct RunPlugins {
   std::unique_ptr<LossWeighting> weighting;
   std::unique_ptr<GradientReducer> reducer;
   std::unique_ptr<MetricDedup> dedup;
+  std::unique_ptr<LearningRateSchedule> schedule;
 };
 
 // The checked selections of a config. Copyable.
@@ -35,6 +37,7 @@ struct RunPluginSelections {
   SelectedPlugin<LossWeighting> weighting;
   SelectedPlugin<GradientReducer> reducer;
   SelectedPlugin<MetricDedup> dedup;
+  SelectedPlugin<LearningRateSchedule> schedule;
 
   // New plugins, one of each kind. Errors as SelectRunPlugins'.
   absl::StatusOr<RunPlugins> Create() const;

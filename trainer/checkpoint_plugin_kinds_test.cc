@@ -85,8 +85,11 @@ class CheckpointPluginKindsTest : public ::testing::Test {
 TEST_F(CheckpointPluginKindsTest, TheManifestNamesEveryKindByItsRegistryName) {
   absl::StatusOr<CheckpointManifest> manifest = ReadManifest(gen_dir_, 1);
   ASSERT_TRUE(manifest.ok()) << manifest.status();
-  // Exactly the list run_checkpoints.cc spelled out before the table.
+  // The list run_checkpoints.cc spelled out before the table, and the
+  // learning-rate schedule that joined it (a manifest without it resumes:
+  // AManifestWithOlderKindNamesStillResumes).
   EXPECT_EQ(PluginsOf(*manifest), (Kinds{{"loss_weighting", "global_count"},
+                                         {"lr_schedule", "constant"},
                                          {"metric_dedup", "by_receipt_id"},
                                          {"reducer", "allreduce_sum"},
                                          {"sampler_policy", "duplicate_pad"}}));

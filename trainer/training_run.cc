@@ -44,6 +44,33 @@
 namespace receipt_parity {
 namespace {
 
+// Which updates a run of `config` runs, from update 0.
+UpdateSchedule RunSchedule(const TrainingConfig& config, const SamplerPolicy& sampler,
+                           int64_t num_examples, int world_size) {
+  UpdateSchedule schedule;
+  schedule.sampler = &sampler;
+  schedule.num_examples = num_examples;
+  schedule.world_size = world_size;
+  schedule.seed = config.seeds().sampler();
+  schedule.local_batch = LocalBatchSizes(config);
+  schedule.epochs = config.epochs();
+  schedule.max_updates = config.run().max_updates();
+  return schedule;
+}
+
+// The learning-rate schedule serves the run's updates (a warmup longer
+// than the run is refused, naming the option).
+absl::Status CheckScheduleFitsRun(const LoadedConfig& loaded, const RunInputs& inputs) {
+  absl::StatusOr<int64_t> updates = RunUpdateCount(
+      RunSchedule(loaded.config, *inputs.plugins.sampler,
+                  static_cast<int64_t>(inputs.data.train.size()), loaded.config.world_size()));
+  if (!updates.ok()) return updates.status();
+  const absl::Status fits = inputs.plugins.schedule->CheckRun(*updates);
+  if (fits.ok()) return fits;
+  return loaded.locator->Locate(
+      absl::Status(fits.code(), absl::StrCat("lr_schedule.options: ", fits.message())));
+}
+
 // The config, its plugins and its model settings were checked when it was
 // loaded; this loads the data and makes this run's plugins and model.
 absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded) {
@@ -54,6 +81,7 @@ absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded) {
   absl::StatusOr<RunPlugins> plugins = loaded.plugins.Create();
   if (!plugins.ok()) return loaded.locator->Locate(plugins.status());
   inputs.plugins = std::move(*plugins);
+  if (absl::Status s = CheckScheduleFitsRun(loaded, inputs); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<Classifier>> model = loaded.model.Build();
   if (!model.ok()) return loaded.locator->Locate(model.status());
   inputs.model = std::move(*model);
@@ -296,16 +324,16 @@ absl::Status Train(Run& run, UpdateRecorder* recorder, CheckpointCadence* cadenc
   step_parts.labels = &run.data.train_labels;
   step_parts.class_counts = &run.inputs.data.train_class_counts;
   step_parts.phase_kill = options.fault.phase;
+  step_parts.schedule = run.plugins().schedule.get();
+  if (config.has_clip_grad_norm()) {
+    step_parts.clipping = GradientClipping{config.clip_grad_norm().max_norm(),
+                                           config.clip_grad_norm().scope() == "global"};
+  }
   UpdateStep step(step_parts);
 
-  UpdateSchedule schedule;
-  schedule.sampler = run.plugins().sampler.get();
-  schedule.num_examples = static_cast<int64_t>(run.inputs.data.train.size());
-  schedule.world_size = options.world_size;
-  schedule.seed = config.seeds().sampler();
-  schedule.local_batch = run.local_batch;
-  schedule.epochs = config.epochs();
-  schedule.max_updates = config.run().max_updates();
+  UpdateSchedule schedule =
+      RunSchedule(config, *run.plugins().sampler,
+                  static_cast<int64_t>(run.inputs.data.train.size()), options.world_size);
   schedule.start = run.cursor;
 
   const ProgressLog progress({run.writer(), config.run().log_every_updates(),

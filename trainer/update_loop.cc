@@ -1,5 +1,6 @@
 #include "trainer/update_loop.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "logging/glog.h"
@@ -26,6 +27,16 @@ absl::StatusOr<EpochPlan> PlanEpoch(const UpdateSchedule& schedule, int epoch) {
 }
 
 }  // namespace
+
+absl::StatusOr<int64_t> RunUpdateCount(const UpdateSchedule& schedule) {
+  int64_t total = 0;
+  for (int epoch = 0; epoch < schedule.epochs; ++epoch) {
+    absl::StatusOr<EpochPlan> plan = PlanEpoch(schedule, epoch);
+    if (!plan.ok()) return plan.status();
+    total += plan->num_updates();
+  }
+  return schedule.max_updates > 0 ? std::min(total, schedule.max_updates) : total;
+}
 
 absl::Status RunUpdateLoop(const UpdateSchedule& schedule,
                            const UpdateLoopParts& parts) {

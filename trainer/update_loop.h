@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "samplers/sampler_policy.h"
 #include "trainer/checkpoint_cadence.h"
 #include "trainer/progress_log.h"
@@ -58,6 +59,11 @@ struct UpdateLoopParts {
   const ProgressLog* progress = nullptr;
   RankReportBuilder* report = nullptr;
 };
+
+// The updates of a whole run of `schedule` from update 0 (every epoch's
+// plan, stopped at max_updates): what a learning-rate schedule is checked
+// against. Errors: the plans'.
+absl::StatusOr<int64_t> RunUpdateCount(const UpdateSchedule& schedule);
 
 // Runs the schedule. The updates run are parts.report->updates().
 // Errors: the first error of the plan, the step, or a save; the run must

@@ -75,6 +75,9 @@ absl::Status UpdateRecorder::AfterOptimizerStep(int64_t total_update,
   }
   current_.set_accepted_examples(static_cast<int32_t>(result.global_accepted));
   current_.set_loss(result.weighted_loss);
+  current_.set_learning_rate(result.learning_rate);
+  current_.set_gradient_norm(result.gradient_norm);
+  current_.set_clip_factor(result.clip_factor);
   current_.set_loss_meaning(options_.world_size == 1
                                 ? "the update's weighted loss, sum_i w_i * loss_i"
                                 : "rank 0's share of the update's weighted loss, "

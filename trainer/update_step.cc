@@ -1,10 +1,13 @@
 #include "trainer/update_step.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <exception>
 #include <string>
 #include <vector>
+
+#include <torch/nn/utils/clip_grad.h>
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/phase_kill.h"
@@ -66,7 +69,10 @@ UpdateStep::UpdateStep(const UpdateStepParts& parts) : parts_(parts) {
         parts.weighting != nullptr && parts.reducer != nullptr &&
         parts.examples != nullptr && parts.labels != nullptr &&
         parts.class_counts != nullptr)
-      << "UpdateStep: every part but the group is required";
+      << "UpdateStep: every part but the group, the schedule and clipping is required";
+  for (const torch::optim::OptimizerParamGroup& group : parts.optimizer->param_groups()) {
+    base_rates_.push_back(group.options().get_lr());
+  }
 }
 
 absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
@@ -81,18 +87,22 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
   absl::StatusOr<double> loss = Backward(plan, update, total_update);
   if (!loss.ok()) return loss.status();
   result.weighted_loss = *loss;
+  const bool clips_locally = parts_.clipping.has_value() && !parts_.clipping->global;
+  if (absl::Status s = Clip(clips_locally, total_update, &result); !s.ok()) return s;
   const Clock::time_point sync_start = Clock::now();
   if (absl::Status s = Reduce(total_update); !s.ok()) return s;
   result.sync_seconds =
       std::chrono::duration<double>(Clock::now() - sync_start).count();
   if (absl::Status s = CheckReducedUpdate(total_update, *loss); !s.ok()) return s;
+  const bool clips_globally = parts_.clipping.has_value() && parts_.clipping->global;
+  if (absl::Status s = Clip(clips_globally, total_update, &result); !s.ok()) return s;
   if (observer != nullptr) {
     if (absl::Status s = observer->BeforeOptimizerStep(total_update, *parts_.model);
         !s.ok()) {
       return s;
     }
   }
-  if (absl::Status s = Step(total_update); !s.ok()) return s;
+  if (absl::Status s = Step(total_update, &result); !s.ok()) return s;
   if (observer != nullptr) {
     if (absl::Status s = observer->AfterOptimizerStep(total_update, plan, update,
                                                       result, *parts_.model);
@@ -135,7 +145,9 @@ absl::Status UpdateStep::PrepareBuckets(int64_t total_update) {
     }
     buckets_ = *std::move(buckets);
   }
-  buckets_->ArmBackward(*parts_.reducer, *parts_.group);
+  // A rank that clips its own gradient reduces it only after clipping.
+  const bool clips_locally = parts_.clipping.has_value() && !parts_.clipping->global;
+  if (!clips_locally) buckets_->ArmBackward(*parts_.reducer, *parts_.group);
   return absl::OkStatus();
 }
 
@@ -187,8 +199,29 @@ absl::Status CheckParametersFinite(const Classifier& model, int rank,
   return absl::OkStatus();
 }
 
-absl::Status UpdateStep::Step(int64_t total_update) {
+absl::Status UpdateStep::Clip(bool clip_here, int64_t total_update, UpdateResult* result) {
+  if (!clip_here) return absl::OkStatus();
+  const double max_norm = parts_.clipping->max_norm;
   try {
+    result->gradient_norm =
+        torch::nn::utils::clip_grad_norm_(parts_.model->parameters(), max_norm);
+  } catch (const std::exception& e) {
+    return LibTorchError(e, parts_.rank, total_update);
+  }
+  // clip_grad_norm_'s own factor (it scales only when this is below 1).
+  result->clip_factor = std::min(1.0, max_norm / (result->gradient_norm + 1e-6));
+  return absl::OkStatus();
+}
+
+absl::Status UpdateStep::Step(int64_t total_update, UpdateResult* result) {
+  const double factor =
+      parts_.schedule != nullptr ? parts_.schedule->Factor(total_update) : 1.0;
+  try {
+    std::vector<torch::optim::OptimizerParamGroup>& groups = parts_.optimizer->param_groups();
+    for (size_t g = 0; g < groups.size(); ++g) {
+      groups[g].options().set_lr(base_rates_[g] * factor);
+    }
+    result->learning_rate = base_rates_.empty() ? 0 : base_rates_[0] * factor;
     parts_.optimizer->step();
   } catch (const std::exception& e) {
     return LibTorchError(e, parts_.rank, total_update);

@@ -13,7 +13,13 @@
 //   each during the backward pass once it is ready when the reducer
 //   overlaps_backward(), all done before the step  (skipped without a group)
 //   the reduced gradients and this rank's loss are finite
+//   with clipping (scope "global"), the reduced gradient scaled by
+//   min(1, max_norm / (norm + 1e-6)), its norm the same on every rank; with
+//   scope "local" each rank scales its own gradient so before the reduction
+//   (its buckets are then reduced after the backward pass, not during it)
 //   observer->BeforeOptimizerStep(...)        gradients reduced, not stepped
+//   every parameter group's rate set to its base rate (as the optimizer
+//   was built) times the schedule's factor of the run's update index
 //   optimizer.step()
 //   observer->AfterOptimizerStep(...)
 // A NaN or an infinity in the reduced gradients or the loss ends the update
@@ -39,6 +45,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <torch/optim/optimizer.h>
@@ -50,6 +57,7 @@
 #include "reducers/gradient_buckets.h"
 #include "reducers/gradient_reducer.h"
 #include "samplers/epoch_plan.h"
+#include "schedules/lr_schedule.h"
 #include "data/receipt_tensors.h"
 #include "weighting/loss_weighting.h"
 
@@ -64,6 +72,14 @@ namespace receipt_parity {
 absl::Status CheckParametersFinite(const Classifier& model, int rank,
                                    int64_t total_update);
 
+// Clipping by the gradient's norm (config.proto, ClipGradNormConfig).
+struct GradientClipping {
+  double max_norm = 0;
+  // The reduced gradient's norm (true) or each rank's own before the
+  // reduction (false: the mistake kept to show it).
+  bool global = true;
+};
+
 struct UpdateStepParts {
   Classifier* model = nullptr;
   torch::optim::Optimizer* optimizer = nullptr;  // over model's parameters
@@ -77,6 +93,10 @@ struct UpdateStepParts {
   const std::vector<int>* labels = nullptr;
   // Training examples per class (for class_balanced).
   const std::vector<int64_t>* class_counts = nullptr;
+  // The learning-rate schedule; nullptr: the base rates throughout.
+  const LearningRateSchedule* schedule = nullptr;
+  // Clipping; nullopt: none.
+  std::optional<GradientClipping> clipping;
   // An injected kill inside the backward (forward_backward: weights,
   // forward, backward) or the reducer call (allreduce) of one update
   // (checkpoint/phase_kill.h); unarmed by default.
@@ -94,6 +114,13 @@ struct UpdateResult {
   int64_t local_slots = 0;
   // Valid slots of the update over all ranks (the denominator).
   int64_t global_accepted = 0;
+  // The rate of the optimizer's first parameter group for this update.
+  double learning_rate = 0;
+  // With clipping: the L2 norm measured (the reduced gradient's, or with
+  // scope local this rank's own) and the factor applied (1: not clipped).
+  // Without: 0 and 1.
+  double gradient_norm = 0;
+  double clip_factor = 1;
 };
 
 // Sees the model at the two points of an update that are not visible from
@@ -146,11 +173,17 @@ class UpdateStep {
   // With a group: the buckets (made once) armed for the backward pass.
   absl::Status PrepareBuckets(int64_t total_update);
   absl::Status Reduce(int64_t total_update);
-  absl::Status Step(int64_t total_update);
+  // Clips when `clip_here` (the scope's point of the update) and records
+  // the norm and factor in `result`.
+  absl::Status Clip(bool clip_here, int64_t total_update, UpdateResult* result);
+  absl::Status Step(int64_t total_update, UpdateResult* result);
   absl::Status CheckReducedUpdate(int64_t total_update, double loss);
 
   UpdateStepParts parts_;
   std::unique_ptr<GradientBuckets> buckets_;
+  // Each parameter group's rate as the optimizer was built: what the
+  // schedule's factor multiplies.
+  std::vector<double> base_rates_;
 };
 
 }  // namespace receipt_parity

@@ -1,5 +1,6 @@
 #include "trainer/update_step.h"
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -173,6 +174,104 @@ TEST(UpdateStepTest, GradientsStayInTheirBucketsAndOverlapKeepsBitwiseParity) {
   }
   for (size_t i = 0; i < final_params[0].size(); ++i) {
     EXPECT_TRUE(at::equal(final_params[0][i], final_params[1][i])) << "parameter " << i;
+  }
+}
+
+// A schedule of factor 1 / (u + 1): each update steps at the base rate
+// times its factor of the run's update index, whatever else happened.
+class HarmonicSchedule : public LearningRateSchedule {
+ public:
+  double Factor(int64_t update) const override { return 1.0 / (update + 1); }
+};
+
+TEST(UpdateStepTest, EachUpdateStepsAtTheScheduledRateOfItsRunIndex) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(10);
+  const EpochPlan plan = TinyPlan(10, {4});
+  Rank rank(set);
+  HarmonicSchedule schedule;
+  rank.parts.schedule = &schedule;
+  UpdateStep step(rank.parts);
+  Recording observer;
+  for (int64_t total : {7, 3}) {  // the index decides, not the order of calls
+    observer.gradients.clear();
+    observer.before.clear();
+    absl::StatusOr<UpdateResult> result = step.Run(plan, 0, total, &observer);
+    ASSERT_TRUE(result.ok()) << result.status();
+    const double rate = kLearningRate / (total + 1);
+    EXPECT_EQ(result->learning_rate, rate);
+    EXPECT_EQ(rank.optimizer.param_groups()[0].options().get_lr(), rate);
+    const std::vector<at::Tensor> after = ParameterValues(*rank.model);
+    for (size_t i = 0; i < after.size(); ++i) {
+      EXPECT_TRUE(at::allclose(after[i], observer.before[i] - rate * observer.gradients[i]));
+    }
+  }
+  // Without a schedule: the base rate.
+  Rank plain(set);
+  absl::StatusOr<UpdateResult> result = UpdateStep(plain.parts).Run(plan, 0, 9, nullptr);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->learning_rate, kLearningRate);
+  EXPECT_EQ(result->clip_factor, 1.0);
+}
+
+// The L2 norm of all of the model's gradients.
+double GradientNorm(const std::vector<at::Tensor>& gradients) {
+  double sum = 0;
+  for (const at::Tensor& g : gradients) sum += g.pow(2).sum().item<double>();
+  return std::sqrt(sum);
+}
+
+// Global clipping scales the reduced gradient by one factor on every rank:
+// two ranks step as one worker clipping the whole update's gradient.
+// Local clipping (each rank its own gradient) does not.
+TEST(UpdateStepTest, GlobalClippingKeepsParityAndLocalClippingBreaksIt) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(16);
+  const EpochPlan one_plan = TinyPlan(16, {8});
+  const EpochPlan two_plan = TinyPlan(16, {6, 2});
+  Rank unclipped(set);
+  Recording raw;
+  ASSERT_TRUE(UpdateStep(unclipped.parts).Run(one_plan, 0, 0, &raw).ok());
+  const double max_norm = GradientNorm(raw.gradients) / 4;  // clips hard
+
+  Rank reference(set);
+  reference.parts.clipping = GradientClipping{max_norm, true};
+  Recording clipped;
+  absl::StatusOr<UpdateResult> one = UpdateStep(reference.parts).Run(one_plan, 0, 0, &clipped);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_NEAR(one->gradient_norm, GradientNorm(raw.gradients), 1e-6);
+  EXPECT_NEAR(one->clip_factor, 0.25, 1e-5);
+  EXPECT_NEAR(GradientNorm(clipped.gradients), max_norm, 1e-5);
+
+  for (const bool global : {true, false}) {
+    std::vector<std::unique_ptr<Rank>> ranks;
+    ranks.push_back(std::make_unique<Rank>(set));
+    ranks.push_back(std::make_unique<Rank>(set));
+    std::vector<double> factors(2);
+    absl::Status status = RunOnLocalGroup(2, [&](int r, c10d::ProcessGroup& group) {
+      ranks[r]->parts.group = &group;
+      ranks[r]->parts.rank = r;
+      ranks[r]->parts.clipping = GradientClipping{max_norm, global};
+      absl::StatusOr<UpdateResult> result =
+          UpdateStep(ranks[r]->parts).Run(two_plan, 0, 0, nullptr);
+      if (!result.ok()) return result.status();
+      factors[r] = result->clip_factor;
+      return absl::OkStatus();
+    });
+    ASSERT_TRUE(status.ok()) << status;
+    const std::vector<at::Tensor> expected = ParameterValues(*reference.model);
+    const std::vector<at::Tensor> rank0 = ParameterValues(*ranks[0]->model);
+    bool all_close = true;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_TRUE(at::equal(rank0[i], ParameterValues(*ranks[1]->model)[i]));
+      all_close = all_close && at::allclose(rank0[i], expected[i], 1e-5, 1e-6);
+    }
+    if (global) {
+      EXPECT_TRUE(all_close);
+      EXPECT_EQ(factors[0], factors[1]);
+      EXPECT_NEAR(factors[0], one->clip_factor, 1e-6);
+    } else {
+      EXPECT_FALSE(all_close) << "local clipping matched the one-worker update";
+      EXPECT_NE(factors[0], factors[1]);
+    }
   }
 }
 
