@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "samplers/micro_batches.h"
+
 namespace receipt_parity {
 
 std::vector<EpochRankRecord> AccountEpoch(const EpochPlan& plan,
@@ -39,14 +41,19 @@ std::vector<EpochRankRecord> AccountEpoch(const EpochPlan& plan,
 
 UpdateComposition ComposeUpdate(const EpochPlan& plan, int64_t update,
                                 const std::vector<int>& labels,
-                                const std::vector<int64_t>& class_counts) {
+                                const std::vector<int64_t>& class_counts,
+                                int micro_batches) {
   UpdateComposition composition;
   composition.class_counts = class_counts;
+  composition.micro_batches = micro_batches;
   composition.by_rank.resize(plan.world_size());
   for (int r = 0; r < plan.world_size(); ++r) {
-    for (const Slot& slot : plan.UpdateSlots(r, update)) {
+    const absl::Span<const Slot> slots = plan.UpdateSlots(r, update);
+    for (size_t i = 0; i < slots.size(); ++i) {
       composition.by_rank[r].push_back(
-          WeightedSlot{labels[slot.dataset_index], slot.valid});
+          WeightedSlot{labels[slots[i].dataset_index], slots[i].valid,
+                       MicroBatchOf(static_cast<int64_t>(i), plan.local_batch()[r],
+                                    micro_batches)});
     }
   }
   return composition;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collectives/collective_error.h"
+#include "samplers/micro_batches.h"
 
 namespace receipt_parity {
 namespace {
@@ -23,14 +24,18 @@ NamedTensors Snapshot(const torch::nn::Module& model, bool gradients) {
 }  // namespace
 
 void RecordBatch(const EpochPlan& plan, int64_t update,
-                 const std::vector<std::string>& receipt_ids, FirstStep* record) {
+                 const std::vector<std::string>& receipt_ids, int micro_batches,
+                 FirstStep* record) {
   for (int r = 0; r < plan.world_size(); ++r) {
     RankBatch* batch = record->add_batch();
     batch->set_rank(r);
-    for (const Slot& slot : plan.UpdateSlots(r, update)) {
-      batch->add_receipt_ids(receipt_ids[slot.dataset_index]);
-      batch->add_dataset_indices(static_cast<int32_t>(slot.dataset_index));
-      batch->add_valid(slot.valid);
+    const absl::Span<const Slot> slots = plan.UpdateSlots(r, update);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      batch->add_receipt_ids(receipt_ids[slots[i].dataset_index]);
+      batch->add_dataset_indices(static_cast<int32_t>(slots[i].dataset_index));
+      batch->add_valid(slots[i].valid);
+      batch->add_micro_batch(MicroBatchOf(static_cast<int64_t>(i), plan.local_batch()[r],
+                                          micro_batches));
     }
   }
 }

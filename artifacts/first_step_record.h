@@ -21,9 +21,10 @@
 namespace receipt_parity {
 
 // Adds every rank's slots of `update` (receipt ids, dataset indices, valid
-// flags) to `record`'s batch.
+// flags, micro-batches of `micro_batches` per rank) to `record`'s batch.
 void RecordBatch(const EpochPlan& plan, int64_t update,
-                 const std::vector<std::string>& receipt_ids, FirstStep* record);
+                 const std::vector<std::string>& receipt_ids, int micro_batches,
+                 FirstStep* record);
 
 // Detached copies of the parameters (or, with `gradients`, of their
 // gradients), in registration order.

@@ -79,7 +79,7 @@ TEST(FirstStepRecordTest, RecordBatchListsEveryRanksSlots) {
   for (int i = 0; i < 10; ++i) receipt_ids.push_back("r" + std::to_string(i));
   const EpochPlan plan = MaskedTailPlan(10, {2, 2});
   FirstStep record;
-  RecordBatch(plan, 2, receipt_ids, &record);
+  RecordBatch(plan, 2, receipt_ids, /*micro_batches=*/2, &record);
   ASSERT_EQ(record.batch_size(), 2);
   for (int r = 0; r < 2; ++r) {
     const absl::Span<const Slot> slots = plan.UpdateSlots(r, 2);
@@ -89,6 +89,7 @@ TEST(FirstStepRecordTest, RecordBatchListsEveryRanksSlots) {
       EXPECT_EQ(record.batch(r).dataset_indices(i), slots[i].dataset_index);
       EXPECT_EQ(record.batch(r).receipt_ids(i), receipt_ids[slots[i].dataset_index]);
       EXPECT_EQ(record.batch(r).valid(i), slots[i].valid);
+      EXPECT_EQ(record.batch(r).micro_batch(i), static_cast<int>(i));  // 2 slots, 2 micro-batches
     }
   }
 }

@@ -96,11 +96,11 @@ absl::StatusOr<std::unique_ptr<SamplerPolicy>> MakePolicy(
 int AuditAndWrite(const SamplerPolicy& policy, const std::string& policy_name,
                   const std::vector<std::string>& receipt_ids, int world_size,
                   uint64_t seed, int epochs,
-                  const std::vector<int>& local_batch_sizes,
+                  const std::vector<int>& local_batch_sizes, int micro_batches,
                   const std::string& out) {
   absl::StatusOr<SamplerAudit> audit =
       AuditSampler(policy, policy_name, receipt_ids, world_size, seed, epochs,
-                   local_batch_sizes);
+                   local_batch_sizes, micro_batches);
   if (!audit.ok()) {
     if (absl::IsInvalidArgument(audit.status())) {
       return BadInput(std::string(audit.status().message()));
@@ -141,7 +141,7 @@ int AuditConfig(const std::string& path, const std::string& out) {
   return AuditAndWrite(**policy, loaded->plugins.sampler.name(), receipt_ids,
                        config.world_size(), config.seeds().sampler(),
                        config.epochs(), LocalBatchSizes(config),
-                       out);
+                       config.accumulation_steps(), out);
 }
 
 int Main(int argc, char** argv) {
@@ -206,7 +206,7 @@ int Main(int argc, char** argv) {
 
   return AuditAndWrite(**policy, policy_name, IndexReceiptIds(num_ids),
                        world_size, absl::GetFlag(FLAGS_seed), epochs,
-                       local_batch_sizes, out);
+                       local_batch_sizes, /*micro_batches=*/1, out);
 }
 
 }  // namespace

@@ -21,6 +21,8 @@ TrainingConfig FingerprintedConfig(const TrainingConfig& config) {
   // Where a run computes and how it reduces do not change what it trains.
   canonical.clear_device();
   if (canonical.has_backend()) canonical.set_backend("gloo");
+  // One micro-batch is no accumulation, as before accumulation existed.
+  if (canonical.accumulation_steps() == 1) canonical.clear_accumulation_steps();
   // The constant schedule without options is the schedule of configs
   // written before schedules existed.
   if (canonical.lr_schedule().name() == "constant" && !canonical.lr_schedule().has_options()) {
@@ -55,6 +57,10 @@ std::string ConfigFingerprint(const TrainingConfig& config) {
 TrainingConfig ReferenceConfig(const TrainingConfig& config) {
   TrainingConfig reference = config;
   reference.set_world_size(1);
+  // The effective-batch rule's gradient, (1/|A|) sum over the whole global
+  // batch, from one backward: however a run cuts its updates, this is what
+  // it is compared with.
+  reference.set_accumulation_steps(1);
   reference.clear_local_batch_sizes();
   reference.mutable_checkpoint()->set_every_updates(0);
   reference.mutable_run()->clear_fault();

@@ -144,6 +144,25 @@ absl::Status ValidateBatches(const TrainingConfig& c) {
   return absl::OkStatus();
 }
 
+// Every rank's local batch cuts into accumulation_steps equal micro-batches.
+absl::Status ValidateAccumulation(const TrainingConfig& c) {
+  const int steps = c.accumulation_steps();
+  if (steps < 1) {
+    return Invalid("accumulation_steps", absl::StrCat("must be >= 1, got ", steps));
+  }
+  const std::vector<int> local = LocalBatchSizes(c);
+  for (size_t r = 0; r < local.size(); ++r) {
+    if (local[r] % steps != 0) {
+      return Invalid("accumulation_steps",
+                     absl::StrCat(steps, " micro-batches do not cut rank ", r,
+                                  "'s local batch of ", local[r],
+                                  " into equal parts; choose a divisor of every "
+                                  "local batch (or local_batch_sizes that it divides)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // A hyperparameter must be finite: nan and inf compare false with every
 // bound, so each check below is written to refuse them too.
 absl::Status CheckPositive(const std::string& field, double value) {
@@ -350,6 +369,7 @@ void ApplyDefaults(TrainingConfig* c) {
   if (!c->has_device()) c->set_device("cpu");
   if (!c->has_world_size()) c->set_world_size(1);
   if (!c->has_epochs()) c->set_epochs(1);
+  if (!c->has_accumulation_steps()) c->set_accumulation_steps(1);
   ApplyDataDefaults(c->mutable_data());
   for (const PluginKind& kind : PluginKinds()) {
     PluginSelection* selection = kind.mutable_selection(c);
@@ -374,6 +394,7 @@ void ApplyDefaults(TrainingConfig* c) {
 absl::Status ValidateConfig(const TrainingConfig& c) {
   if (absl::Status s = ValidatePlatform(c); !s.ok()) return s;
   if (absl::Status s = ValidateBatches(c); !s.ok()) return s;
+  if (absl::Status s = ValidateAccumulation(c); !s.ok()) return s;
   if (c.epochs() < 1) return Invalid("epochs", "must be >= 1");
   if (absl::Status s = CheckModelForm(c.model()); !s.ok()) return s;
   if (absl::Status s = ValidateOptimizer(c.optimizer()); !s.ok()) return s;

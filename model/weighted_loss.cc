@@ -8,7 +8,7 @@ namespace receipt_parity {
 
 absl::StatusOr<WeightedBackwardResult> WeightedBackward(
     Classifier& model, const at::Tensor& images, const at::Tensor& labels,
-    const std::vector<double>& weights) {
+    const std::vector<double>& weights, GradientStart start) {
   const int64_t n = images.size(0);
   if (labels.dim() != 1 || labels.size(0) != n ||
       static_cast<int64_t>(weights.size()) != n) {
@@ -20,10 +20,10 @@ absl::StatusOr<WeightedBackwardResult> WeightedBackward(
   WeightedBackwardResult result;
   try {
     for (at::Tensor& p : model.parameters()) {
-      if (p.grad().defined()) {
-        p.mutable_grad().zero_();
-      } else {
+      if (!p.grad().defined()) {
         p.mutable_grad() = at::zeros_like(p);
+      } else if (start == GradientStart::kZero) {
+        p.mutable_grad().zero_();
       }
     }
     if (n == 0) return result;

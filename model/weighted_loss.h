@@ -21,14 +21,19 @@ struct WeightedBackwardResult {
   double weighted_loss = 0;
 };
 
-// Sets every parameter's gradient to the gradient of sum_i w_i * loss_i.
-// Afterwards every parameter has a defined gradient (zeros for an empty
-// batch or all-zero weights), as a reducer requires.
+// Where a backward starts: from zero gradients (in place), or adding to the
+// gradients there (the micro-batches of an update after its first).
+enum class GradientStart { kZero, kAccumulate };
+
+// Sets every parameter's gradient to the gradient of sum_i w_i * loss_i
+// (kZero), or adds that gradient to it (kAccumulate). Afterwards every
+// parameter has a defined gradient (zeros for an empty batch or all-zero
+// weights), as a reducer requires.
 // images: [N, ...]; labels: [N] int64; weights: N values.
 // InvalidArgument if the sizes disagree; LibTorch errors -> Internal.
 absl::StatusOr<WeightedBackwardResult> WeightedBackward(
     Classifier& model, const at::Tensor& images, const at::Tensor& labels,
-    const std::vector<double>& weights);
+    const std::vector<double>& weights, GradientStart start = GradientStart::kZero);
 
 // The parameters' gradients in registration order (not copies).
 std::vector<at::Tensor> Gradients(Classifier& model);

@@ -12,6 +12,7 @@ BUILTIN_PLUGINS = {
     "loss_weighting/global_count": "//weighting:global_count",
     "loss_weighting/rank_mean": "//weighting:rank_mean",
     "loss_weighting/class_balanced": "//weighting:class_balanced",
+    "loss_weighting/micro_batch_mean": "//weighting:micro_batch_mean",
     "reducer/allreduce_sum": "//reducers:allreduce_sum",
     "reducer/rank_average": "//reducers:rank_average",
     "reducer/mpi_allreduce": "//reducers:mpi_allreduce",

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "samplers/micro_batches.h"
 
 namespace receipt_parity {
 namespace {
@@ -18,7 +19,7 @@ constexpr int kSummaryItems = 5;
 std::string Hex(uint64_t value) { return absl::StrCat(absl::Hex(value)); }
 
 RankAudit AuditRank(const EpochPlan& plan, int rank,
-                    const std::vector<std::string>& receipt_ids) {
+                    const std::vector<std::string>& receipt_ids, int micro_batches) {
   RankAudit out;
   out.set_rank(rank);
   std::set<std::string> seen;
@@ -27,6 +28,14 @@ RankAudit AuditRank(const EpochPlan& plan, int rank,
     out.add_receipt_ids(receipt_ids[slot.dataset_index]);
     out.add_valid(slot.valid);
     if (slot.valid) seen.insert(receipt_ids[slot.dataset_index]);
+  }
+  if (micro_batches > 1) {
+    for (int64_t u = 0; u < plan.num_updates(); ++u) {
+      const int64_t slots = static_cast<int64_t>(plan.UpdateSlots(rank, u).size());
+      for (int64_t i = 0; i < slots; ++i) {
+        out.add_micro_batch(MicroBatchOf(i, plan.local_batch()[rank], micro_batches));
+      }
+    }
   }
   out.set_num_slots(out.indices_size());
   out.set_valid_slots(static_cast<int32_t>(
@@ -37,13 +46,13 @@ RankAudit AuditRank(const EpochPlan& plan, int rank,
 
 // Fills everything of `epoch` that follows from the ranks' slot lists.
 void AuditSlots(const EpochPlan& plan,
-                const std::vector<std::string>& receipt_ids,
+                const std::vector<std::string>& receipt_ids, int micro_batches,
                 EpochAudit* epoch) {
   std::map<int32_t, std::vector<SlotRef>> valid_slots_by_index;
   std::set<std::string> seen;
   for (int r = 0; r < plan.world_size(); ++r) {
     RankAudit* rank = epoch->add_ranks();
-    *rank = AuditRank(plan, r, receipt_ids);
+    *rank = AuditRank(plan, r, receipt_ids, micro_batches);
     for (int s = 0; s < rank->num_slots(); ++s) {
       SlotRef ref;
       ref.set_rank(r);
@@ -154,7 +163,7 @@ std::string EpochSummary(const EpochAudit& epoch, int num_ids) {
 absl::StatusOr<SamplerAudit> AuditSampler(
     const SamplerPolicy& policy, const std::string& policy_name,
     const std::vector<std::string>& receipt_ids, int world_size, uint64_t seed,
-    int epochs, const std::vector<int>& local_batch_sizes) {
+    int epochs, const std::vector<int>& local_batch_sizes, int micro_batches) {
   if (world_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("world_size is ", world_size, "; it must be >= 1"));
@@ -168,7 +177,14 @@ absl::StatusOr<SamplerAudit> AuditSampler(
     return absl::InvalidArgumentError(absl::StrCat(
         receipt_ids.size(), " examples; the audit handles at most 2^31-1"));
   }
+  for (int b : local_batch_sizes) {
+    if (micro_batches < 1 || b % micro_batches != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          micro_batches, " micro-batches do not cut a local batch of ", b, " evenly"));
+    }
+  }
   SamplerAudit audit;
+  audit.set_micro_batches(micro_batches);
   audit.set_num_ids(static_cast<int32_t>(receipt_ids.size()));
   audit.set_num_training_views(static_cast<int32_t>(receipt_ids.size()));
   audit.set_num_receipts(static_cast<int32_t>(
@@ -205,7 +221,7 @@ absl::StatusOr<SamplerAudit> AuditSampler(
       fingerprints.push_back(rank_plan->Fingerprint());
       if (r == 0) plan = std::move(rank_plan);
     }
-    AuditSlots(*plan, receipt_ids, epoch);
+    AuditSlots(*plan, receipt_ids, micro_batches, epoch);
     for (int r = 0; r < world_size; ++r) {
       epoch->mutable_ranks(r)->set_plan_fingerprint(Hex(fingerprints[r]));
     }

@@ -31,13 +31,17 @@ namespace receipt_parity {
 // a dataset example held by two or more VALID slots of one epoch; masked
 // slots are never counted as seen.
 //
+// micro_batches: gradient accumulation's micro-batches per rank and update;
+// above 1, every slot's micro-batch is recorded (samplers/micro_batches.h).
+//
 // Errors: InvalidArgument for world_size < 1, epochs < 1, more than 2^31-1
-// examples, or local_batch_sizes that BuildEpochPlan() rejects (the message
-// names the value); errors of the policy pass through.
+// examples, local_batch_sizes that BuildEpochPlan() rejects or that
+// micro_batches does not divide (the message names the value); errors of
+// the policy pass through.
 absl::StatusOr<SamplerAudit> AuditSampler(
     const SamplerPolicy& policy, const std::string& policy_name,
     const std::vector<std::string>& receipt_ids, int world_size, uint64_t seed,
-    int epochs, const std::vector<int>& local_batch_sizes);
+    int epochs, const std::vector<int>& local_batch_sizes, int micro_batches = 1);
 
 // The human summary of an audit, one line per epoch and a last line on
 // agreement, e.g.

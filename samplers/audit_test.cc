@@ -83,6 +83,31 @@ TEST(AuditTest, CountsReceiptsAndTrainingViewsApart) {
   EXPECT_THAT(audit->epochs(0).duplicated_ids(), IsEmpty());
 }
 
+// With accumulation every slot says its micro-batch: 47 ids on 3 ranks of
+// local batch 4 in 2 micro-batches (of 2 slots), the epoch's last update
+// short; without, no micro-batch is recorded.
+TEST(AuditTest, EverySlotSaysItsMicroBatch) {
+  absl::StatusOr<SamplerAudit> audit =
+      AuditSampler(*Policy<MaskedTailFactory>(), "masked_tail", IndexReceiptIds(47), 3, kSeed,
+                   1, {4, 4, 4}, /*micro_batches=*/2);
+  ASSERT_TRUE(audit.ok()) << audit.status();
+  EXPECT_EQ(audit->micro_batches(), 2);
+  for (const RankAudit& rank : audit->epochs(0).ranks()) {
+    ASSERT_EQ(rank.micro_batch_size(), rank.num_slots());
+    for (int j = 0; j < rank.num_slots(); ++j) {
+      EXPECT_EQ(rank.micro_batch(j), (j % 4) / 2) << "rank " << rank.rank() << " slot " << j;
+    }
+  }
+  EXPECT_EQ(Audit(*Policy<MaskedTailFactory>(), "masked_tail").epochs(0).ranks(0)
+                .micro_batch_size(),
+            0);
+  EXPECT_EQ(AuditSampler(*Policy<MaskedTailFactory>(), "masked_tail", IndexReceiptIds(47), 3,
+                         kSeed, 1, {4, 4, 4}, /*micro_batches=*/3)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(AuditTest, MaskedTailHas47ValidSlotsOneMaskedNoDuplicate) {
   SamplerAudit audit = Audit(*Policy<MaskedTailFactory>(), "masked_tail");
   for (const EpochAudit& epoch : audit.epochs()) {

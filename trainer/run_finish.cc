@@ -207,7 +207,7 @@ absl::StatusOr<TrainingOutcome> WriteArtifacts(
   absl::StatusOr<SamplerAudit> audit = AuditSampler(
       *run.plugins().sampler, config.sampler().name(), run.data.train_ids,
       run.options->world_size, config.seeds().sampler(), trained_epochs,
-      run.local_batch);
+      run.local_batch, config.accumulation_steps());
   if (!audit.ok()) return audit.status();
   artifacts.manifest = &run.manifest;
   artifacts.summary = &summary;

@@ -301,6 +301,7 @@ UpdateRecorderOptions RecorderOptions(const Run& run) {
   options.record_updates = run.options->record_updates;
   options.artifact_dir = run.options->artifact_dir;
   options.receipt_ids = &run.data.train_ids;
+  options.micro_batches = run.config->accumulation_steps();
   options.stamp = run.stamp();
   options.defer_writes = true;  // no artifact write inside a timed update
   return options;
@@ -324,6 +325,7 @@ absl::Status Train(Run& run, UpdateRecorder* recorder, CheckpointCadence* cadenc
   step_parts.labels = &run.data.train_labels;
   step_parts.class_counts = &run.inputs.data.train_class_counts;
   step_parts.phase_kill = options.fault.phase;
+  step_parts.micro_batches = config.accumulation_steps();
   step_parts.schedule = run.plugins().schedule.get();
   if (config.has_clip_grad_norm()) {
     step_parts.clipping = GradientClipping{config.clip_grad_norm().max_norm(),

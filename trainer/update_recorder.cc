@@ -83,7 +83,7 @@ absl::Status UpdateRecorder::AfterOptimizerStep(int64_t total_update,
                                 : "rank 0's share of the update's weighted loss, "
                                   "sum_i w_i * loss_i over its slots; the whole "
                                   "update's is run_summary.json loss_curve");
-  RecordBatch(plan, update, *options_.receipt_ids, &current_);
+  RecordBatch(plan, update, *options_.receipt_ids, options_.micro_batches, &current_);
   if (first) first_step_.MergeFrom(current_);
   if (asked) {
     for (const auto& item : model.named_parameters()) {

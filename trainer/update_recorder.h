@@ -51,6 +51,9 @@ struct UpdateRecorderOptions {
   // Receipt ids by dataset index, for the records' batches. Not owned;
   // must outlive the recorder.
   const std::vector<std::string>* receipt_ids = nullptr;
+  // Micro-batches per rank and update (accumulation_steps): recorded per
+  // slot in the batch.
+  int micro_batches = 1;
   // Write first_step.json and update-K.json in AfterTimedUpdate (the run's
   // update loop calls it once the update's time is taken), so no file write
   // is timed as part of an update; false: in AfterOptimizerStep.

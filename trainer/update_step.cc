@@ -16,6 +16,7 @@
 #include "parity/tensor_comparison.h"
 #include "collectives/collective_error.h"
 #include "artifacts/epoch_accounting.h"
+#include "samplers/micro_batches.h"
 
 namespace receipt_parity {
 namespace {
@@ -118,19 +119,43 @@ absl::StatusOr<double> UpdateStep::Backward(const EpochPlan& plan,
                                             int64_t total_update) {
   const PhaseKillScope injected_kill(parts_.phase_kill, KillPhase::kForwardBackward,
                                      parts_.rank, total_update);
+  const int micro_batches = parts_.micro_batches;
+  // The weights of the whole update, over every micro-batch of every rank.
   const std::vector<double> weights = parts_.weighting->Weights(
-      ComposeUpdate(plan, update, *parts_.labels, *parts_.class_counts),
+      ComposeUpdate(plan, update, *parts_.labels, *parts_.class_counts, micro_batches),
       parts_.rank);
-  ExampleTensors batch;
-  try {
-    batch = SelectSlots(*parts_.examples, plan.UpdateSlots(parts_.rank, update));
-  } catch (const std::exception& e) {
-    return LibTorchError(e, parts_.rank, total_update);
+  const absl::Span<const Slot> slots = plan.UpdateSlots(parts_.rank, update);
+  const int local_batch = plan.local_batch()[parts_.rank];
+  double loss = 0;
+  for (int m = 0; m < micro_batches; ++m) {
+    const auto [begin, end] = MicroBatchRange(m, static_cast<int64_t>(slots.size()),
+                                              local_batch, micro_batches);
+    // The first micro-batch starts from zero gradients (even an empty
+    // one); an empty later one adds nothing.
+    if (m > 0 && begin == end) continue;
+    // The last backward of the update starts the buckets' reduction.
+    if (m == micro_batches - 1) ArmBuckets();
+    ExampleTensors batch;
+    try {
+      batch = SelectSlots(*parts_.examples, slots.subspan(begin, end - begin));
+    } catch (const std::exception& e) {
+      return LibTorchError(e, parts_.rank, total_update);
+    }
+    absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
+        *parts_.model, batch.images, batch.labels,
+        std::vector<double>(weights.begin() + begin, weights.begin() + end),
+        m == 0 ? GradientStart::kZero : GradientStart::kAccumulate);
+    if (!backward.ok()) return backward.status();
+    loss += backward->weighted_loss;
   }
-  absl::StatusOr<WeightedBackwardResult> backward =
-      WeightedBackward(*parts_.model, batch.images, batch.labels, weights);
-  if (!backward.ok()) return backward.status();
-  return backward->weighted_loss;
+  return loss;
+}
+
+void UpdateStep::ArmBuckets() {
+  if (buckets_ == nullptr) return;
+  // A rank that clips its own gradient reduces it only after clipping.
+  const bool clips_locally = parts_.clipping.has_value() && !parts_.clipping->global;
+  if (!clips_locally) buckets_->ArmBackward(*parts_.reducer, *parts_.group);
 }
 
 absl::Status UpdateStep::PrepareBuckets(int64_t total_update) {
@@ -145,9 +170,6 @@ absl::Status UpdateStep::PrepareBuckets(int64_t total_update) {
     }
     buckets_ = *std::move(buckets);
   }
-  // A rank that clips its own gradient reduces it only after clipping.
-  const bool clips_locally = parts_.clipping.has_value() && !parts_.clipping->global;
-  if (!clips_locally) buckets_->ArmBackward(*parts_.reducer, *parts_.group);
   return absl::OkStatus();
 }
 

@@ -6,12 +6,15 @@
 //   weights  = weighting.Weights(the whole update u of `plan`, r): from the
 //              plan alone, no communication (artifacts/epoch_accounting.h)
 //   backward of sum_i w_i * loss_i over r's slots (model/weighted_loss.h);
-//              masked slots are computed and weigh zero
+//              masked slots are computed and weigh zero; with
+//              accumulation, one forward and backward per micro-batch
+//              (samplers/micro_batches.h), their gradients added
 //   with a group, the gradients live in persistent flat buckets
 //   (reducers/gradient_buckets.h, made at the first update; every .grad a
-//   view into them); the reducer reduces the buckets in place, starting
-//   each during the backward pass once it is ready when the reducer
-//   overlaps_backward(), all done before the step  (skipped without a group)
+//   view into them); the reducer reduces the buckets in place once per
+//   update, starting each during the (last micro-batch's) backward pass
+//   once it is ready when the reducer overlaps_backward(), all done before
+//   the step  (skipped without a group)
 //   the reduced gradients and this rank's loss are finite
 //   with clipping (scope "global"), the reduced gradient scaled by
 //   min(1, max_norm / (norm + 1e-6)), its norm the same on every rank; with
@@ -93,6 +96,10 @@ struct UpdateStepParts {
   const std::vector<int>* labels = nullptr;
   // Training examples per class (for class_balanced).
   const std::vector<int64_t>* class_counts = nullptr;
+  // Micro-batches per update and rank (accumulation_steps): each is its
+  // own forward and backward, their gradients added; the reduction starts
+  // during the last one. REQUIRES: >= 1, dividing every local batch.
+  int micro_batches = 1;
   // The learning-rate schedule; nullptr: the base rates throughout.
   const LearningRateSchedule* schedule = nullptr;
   // Clipping; nullopt: none.
@@ -170,8 +177,11 @@ class UpdateStep {
  private:
   absl::StatusOr<double> Backward(const EpochPlan& plan, int64_t update,
                                   int64_t total_update);
-  // With a group: the buckets (made once) armed for the backward pass.
+  // With a group: the buckets, made once.
   absl::Status PrepareBuckets(int64_t total_update);
+  // With buckets: armed for the next backward pass, unless this rank clips
+  // its own gradient before the reduction.
+  void ArmBuckets();
   absl::Status Reduce(int64_t total_update);
   // Clips when `clip_here` (the scope's point of the update) and records
   // the norm and factor in `result`.

@@ -15,6 +15,7 @@
 #include "collectives/local_process_group.h"
 #include "trainer/loop_test_support.h"
 #include "weighting/global_count_weighting.h"
+#include "weighting/micro_batch_mean_weighting.h"
 
 namespace receipt_parity {
 namespace {
@@ -175,6 +176,49 @@ TEST(UpdateStepTest, GradientsStayInTheirBucketsAndOverlapKeepsBitwiseParity) {
   for (size_t i = 0; i < final_params[0].size(); ++i) {
     EXPECT_TRUE(at::equal(final_params[0][i], final_params[1][i])) << "parameter " << i;
   }
+}
+
+// The parameters after update `update` of `plan` (one worker with
+// `micro_batches`, or ranks over a real Gloo group), with `weighting`.
+std::vector<at::Tensor> AfterOneUpdate(const TinyTrainingSet& set, const EpochPlan& plan,
+                                       int64_t update, int micro_batches,
+                                       const LossWeighting& weighting) {
+  std::vector<std::unique_ptr<Rank>> ranks;
+  for (int r = 0; r < plan.world_size(); ++r) ranks.push_back(std::make_unique<Rank>(set));
+  absl::Status status = RunOnLocalGroup(plan.world_size(), [&](int r, c10d::ProcessGroup& group) {
+    ranks[r]->parts.group = plan.world_size() > 1 ? &group : nullptr;
+    ranks[r]->parts.rank = r;
+    ranks[r]->parts.micro_batches = micro_batches;
+    ranks[r]->parts.weighting = &weighting;
+    return UpdateStep(ranks[r]->parts).Run(plan, update, update, nullptr).status();
+  });
+  EXPECT_TRUE(status.ok()) << status;
+  return ParameterValues(*ranks[0]->model);
+}
+
+bool AllClose(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!at::allclose(a[i], b[i], 1e-5, 1e-7)) return false;
+  }
+  return true;
+}
+
+// An update whose 16 slots hold 10 examples (a masked tail): 1 worker in
+// 4 micro-batches, 2 in 2, 4 in 1 and 1 in 1 step alike with global_count;
+// micro_batch_mean, each micro-batch's mean over 4, does not.
+TEST(UpdateStepTest, AccumulationKeepsTheUpdateAndMicroBatchMeansDoNot) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(10);
+  const GlobalCountWeighting global;
+  const std::vector<at::Tensor> reference =
+      AfterOneUpdate(set, TinyPlan(10, {16}), 0, 1, global);
+  EXPECT_TRUE(AllClose(AfterOneUpdate(set, TinyPlan(10, {16}), 0, 4, global), reference));
+  EXPECT_TRUE(AllClose(AfterOneUpdate(set, TinyPlan(10, {8, 8}), 0, 2, global), reference));
+  EXPECT_TRUE(AllClose(AfterOneUpdate(set, TinyPlan(10, {4, 4, 4, 4}), 0, 1, global),
+                       reference));
+  const MicroBatchMeanWeighting micro_mean;
+  EXPECT_TRUE(AllClose(AfterOneUpdate(set, TinyPlan(10, {16}), 0, 1, micro_mean), reference))
+      << "one micro-batch: its mean is the update's";
+  EXPECT_FALSE(AllClose(AfterOneUpdate(set, TinyPlan(10, {16}), 0, 4, micro_mean), reference));
 }
 
 // A schedule of factor 1 / (u + 1): each update steps at the base rate

@@ -22,6 +22,9 @@ namespace receipt_parity {
 struct WeightedSlot {
   int label = 0;
   bool valid = true;
+  // Its micro-batch on its rank (samplers/micro_batches.h); 0 without
+  // gradient accumulation.
+  int micro_batch = 0;
 };
 
 // One update as every rank sees it.
@@ -30,6 +33,8 @@ struct UpdateComposition {
   std::vector<std::vector<WeightedSlot>> by_rank;
   // Training-set examples per class (for class_balanced).
   std::vector<int64_t> class_counts;
+  // Micro-batches per rank in the update (accumulation_steps; 1 without).
+  int micro_batches = 1;
 };
 
 class LossWeighting {
