@@ -110,6 +110,18 @@ absl::StatusOr<ParityReport> CheckParity(const Run& run,
   if (!why.empty()) {
     LOG(ERROR) << "parity FAILED, and the layer audit says why: " << absl::StrJoin(why, "; ");
   }
+  // Each rank's clip factor at the first update, when this attempt ran it.
+  std::vector<double> rank_clip_factors;
+  if (run.fresh()) {
+    for (const RankReport& r : reports) {
+      if (r.update_clip_factor_size() > 0) rank_clip_factors.push_back(r.update_clip_factor(0));
+    }
+  }
+  const std::vector<std::string> recipe = ExplainRecipe(*run.config, first_step, rank_clip_factors,
+                                                        &*report);
+  if (!recipe.empty()) {
+    LOG(ERROR) << "parity FAILED, and the recipe says why: " << absl::StrJoin(recipe, "; ");
+  }
   return report;
 }
 

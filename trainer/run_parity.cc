@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "artifacts/artifact_stamp.h"
 #include "io/json_file.h"
 #include "parity/cross_device_tolerance.h"
@@ -145,6 +146,62 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
   }
   report.set_pass(report.failures_size() == 0);
   return report;
+}
+
+namespace {
+
+// "rank 0: [2, 2, 1, 0]; rank 1: [2, 1, 0, 0]": valid slots per micro-batch.
+std::string ValidPerMicroBatch(const FirstStep& run, int micro_batches, bool* unequal) {
+  std::vector<std::string> ranks;
+  int64_t first = -1;
+  *unequal = false;
+  for (const RankBatch& batch : run.batch()) {
+    std::vector<int64_t> valid(micro_batches, 0);
+    for (int i = 0; i < batch.valid_size() && i < batch.micro_batch_size(); ++i) {
+      if (batch.valid(i)) ++valid[batch.micro_batch(i)];
+    }
+    for (int64_t v : valid) {
+      if (first < 0) first = v;
+      *unequal = *unequal || v != first;
+    }
+    ranks.push_back(absl::StrCat("rank ", batch.rank(), ": [", absl::StrJoin(valid, ", "), "]"));
+  }
+  return absl::StrJoin(ranks, "; ");
+}
+
+}  // namespace
+
+std::vector<std::string> ExplainRecipe(const TrainingConfig& config, const FirstStep& run,
+                                       const std::vector<double>& rank_clip_factors,
+                                       ParityReport* report) {
+  std::vector<std::string> why;
+  if (report->pass()) return why;
+  if (config.loss_weighting().name() == "micro_batch_mean") {
+    bool unequal = false;
+    const std::string counts = ValidPerMicroBatch(run, config.accumulation_steps(), &unequal);
+    if (unequal) {
+      why.push_back(absl::StrCat(
+          "loss weighting micro_batch_mean gives each micro-batch's mean the same weight (1 / ",
+          config.accumulation_steps(), " micro-batches / ", config.world_size(),
+          " ranks), but the first update's micro-batches hold different numbers of valid "
+          "examples (",
+          counts, "), so an example of a fuller micro-batch weighs less than one of an "
+          "emptier one, where the effective-batch rule weighs every accepted example 1 / ",
+          run.accepted_examples(), ": use global_count"));
+    }
+  }
+  if (config.has_clip_grad_norm() && config.clip_grad_norm().scope() == "local") {
+    why.push_back(absl::StrCat(
+        "clip_grad_norm scope local: each rank clipped its own gradient before the "
+        "reduction",
+        rank_clip_factors.empty()
+            ? ""
+            : absl::StrCat(" (factors ", absl::StrJoin(rank_clip_factors, ", "), ")"),
+        ", so the sum is not the update's gradient clipped once, as the one-worker run "
+        "clips it: use scope global (the reduced gradient's norm, one factor on every rank)"));
+  }
+  for (const std::string& sentence : why) report->add_failures(sentence);
+  return why;
 }
 
 }  // namespace receipt_parity

@@ -5,6 +5,7 @@
 #define RECEIPT_PARITY_TRAINER_RUN_PARITY_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "parity/parity_report.pb.h"
@@ -27,6 +28,17 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
                                             const std::string& reference_dir,
                                             const TrainingConfig& config,
                                             bool ranks_agree);
+
+// When `report` fails and the config's recipe holds a kept mistake that
+// explains it, adds a `failures` sentence saying why, and returns the
+// sentences added:
+//  - loss weighting micro_batch_mean with micro-batches of the first update
+//    (`run`'s batch) holding different numbers of valid examples;
+//  - clip_grad_norm scope "local" (each rank's clip factor at the first
+//    update in `rank_clip_factors`, rank order; empty when not measured).
+std::vector<std::string> ExplainRecipe(const TrainingConfig& config, const FirstStep& run,
+                                       const std::vector<double>& rank_clip_factors,
+                                       ParityReport* report);
 
 }  // namespace receipt_parity
 

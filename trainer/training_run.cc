@@ -58,8 +58,10 @@ UpdateSchedule RunSchedule(const TrainingConfig& config, const SamplerPolicy& sa
   return schedule;
 }
 
-// The learning-rate schedule serves the run's updates (a warmup longer
-// than the run is refused, naming the option).
+// The learning-rate schedule serves the run's updates, every epoch's (a
+// warmup longer than the run is refused, naming the option; run.max_updates
+// only says where an attempt stops, as a multi-worker run's one-update
+// reference does).
 absl::Status CheckScheduleFitsRun(const LoadedConfig& loaded, const RunInputs& inputs) {
   absl::StatusOr<int64_t> updates = RunUpdateCount(
       RunSchedule(loaded.config, *inputs.plugins.sampler,

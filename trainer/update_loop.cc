@@ -1,6 +1,5 @@
 #include "trainer/update_loop.h"
 
-#include <algorithm>
 #include <chrono>
 
 #include "logging/glog.h"
@@ -35,7 +34,7 @@ absl::StatusOr<int64_t> RunUpdateCount(const UpdateSchedule& schedule) {
     if (!plan.ok()) return plan.status();
     total += plan->num_updates();
   }
-  return schedule.max_updates > 0 ? std::min(total, schedule.max_updates) : total;
+  return total;
 }
 
 absl::Status RunUpdateLoop(const UpdateSchedule& schedule,

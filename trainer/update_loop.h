@@ -60,9 +60,10 @@ struct UpdateLoopParts {
   RankReportBuilder* report = nullptr;
 };
 
-// The updates of a whole run of `schedule` from update 0 (every epoch's
-// plan, stopped at max_updates): what a learning-rate schedule is checked
-// against. Errors: the plans'.
+// The updates of every epoch of `schedule` from update 0, whatever
+// max_updates stops an attempt at (operational: a later attempt may ask for
+// more): the run a learning-rate schedule is checked against. Errors: the
+// plans'.
 absl::StatusOr<int64_t> RunUpdateCount(const UpdateSchedule& schedule);
 
 // Runs the schedule. The updates run are parts.report->updates().

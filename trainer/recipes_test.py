@@ -1,0 +1,222 @@
+#!/usr/bin/python3
+"""The recipes teams train with, through the REAL train binary and real
+worker processes: gradient accumulation keeps the update (1 worker x 4
+micro-batches, 2 x 2, 4 x 1 on a masked tail), the accumulation mistake
+micro_batch_mean and per-rank clipping fail parity saying why, global
+clipping and a schedule keep it, every built-in optimizer and schedule
+resumes bitwise, and what is refused names its field."""
+import math
+import os
+import unittest
+
+import integration_support as support
+
+# 12 identities, a quarter to validation: about 9 training receipts, so one
+# update of 16 slots holds them all and the rest of its slots are masked.
+TAIL = dict(ids=12, batch=16, epochs=1)
+
+
+def config(tmp, name, text):
+  return support.write(os.path.join(tmp, name + ".pbtxt"), text)
+
+
+def train(config_path, out, *flags):
+  return support.run_train("--config=" + config_path, "--out=" + out, *flags)
+
+
+def first_step(out):
+  return support.load(os.path.join(out, "first_step.json"))
+
+
+def gradients(step):
+  return {name: t["values"] for name, t in step["gradients"].items()}
+
+
+def close(a, b, rtol=1e-5, atol=1e-7):
+  return all(abs(x - y) <= atol + rtol * abs(y) for x, y in zip(a, b))
+
+
+class AccumulationTest(unittest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    cls.tmp = support.temp_dir("accumulation")
+    cls.runs = {}
+    for world, steps in ((1, 4), (2, 2), (4, 1)):
+      text = support.small_config(world=world, extra="accumulation_steps: %d" % steps, **TAIL)
+      out = os.path.join(cls.tmp, "w%d_k%d" % (world, steps))
+      cls.runs[(world, steps)] = (out, train(config(cls.tmp, "w%d" % world, text), out))
+
+  def out(self, world, steps):
+    out, result = self.runs[(world, steps)]
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    return out if world > 1 else os.path.join(out, "reference")
+
+  def test_every_split_of_the_update_has_the_same_gradient(self):
+    one = gradients(first_step(self.out(1, 4)))
+    for world, steps in ((2, 2), (4, 1)):
+      other = gradients(first_step(self.out(world, steps)))
+      self.assertEqual(set(other), set(one))
+      for name in one:
+        self.assertTrue(close(other[name], one[name]), (world, steps, name))
+
+  def test_the_multi_worker_runs_pass_parity_against_the_whole_batch(self):
+    for world, steps in ((2, 2), (4, 1)):
+      parity = support.load(os.path.join(self.out(world, steps), "parity.json"))
+      self.assertTrue(parity["pass"], parity["failures"])
+      self.assertEqual(parity["accepted_examples"],
+                       len(first_step(self.out(1, 4))["batch"][0]["valid"]))
+      # The reference computed the whole global batch in one backward.
+      manifest = support.load(os.path.join(self.out(world, steps), "reference",
+                                           "run_manifest.json"))
+      self.assertEqual(manifest["world_size"], 1)
+
+  def test_the_records_say_each_slots_micro_batch(self):
+    batch = first_step(self.out(1, 4))["batch"][0]
+    # The receipts (fewer than 16: a masked tail) in micro-batches of 4.
+    slots = len(batch["valid"])
+    self.assertTrue(8 < slots < 16, slots)
+    self.assertEqual(batch["micro_batch"], [j // 4 for j in range(slots)])
+    audit = support.load(os.path.join(self.out(2, 2), "sampler_audit.json"))
+    self.assertEqual(audit["micro_batches"], 2)
+    for rank in audit["epochs"][0]["ranks"]:
+      self.assertEqual(rank["micro_batch"], [j // 4 for j in range(rank["num_slots"])])
+
+  def test_micro_batch_means_fail_parity_and_say_why(self):
+    text = support.small_config(world=2, weighting="micro_batch_mean",
+                                extra="accumulation_steps: 2", **TAIL)
+    out = os.path.join(self.tmp, "micro_batch_mean")
+    result = train(config(self.tmp, "micro_batch_mean", text), out)
+    self.assertEqual(result.returncode, 3, result.stderr[-3000:])
+    parity = support.load(os.path.join(out, "parity.json"))
+    self.assertFalse(parity["pass"])
+    why = [f for f in parity["failures"] if "micro_batch_mean" in f]
+    self.assertEqual(len(why), 1, parity["failures"])
+    self.assertIn("different numbers of valid examples", why[0])
+    self.assertIn("use global_count", why[0])
+
+
+class ClippingAndScheduleTest(unittest.TestCase):
+
+  def test_global_clipping_and_a_schedule_keep_parity(self):
+    tmp = support.temp_dir("clip_global")
+    schedule = ('lr_schedule { name: "linear_warmup_cosine" options { '
+                '[type.googleapis.com/receipt_parity.LinearWarmupCosineOptions] '
+                '{ warmup_updates: 2 total_updates: 10 } } }')
+    text = support.small_config(
+        world=2, batch=4, epochs=2,
+        extra="local_batch_sizes: [3, 1]\nclip_grad_norm { max_norm: 0.01 }\n" + schedule)
+    out = os.path.join(tmp, "out")
+    result = train(config(tmp, "c", text), out)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    parity = support.load(os.path.join(out, "parity.json"))
+    self.assertTrue(parity["pass"], parity["failures"])
+    step = first_step(out)
+    self.assertLess(step["clip_factor"], 1.0)
+    self.assertGreater(step["gradient_norm"], 0.01)
+    # Update u steps at 0.05 * (u + 1) / 2 during the warmup, then the cosine.
+    self.assertEqual(step["learning_rate"], 0.05 * 1 / 2)
+    curve = support.load(os.path.join(out, "run_summary.json"))["loss_curve"]
+    self.assertEqual(curve[1]["learning_rate"], 0.05)
+    self.assertAlmostEqual(curve[4]["learning_rate"],
+                           0.05 * 0.5 * (1 + math.cos(math.pi * 2 / 8)), places=15)
+    for point in curve:
+      self.assertEqual(point["rank_clip_factors"][0], point["rank_clip_factors"][1])
+
+  def test_local_clipping_fails_parity_and_says_why(self):
+    tmp = support.temp_dir("clip_local")
+    text = support.small_config(
+        world=2, batch=4,
+        extra="local_batch_sizes: [3, 1]\nclip_grad_norm { max_norm: 0.01 scope: \"local\" }")
+    out = os.path.join(tmp, "out")
+    result = train(config(tmp, "c", text), out)
+    self.assertEqual(result.returncode, 3, result.stderr[-3000:])
+    parity = support.load(os.path.join(out, "parity.json"))
+    why = [f for f in parity["failures"] if "scope local" in f]
+    self.assertEqual(len(why), 1, parity["failures"])
+    self.assertIn("use scope global", why[0])
+
+
+OPTIMIZER = ('optimizer {{ name: "{name}" options {{ '
+             '[type.googleapis.com/receipt_parity.{type}] {{ {options} }} }} }}')
+SCHEDULE = ('lr_schedule {{ name: "{name}" options {{ '
+            '[type.googleapis.com/receipt_parity.{type}] {{ {options} }} }} }}')
+
+
+class ResumeTest(unittest.TestCase):
+  """Each built-in optimizer and schedule, stopped after 3 updates (a
+  finished run) and continued to 6 from its newest generation, ends with
+  the parameters of a run that went to 6 at once."""
+
+  def resumes_bitwise(self, name, optimizer, schedule):
+    tmp = support.temp_dir(name)
+    text = (support.small_config(world=2, batch=4, epochs=2, ids=24).replace(
+        "optimizer { sgd { learning_rate: 0.05 momentum: 0.9 } }", optimizer) +
+            schedule + "\ncheckpoint { every_updates: 1 keep_last: 2 }\n")
+    whole = config(tmp, "whole", text.replace("log_every_updates: 1000",
+                                              "log_every_updates: 1000 max_updates: 6"))
+    part = config(tmp, "part", text.replace("log_every_updates: 1000",
+                                            "log_every_updates: 1000 max_updates: 3"))
+    whole_out, part_out = os.path.join(tmp, "whole"), os.path.join(tmp, "part")
+    for result in (train(whole, whole_out), train(part, part_out), train(whole, part_out)):
+      self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    resume = support.load(os.path.join(part_out, "resume.json"))
+    self.assertEqual(resume["update"], 3)
+    summary = lambda out: support.load(os.path.join(out, "run_summary.json"))
+    self.assertEqual(summary(part_out)["final_parameter_hash"],
+                     summary(whole_out)["final_parameter_hash"])
+    # The continued run's first update stepped at bitwise the rate the
+    # uninterrupted run used for update 3.
+    self.assertEqual(summary(part_out)["loss_curve"][0]["learning_rate"],
+                     summary(whole_out)["loss_curve"][3]["learning_rate"])
+
+  def test_sgd_with_a_step_schedule(self):
+    self.resumes_bitwise(
+        "sgd_step",
+        OPTIMIZER.format(name="sgd", type="SgdOptions",
+                         options="lr: 0.05 momentum: 0.9 nesterov: true"),
+        SCHEDULE.format(name="step", type="StepScheduleOptions",
+                        options="step_updates: 2 gamma: 0.5"))
+
+  def test_adam_with_amsgrad_and_a_warmup_cosine(self):
+    self.resumes_bitwise(
+        "adam_cosine",
+        OPTIMIZER.format(name="adam", type="AdamOptions", options="lr: 0.01 amsgrad: true"),
+        SCHEDULE.format(name="linear_warmup_cosine", type="LinearWarmupCosineOptions",
+                        options="warmup_updates: 2 total_updates: 5 min_factor: 0.1"))
+
+  def test_adamw_with_groups_and_the_constant_schedule(self):
+    self.resumes_bitwise(
+        "adamw_constant",
+        OPTIMIZER.format(name="adamw", type="AdamWOptions",
+                         options="lr: 0.01 weight_decay_excludes_biases_and_norms: true"),
+        "")
+
+
+class RefusedTest(unittest.TestCase):
+
+  def refused(self, extra, *expected, **kwargs):
+    tmp = support.temp_dir("refused")
+    path = config(tmp, "c", support.small_config(extra=extra, **kwargs))
+    result = support.run_train("--config=" + path, "--validate_only")
+    self.assertEqual(result.returncode, 2, result.stderr)
+    for text in expected:
+      self.assertIn(text, result.stderr)
+
+  def test_what_is_refused_names_its_field(self):
+    self.refused("accumulation_steps: 0", "accumulation_steps: must be >= 1")
+    self.refused("accumulation_steps: 3", "accumulation_steps: 3 micro-batches do not cut "
+                 "rank 0's local batch of 4")
+    self.refused("clip_grad_norm { max_norm: 0 }", "clip_grad_norm.max_norm: must be > 0")
+    self.refused("clip_grad_norm { max_norm: nan }", "clip_grad_norm.max_norm: must be > 0")
+    self.refused('clip_grad_norm { max_norm: 1 scope: "rank" }', "clip_grad_norm.scope")
+    self.refused(SCHEDULE.format(name="linear_warmup_cosine",
+                                 type="LinearWarmupCosineOptions",
+                                 options="warmup_updates: 500 total_updates: 600"),
+                 "lr_schedule.options: warmup_updates: 500 is more than the run's")
+    self.refused(SCHEDULE.format(name="step", type="StepScheduleOptions", options=""),
+                 "lr_schedule.options: step_updates")
+
+
+if __name__ == "__main__":
+  unittest.main()
