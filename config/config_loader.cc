@@ -49,6 +49,9 @@ absl::StatusOr<LoadedConfig> Validate(
   if (absl::Status s = CheckDevicesAvailable(config, local_ranks); !s.ok()) {
     return locator->Locate(s);
   }
+  if (config.precision() == "bf16") {
+    if (absl::Status s = CheckRunsUnderAutocast(*model); !s.ok()) return locator->Locate(s);
+  }
   LoadedConfig loaded;
   loaded.model = *std::move(model);
   loaded.optimizer = *std::move(optimizer);
@@ -232,9 +235,10 @@ absl::Status ValidateOptimizer(const OptimizerConfig& o) {
 }
 
 absl::Status ValidatePlatform(const TrainingConfig& c) {
-  if (c.precision() != "fp32") {
-    return Invalid("precision", absl::StrCat("only fp32 is supported for now, got '",
-                                             c.precision(), "'"));
+  if (c.precision() != "fp32" && c.precision() != "bf16") {
+    return Invalid("precision", absl::StrCat("unknown '", c.precision(),
+                                             "'; known: fp32, bf16 (bfloat16 autocast with "
+                                             "fp32 weights, gradients and reduction)"));
   }
   if (c.device() != "cpu" && c.device() != "cuda") {
     return Invalid("device", absl::StrCat("unknown '", c.device(),

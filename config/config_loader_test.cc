@@ -90,9 +90,11 @@ TEST(ConfigLoaderTest, UnknownFieldsAreErrorsWithTheirLocation) {
 }
 
 TEST(ConfigLoaderTest, ValidationErrorsNameTheFieldAndWhereItIsWritten) {
-  auto bf16 = Load(std::string(kValid) + "precision: \"bf16\"\n", "p.pbtxt");
-  EXPECT_THAT(bf16.status().message(),
-              HasSubstr("p.pbtxt:7:1: precision: only fp32 is supported"));
+  auto fp16 = Load(std::string(kValid) + "precision: \"fp16\"\n", "p.pbtxt");
+  EXPECT_THAT(fp16.status().message(),
+              HasSubstr("p.pbtxt:7:1: precision: unknown 'fp16'; known: fp32, bf16"));
+  auto bf16 = Load(std::string(kValid) + "precision: \"bf16\"\n", "bf16.pbtxt");
+  EXPECT_TRUE(bf16.ok()) << bf16.status();
 
   auto nccl = Load(std::string(kValid) + "backend: \"nccl\"\n", "b.pbtxt");
   EXPECT_THAT(nccl.status().message(),
@@ -457,7 +459,7 @@ TEST(ConfigLoaderTest, KeepLastZeroIsRefusedWhileSaving) {
 TEST(ConfigLoaderTest, WrittenZerosAreCheckedNotReplaced) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"epochs: 0", "z.pbtxt:7:1: epochs: must be >= 1"},
-      {"precision: \"\"", "z.pbtxt:7:1: precision: only fp32 is supported for now, got ''"},
+      {"precision: \"\"", "z.pbtxt:7:1: precision: unknown ''; known: fp32, bf16"},
       {"backend: \"\"", "z.pbtxt:7:1: backend: unknown ''"},
       {"run { log_every_updates: 0 }", "z.pbtxt:7:7: run.log_every_updates: must be >= 1, got 0"},
       {"run { collective_timeout_seconds: 0 }",

@@ -1,8 +1,16 @@
 #include "config/run_model.h"
 
+#include <exception>
+#include <string>
 #include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/utils.h>
 
 #include "absl/strings/str_cat.h"
+#include "collectives/collective_error.h"
+#include "model/autocast_scope.h"
 #include "model/builtin_models.h"
 #include "model/classifier.h"
 #include "model/classifier_builder.h"
@@ -46,6 +54,28 @@ absl::StatusOr<RunModel> SelectRunModel(const ModelConfig& model, ClassifierSpec
     return Prefixed(run.error_prefix, s);
   }
   return run;
+}
+
+absl::Status CheckRunsUnderAutocast(const RunModel& model) {
+  absl::StatusOr<std::shared_ptr<Classifier>> built = model.Build();
+  if (!built.ok()) return built.status();
+  const auto refused = [&model](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "precision: bf16: model ", model.name, " cannot run under bfloat16 autocast: ", why));
+  };
+  try {
+    std::vector<int64_t> shape = {2};
+    shape.insert(shape.end(), model.spec.input_shape.begin(), model.spec.input_shape.end());
+    torch::NoGradGuard no_grad;
+    const AutocastScope autocast(c10::DeviceType::CPU, true);
+    const at::Tensor out = (*built)->forward(at::zeros(shape));
+    if (out.dim() != 2 || out.size(0) != 2 || out.size(1) != model.spec.num_classes) {
+      return refused(absl::StrCat("its output has shape ", c10::str(out.sizes())));
+    }
+  } catch (const std::exception& e) {
+    return refused(LibTorchErrorMessage(e));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace receipt_parity

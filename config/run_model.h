@@ -49,6 +49,12 @@ struct RunModel {
 // architecture form). REQUIRES: CheckModelForm(model) is OK.
 absl::StatusOr<RunModel> SelectRunModel(const ModelConfig& model, ClassifierSpec spec);
 
+// For precision bf16: builds the model and runs one forward pass of two
+// blank receipts under bfloat16 autocast (model/autocast_scope.h) on the
+// CPU. InvalidArgument "precision: bf16: model NAME cannot run under
+// bfloat16 autocast: ..." when it throws or its output is not [2, classes].
+absl::Status CheckRunsUnderAutocast(const RunModel& model);
+
 }  // namespace receipt_parity
 
 #endif  // RECEIPT_PARITY_CONFIG_RUN_MODEL_H_

@@ -5,9 +5,13 @@
 // audit, parity and the buffer comparison do with such a model is tested
 // end to end through it (trainer/layer_audit_cli_test.py), selected as
 //   model { name: "test_batch_norm_cnn" }
+// With options { fp32_only: true } its forward refuses to run under
+// autocast, as a model that computes in fp32 only would (the refusal of
+// precision bf16 is tested with it, trainer/recipes_test.py).
 #include <memory>
 #include <string>
 
+#include <ATen/autocast_mode.h>
 #include <c10/util/Exception.h>
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/modules/batchnorm.h>
@@ -26,7 +30,8 @@ namespace {
 
 class BatchNormCnn : public Classifier {
  public:
-  BatchNormCnn(int64_t side, int num_classes) : side_(side), classes_(num_classes) {
+  BatchNormCnn(int64_t side, int num_classes, bool fp32_only)
+      : side_(side), classes_(num_classes), fp32_only_(fp32_only) {
     conv_ = register_module(
         "conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 4, 3).padding(1)));
     bn_ = register_module("bn", torch::nn::BatchNorm2d(4));
@@ -34,6 +39,8 @@ class BatchNormCnn : public Classifier {
   }
 
   at::Tensor forward(const at::Tensor& images) override {
+    TORCH_CHECK(!fp32_only_ || !at::autocast::is_autocast_enabled(images.device().type()),
+                "this model computes in fp32 only");
     at::Tensor x = torch::nn::functional::relu(bn_->forward(conv_->forward(images)));
     return out_->forward(x.flatten(1));
   }
@@ -46,6 +53,7 @@ class BatchNormCnn : public Classifier {
  private:
   int64_t side_;
   int classes_;
+  bool fp32_only_;
   torch::nn::Conv2d conv_{nullptr};
   torch::nn::BatchNorm2d bn_{nullptr};
   torch::nn::Linear out_{nullptr};
@@ -53,6 +61,8 @@ class BatchNormCnn : public Classifier {
 
 class BatchNormCnnBuilder : public ClassifierBuilder {
  public:
+  explicit BatchNormCnnBuilder(bool fp32_only) : fp32_only_(fp32_only) {}
+
   absl::Status Check(const ClassifierSpec& spec) const override {
     if (spec.input_shape.size() != 3 || spec.input_shape[0] != 1 ||
         spec.input_shape[1] != spec.input_shape[2] || spec.num_classes < 1) {
@@ -66,11 +76,14 @@ class BatchNormCnnBuilder : public ClassifierBuilder {
     try {
       torch::manual_seed(spec.init_seed);
       return std::shared_ptr<Classifier>(
-          std::make_shared<BatchNormCnn>(spec.input_shape.back(), spec.num_classes));
+          std::make_shared<BatchNormCnn>(spec.input_shape.back(), spec.num_classes, fp32_only_));
     } catch (const c10::Error& e) {
       return absl::InternalError(e.what_without_backtrace());
     }
   }
+
+ private:
+  bool fp32_only_;
 };
 
 class BatchNormCnnFactory
@@ -80,8 +93,8 @@ class BatchNormCnnFactory
 
  private:
   absl::StatusOr<std::unique_ptr<ClassifierBuilder>> CreateTyped(
-      const testing::BatchNormTestCnnOptions&) const override {
-    return std::make_unique<BatchNormCnnBuilder>();
+      const testing::BatchNormTestCnnOptions& options) const override {
+    return std::make_unique<BatchNormCnnBuilder>(options.fp32_only());
   }
 };
 

@@ -3,12 +3,13 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "model/autocast_scope.h"
 
 namespace receipt_parity {
 
 absl::StatusOr<WeightedBackwardResult> WeightedBackward(
     Classifier& model, const at::Tensor& images, const at::Tensor& labels,
-    const std::vector<double>& weights, GradientStart start) {
+    const std::vector<double>& weights, GradientStart start, bool bf16) {
   const int64_t n = images.size(0);
   if (labels.dim() != 1 || labels.size(0) != n ||
       static_cast<int64_t>(weights.size()) != n) {
@@ -32,10 +33,16 @@ absl::StatusOr<WeightedBackwardResult> WeightedBackward(
     const std::vector<float> weights_as_float(weights.begin(), weights.end());
     at::Tensor w = at::tensor(at::ArrayRef<float>(weights_as_float));
     if (w.device() != images.device()) w = w.to(images.device());
-    at::Tensor logits = model.forward(images);
-    at::Tensor per_example = at::cross_entropy_loss(
-        logits, labels, /*weight=*/{}, at::Reduction::None);
-    at::Tensor loss = (per_example * w).sum();
+    at::Tensor loss;
+    {
+      const AutocastScope autocast(images.device().type(), bf16);
+      at::Tensor logits = model.forward(images);
+      // Under autocast the logits may be bfloat16: the loss in fp32.
+      if (logits.scalar_type() == at::kBFloat16) logits = logits.to(at::kFloat);
+      at::Tensor per_example = at::cross_entropy_loss(
+          logits, labels, /*weight=*/{}, at::Reduction::None);
+      loss = (per_example * w).sum();
+    }
     loss.backward();
     result.weighted_loss = loss.item<double>();
   } catch (const c10::Error& e) {

@@ -28,12 +28,15 @@ enum class GradientStart { kZero, kAccumulate };
 // Sets every parameter's gradient to the gradient of sum_i w_i * loss_i
 // (kZero), or adds that gradient to it (kAccumulate). Afterwards every
 // parameter has a defined gradient (zeros for an empty batch or all-zero
-// weights), as a reducer requires.
+// weights), as a reducer requires. With `bf16`, the forward pass and the
+// loss run under bfloat16 autocast (model/autocast_scope.h) and the
+// backward outside it: the weights and gradients stay fp32.
 // images: [N, ...]; labels: [N] int64; weights: N values.
 // InvalidArgument if the sizes disagree; LibTorch errors -> Internal.
 absl::StatusOr<WeightedBackwardResult> WeightedBackward(
     Classifier& model, const at::Tensor& images, const at::Tensor& labels,
-    const std::vector<double>& weights, GradientStart start = GradientStart::kZero);
+    const std::vector<double>& weights, GradientStart start = GradientStart::kZero,
+    bool bf16 = false);
 
 // The parameters' gradients in registration order (not copies).
 std::vector<at::Tensor> Gradients(Classifier& model);

@@ -56,11 +56,16 @@ def write(path, text):
 
 
 def run_train(*args, env=None, timeout=240):
+  return run_train_binary(TRAIN, *args, env=env, timeout=timeout)
+
+
+def run_train_binary(binary, *args, env=None, timeout=240):
+  """`binary` (a build of train_main.cc) as run_train runs //trainer:train."""
   merged = dict(os.environ)
   for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
     merged.pop(key, None)
   merged.update(env or {})
-  return subprocess.run([TRAIN, *args], capture_output=True, text=True,
+  return subprocess.run([binary, *args], capture_output=True, text=True,
                         env=merged, timeout=timeout)
 
 

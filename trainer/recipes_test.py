@@ -7,9 +7,13 @@ clipping and a schedule keep it, every built-in optimizer and schedule
 resumes bitwise, and what is refused names its field."""
 import math
 import os
+import sys
 import unittest
 
 import integration_support as support
+
+# //trainer:train_with_batch_norm_model: train with the test-only models.
+TRAIN_WITH_TEST_MODELS = os.path.abspath(sys.argv.pop(1))
 
 # 12 identities, a quarter to validation: about 9 training receipts, so one
 # update of 16 slots holds them all and the rest of its slots are masked.
@@ -193,6 +197,35 @@ class ResumeTest(unittest.TestCase):
         "")
 
 
+class Bf16Test(unittest.TestCase):
+
+  def test_bf16_passes_parity_within_a_derived_budget_far_below_one_update(self):
+    tmp = support.temp_dir("bf16")
+    text = support.small_config(world=2, batch=4, extra='precision: "bf16"')
+    out = os.path.join(tmp, "out")
+    result = train(config(tmp, "c", text), out)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    parity = support.load(os.path.join(out, "parity.json"))
+    self.assertTrue(parity["pass"], parity["failures"])
+    derived = parity["derived"]
+    self.assertTrue(derived["far_below_one_update"])
+    self.assertEqual(derived["safety_factor"], 4)
+    self.assertEqual(parity["rtol"], 0)
+    self.assertEqual(parity["atol"], derived["gradient_atol"])
+    self.assertGreater(derived["gradient_error"], 0)  # bf16 really rounded
+    self.assertLess(derived["gradient_atol"], 0.1 * derived["smallest_gradient"])
+    self.assertLess(derived["parameter_atol"], 0.1 * derived["smallest_parameter_change"])
+    self.assertIn("against the same update in fp64", parity["tolerance_reason"])
+    self.assertLessEqual(parity["max_abs_diff"], derived["gradient_atol"])
+    manifest = support.load(os.path.join(out, "run_manifest.json"))
+    self.assertEqual(manifest["precision"], "bf16")
+    # The fp32 run of the same config trains otherwise: bf16 really ran.
+    fp32_out = os.path.join(tmp, "fp32")
+    result = train(config(tmp, "fp32", support.small_config(world=2, batch=4)), fp32_out)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertNotEqual(first_step(out)["gradients"], first_step(fp32_out)["gradients"])
+
+
 class RefusedTest(unittest.TestCase):
 
   def refused(self, extra, *expected, **kwargs):
@@ -216,6 +249,26 @@ class RefusedTest(unittest.TestCase):
                  "lr_schedule.options: warmup_updates: 500 is more than the run's")
     self.refused(SCHEDULE.format(name="step", type="StepScheduleOptions", options=""),
                  "lr_schedule.options: step_updates")
+    self.refused('precision: "fp16"', "precision: unknown 'fp16'; known: fp32, bf16")
+
+  def test_bf16_with_a_model_that_cannot_run_under_autocast_is_refused(self):
+    tmp = support.temp_dir("fp32_only")
+    text = support.small_config().replace(
+        'model { architecture: "cnn" conv_channels: [4] hidden_units: [8] }',
+        'model { name: "test_batch_norm_cnn" options { '
+        '[type.googleapis.com/receipt_parity.testing.BatchNormTestCnnOptions] '
+        '{ fp32_only: true } } }') + 'precision: "bf16"\n'
+    path = config(tmp, "c", text)
+    result = support.run_train_binary(TRAIN_WITH_TEST_MODELS, "--config=" + path,
+                                      "--validate_only")
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertIn("precision: bf16: model test_batch_norm_cnn cannot run under bfloat16 "
+                  "autocast: this model computes in fp32 only", result.stderr)
+    # The same model in fp32 is fine.
+    path = config(tmp, "fp32", text.replace('precision: "bf16"', ""))
+    result = support.run_train_binary(TRAIN_WITH_TEST_MODELS, "--config=" + path,
+                                      "--validate_only")
+    self.assertEqual(result.returncode, 0, result.stderr)
 
 
 if __name__ == "__main__":

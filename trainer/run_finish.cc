@@ -18,6 +18,7 @@
 #include "samplers/audit.h"
 #include "artifacts/first_step_record.h"
 #include "config/layer_policy.h"
+#include "trainer/bf16_tolerance.h"
 #include "trainer/progress_log.h"
 #include "artifacts/run_artifacts.h"
 #include "artifacts/run_folder.h"
@@ -75,6 +76,7 @@ absl::StatusOr<ValidationReport> Validate(Run& run, int64_t completed_updates) {
   val.dedup = run.plugins().dedup.get();
   val.dedup_name = run.config->metric_dedup().name();
   val.rank = options.rank;
+  val.bf16 = run.config->precision() == "bf16";
   val.world_size = options.world_size;
   val.group = options.process_group ? options.process_group->group.get() : nullptr;
   val.completed_updates = completed_updates;
@@ -91,8 +93,22 @@ absl::StatusOr<ParityReport> CheckParity(const Run& run,
   for (const RankReport& r : reports) {
     ranks_agree &= r.final_parameter_hash() == reports[0].final_parameter_hash();
   }
-  absl::StatusOr<ParityReport> report =
-      CheckRunParity(first_step, run.options->reference_dir, *run.config, ranks_agree);
+  DeriveTolerance derive;
+  if (run.config->precision() == "bf16") {
+    derive = [&run](const FirstStep& reference) {
+      Bf16UpdateInputs in;
+      in.loaded = run.options->loaded;
+      in.reference = &reference;
+      in.examples = &run.data.train;
+      in.labels = &run.data.train_labels;
+      in.class_counts = &run.inputs.data.train_class_counts;
+      in.weighting = run.inputs.plugins.weighting.get();
+      in.schedule = run.inputs.plugins.schedule.get();
+      return DeriveBf16Tolerance(in);
+    };
+  }
+  absl::StatusOr<ParityReport> report = CheckRunParity(
+      first_step, run.options->reference_dir, *run.config, ranks_agree, derive);
   if (!report.ok()) return report;
   // Every update reduces the same tensors: per update is the total / N.
   const RankTiming& timing = reports[0].timing();

@@ -82,7 +82,8 @@ void DescribeFailures(const TensorListComparison& comparison,
 absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
                                             const std::string& reference_dir,
                                             const TrainingConfig& config,
-                                            bool ranks_agree) {
+                                            bool ranks_agree,
+                                            const DeriveTolerance& derive) {
   const std::string path = reference_dir + "/first_step.json";
   FirstStep reference;
   if (absl::Status s = ReadArtifact(path, &reference); !s.ok()) {
@@ -109,15 +110,35 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
   report.set_weighting(run.loss_weighting());
   report.set_reducer(run.reducer());
   SetTolerance(config, reference_dir, &report);
+  double parameter_atol = report.atol();
+  if (derive) {
+    absl::StatusOr<DerivedTolerance> derived = derive(reference);
+    if (!derived.ok()) return derived.status();
+    *report.mutable_derived() = *derived;
+    report.set_rtol(0);
+    report.set_atol(derived->gradient_atol());
+    parameter_atol = derived->parameter_atol();
+    report.set_tolerance_reason(absl::StrCat(
+        "derived (bf16): atol ", derived->gradient_atol(), " for the gradients and ",
+        parameter_atol, " for the parameters after the step, rtol 0: ", derived->method()));
+    if (!derived->far_below_one_update()) {
+      report.add_failures(absl::StrCat(
+          "the derived bf16 tolerance (", derived->gradient_atol(), " on gradients, ",
+          parameter_atol, " on parameters) is not below a tenth of what one update changes ",
+          "(smallest largest gradient ", derived->smallest_gradient(), ", parameter change ",
+          derived->smallest_parameter_change(), "): a run that did not train could pass; "
+          "parity is not judged"));
+    }
+  }
   report.set_accepted_examples(run.accepted_examples());
   report.set_ranks_agree(ranks_agree);
 
-  for (auto [what, mine, theirs, out] :
+  for (auto [what, mine, theirs, out, atol] :
        {std::make_tuple("gradient", &run.gradients(), &reference.gradients(),
-                        report.mutable_gradients()),
+                        report.mutable_gradients(), report.atol()),
         std::make_tuple("parameter after the step", &run.parameters_after(),
                         &reference.parameters_after(),
-                        report.mutable_parameters_after_step())}) {
+                        report.mutable_parameters_after_step(), parameter_atol)}) {
     absl::StatusOr<NamedTensors> a = LoadNamedTensors(*mine, names);
     if (!a.ok()) return a.status();
     absl::StatusOr<NamedTensors> b = LoadNamedTensors(*theirs, names);
@@ -126,7 +147,7 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
           absl::StrCat("parity: ", path, ": ", b.status().message()));
     }
     absl::StatusOr<TensorListComparison> comparison =
-        CompareTensors(*a, *b, report.rtol(), report.atol());
+        CompareTensors(*a, *b, report.rtol(), atol);
     if (!comparison.ok()) return comparison.status();
     AppendTensorParity(*comparison, out);
     report.set_max_abs_diff(std::max(report.max_abs_diff(), comparison->max_abs_diff));
@@ -134,7 +155,7 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
     if (std::string(what) == "gradient") {
       report.set_bitwise_equal(comparison->bitwise_equal);
     }
-    DescribeFailures(*comparison, what, report.rtol(), report.atol(), &report);
+    DescribeFailures(*comparison, what, report.rtol(), atol, &report);
   }
   if (AcceptedIds(run) != AcceptedIds(reference)) {
     report.add_failures(

@@ -4,6 +4,7 @@
 #ifndef RECEIPT_PARITY_TRAINER_RUN_PARITY_H_
 #define RECEIPT_PARITY_TRAINER_RUN_PARITY_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,10 +25,20 @@ namespace receipt_parity {
 // with bitwise-identical parameters). `failures` says by how much it fails.
 // FailedPrecondition when the reference's first_step.json is missing or
 // unreadable (naming the file) or describes other parameters.
+//
+// `derive`, when set, derives the tolerance from the reference once it is
+// read (precision bf16: trainer/bf16_tolerance.h): rtol 0, atol its
+// gradient budget for the gradients and its parameter budget for the
+// parameters, `derived` and tolerance_reason recording how; a derivation
+// that is not far below what one update changes is a failure (the gate
+// would pass a run that did not train). Its errors pass through.
+using DeriveTolerance =
+    std::function<absl::StatusOr<DerivedTolerance>(const FirstStep& reference)>;
 absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
                                             const std::string& reference_dir,
                                             const TrainingConfig& config,
-                                            bool ranks_agree);
+                                            bool ranks_agree,
+                                            const DeriveTolerance& derive = nullptr);
 
 // When `report` fails and the config's recipe holds a kept mistake that
 // explains it, adds a `failures` sentence saying why, and returns the

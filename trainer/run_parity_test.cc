@@ -100,6 +100,50 @@ TEST_F(RunParityTest, AReferenceWithoutAPlatformRecordWasMadeOnTheCpu) {
   EXPECT_TRUE(report->pass());
 }
 
+// A derived tolerance (bf16): its budgets judge the gradients and the
+// parameters apart, rtol 0, the derivation recorded.
+DerivedTolerance Derived(double gradient_atol, double parameter_atol, bool far_below) {
+  DerivedTolerance derived;
+  derived.set_method("measured");
+  derived.set_gradient_atol(gradient_atol);
+  derived.set_parameter_atol(parameter_atol);
+  derived.set_far_below_one_update(far_below);
+  return derived;
+}
+
+TEST_F(RunParityTest, ADerivedToleranceJudgesGradientsAndParametersApart) {
+  ReferenceOn("cpu");
+  // Off by 1e-5 and 2e-5: within 3e-5 on gradients and parameters alike.
+  absl::StatusOr<ParityReport> within = CheckRunParity(
+      Step(kSlightlyOff), dir_, Config("cpu"), true,
+      [](const FirstStep&) { return Derived(3e-5, 3e-5, true); });
+  ASSERT_TRUE(within.ok()) << within.status();
+  EXPECT_TRUE(within->pass()) << within->failures(0);
+  EXPECT_EQ(within->rtol(), 0);
+  EXPECT_EQ(within->atol(), 3e-5);
+  EXPECT_THAT(within->tolerance_reason(), HasSubstr("derived (bf16)"));
+  EXPECT_EQ(within->derived().method(), "measured");
+  // The parameters' own budget applies to them.
+  absl::StatusOr<ParityReport> parameters = CheckRunParity(
+      Step(kSlightlyOff), dir_, Config("cpu"), true,
+      [](const FirstStep&) { return Derived(3e-5, 1e-6, true); });
+  ASSERT_TRUE(parameters.ok());
+  EXPECT_FALSE(parameters->pass());
+  EXPECT_THAT(parameters->failures(0), HasSubstr("parameter after the step of w"));
+}
+
+// A budget not far below what one update changes is refused: a run that
+// did not train could pass it.
+TEST_F(RunParityTest, ABudgetThatWouldPassARunThatDidNotTrainIsRefused) {
+  ReferenceOn("cpu");
+  absl::StatusOr<ParityReport> report = CheckRunParity(
+      Step({1.0f, -2.0f}), dir_, Config("cpu"), true,
+      [](const FirstStep&) { return Derived(1.0, 1.0, false); });
+  ASSERT_TRUE(report.ok());
+  EXPECT_FALSE(report->pass());
+  EXPECT_THAT(report->failures(0), HasSubstr("a run that did not train could pass"));
+}
+
 TEST_F(RunParityTest, TwoGpusAreTheSameKind) {
   ReferenceOn("cuda:0");
   absl::StatusOr<ParityReport> report =

@@ -54,9 +54,9 @@ class BadInputTest(unittest.TestCase):
     self.assertFalse(os.path.exists(out), "nothing may be written")
 
   def test_unsupported_precision_names_file_line_column_and_field(self):
-    text = support.small_config() + 'precision: "bf16"\n'
+    text = support.small_config() + 'precision: "fp16"\n'
     line = text.count("\n")
-    self.check_refused(text, "CONFIG:%d:1: precision: only fp32" % line)
+    self.check_refused(text, "CONFIG:%d:1: precision: unknown 'fp16'" % line)
 
   def test_syntax_error_names_file_line_column(self):
     self.check_refused("world_size: 1\nglobal_batch: many\n", "CONFIG:2:15:")

@@ -328,6 +328,7 @@ absl::Status Train(Run& run, UpdateRecorder* recorder, CheckpointCadence* cadenc
   step_parts.class_counts = &run.inputs.data.train_class_counts;
   step_parts.phase_kill = options.fault.phase;
   step_parts.micro_batches = config.accumulation_steps();
+  step_parts.bf16 = config.precision() == "bf16";
   step_parts.schedule = run.plugins().schedule.get();
   if (config.has_clip_grad_norm()) {
     step_parts.clipping = GradientClipping{config.clip_grad_norm().max_norm(),

@@ -144,7 +144,7 @@ absl::StatusOr<double> UpdateStep::Backward(const EpochPlan& plan,
     absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
         *parts_.model, batch.images, batch.labels,
         std::vector<double>(weights.begin() + begin, weights.begin() + end),
-        m == 0 ? GradientStart::kZero : GradientStart::kAccumulate);
+        m == 0 ? GradientStart::kZero : GradientStart::kAccumulate, parts_.bf16);
     if (!backward.ok()) return backward.status();
     loss += backward->weighted_loss;
   }

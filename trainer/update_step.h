@@ -100,6 +100,9 @@ struct UpdateStepParts {
   // own forward and backward, their gradients added; the reduction starts
   // during the last one. REQUIRES: >= 1, dividing every local batch.
   int micro_batches = 1;
+  // precision "bf16": forward passes under bfloat16 autocast, weights,
+  // gradients and their reduction in fp32 (model/weighted_loss.h).
+  bool bf16 = false;
   // The learning-rate schedule; nullptr: the base rates throughout.
   const LearningRateSchedule* schedule = nullptr;
   // Clipping; nullopt: none.

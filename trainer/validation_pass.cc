@@ -11,6 +11,7 @@
 #include "data/label_map.h"
 #include "metrics/classification_metrics.h"
 #include "collectives/collective_error.h"
+#include "model/autocast_scope.h"
 
 namespace receipt_parity {
 namespace {
@@ -50,7 +51,11 @@ at::Tensor PredictRows(Classifier& model, const ValidationInputs& in,
         slots.begin() + first,
         slots.begin() + std::min(slots.size(), first + kValidationChunk));
     const ExampleTensors batch = SelectSlots(*in.examples, chunk);
-    const at::Tensor predicted = model.forward(batch.images).argmax(1).to(at::kCPU);
+    at::Tensor predicted;
+    {
+      const AutocastScope autocast(batch.images.device().type(), in.bf16);
+      predicted = model.forward(batch.images).argmax(1).to(at::kCPU);
+    }
     const at::Tensor labels = batch.labels.to(at::kCPU);
     for (size_t i = 0; i < chunk.size(); ++i) {
       acc[first + i][0] = chunk[i].dataset_index;

@@ -40,6 +40,9 @@ struct ValidationInputs {
   // checkpoint/phase_kill.h); unarmed by default.
   int64_t completed_updates = 0;
   PhaseKillPlan phase_kill;
+  // precision "bf16": predictions under bfloat16 autocast, as training's
+  // forward passes.
+  bool bf16 = false;
 };
 
 // Every rank must call it (it runs a collective). Every rank gets the same

@@ -1,0 +1,60 @@
+// The parity tolerance of a bf16 run, derived from a measurement rather
+// than tuned (docs/design.md, "Tolerances that are derived, not tuned").
+//
+// The measurement: the reference's own first update (bf16 autocast, one
+// worker, the whole global batch, first_step.json) against the same update
+// computed in fp64 here: the same initial parameters, batch, loss weights,
+// clipping, optimizer and rate, on a copy of the model in double. Its
+// largest elementwise error, e, is taken apart for the reduced gradients
+// and for the parameters after the step. A multi-worker bf16 update rounds
+// in its own way with about the same error, so the two bf16 updates may
+// differ by about 2e; the budget is kSafetyFactor (4) times e, which the
+// report states with the figures.
+//
+// The gate: every tensor's budget must be below a tenth of what one update
+// changes of it (the tensor's largest |gradient|, its largest |parameter
+// change| in the step), or a run that did not train could pass; when not,
+// far_below_one_update is false and the parity check refuses the gate.
+//
+// Thread safety: a pure function of its inputs (it builds its own model).
+#ifndef RECEIPT_PARITY_TRAINER_BF16_TOLERANCE_H_
+#define RECEIPT_PARITY_TRAINER_BF16_TOLERANCE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "artifacts/first_step.pb.h"
+#include "config/config_loader.h"
+#include "data/receipt_tensors.h"
+#include "parity/parity_report.pb.h"
+#include "schedules/lr_schedule.h"
+#include "weighting/loss_weighting.h"
+
+namespace receipt_parity {
+
+inline constexpr double kBf16SafetyFactor = 4;
+// A budget must stay below this share of what one update changes.
+inline constexpr double kMostShareOfOneUpdate = 0.1;
+
+struct Bf16UpdateInputs {
+  const LoadedConfig* loaded = nullptr;
+  // The reference's first_step.json (one worker, update 0).
+  const FirstStep* reference = nullptr;
+  // The training set by dataset index, its labels and class counts.
+  const ExampleTensors* examples = nullptr;
+  const std::vector<int>* labels = nullptr;
+  const std::vector<int64_t>* class_counts = nullptr;
+  const LossWeighting* weighting = nullptr;
+  const LearningRateSchedule* schedule = nullptr;
+};
+
+// The derivation, every field of DerivedTolerance set. Errors: the
+// reference's tensors do not load (InvalidArgument naming them); Internal
+// for what LibTorch throws. REQUIRES: every input set, the model on the
+// CPU (the examples are moved to it).
+absl::StatusOr<DerivedTolerance> DeriveBf16Tolerance(const Bf16UpdateInputs& in);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_TRAINER_BF16_TOLERANCE_H_
