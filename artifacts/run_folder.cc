@@ -7,6 +7,7 @@
 #include <functional>
 #include <set>
 #include <system_error>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -88,23 +89,9 @@ bool HoldsRunOutput(const std::string& dir) {
   return !EntryNames(dir + "/checkpoints").empty();
 }
 
-// What differs between the folder's config and this one, as
-// "field: old -> new" items; empty when they train the same model, or when
-// every difference is one that checkpoint.allow_* allows.
-std::vector<std::string> ConfigDifferences(const TrainingConfig& saved,
-                                           const TrainingConfig& config) {
-  TrainingConfig a = saved;
-  TrainingConfig b = FingerprintedConfig(config);
-  if (config.checkpoint().allow_world_size_change()) {
-    for (TrainingConfig* c : {&a, &b}) {
-      c->clear_world_size();
-      c->clear_local_batch_sizes();
-    }
-  }
-  if (config.checkpoint().allow_data_change()) {
-    a.clear_data();
-    b.clear_data();
-  }
+// "field: old -> new" for every field where `a` and `b` differ; empty when
+// they are equal.
+std::vector<std::string> FieldDifferences(const TrainingConfig& a, const TrainingConfig& b) {
   std::string report;
   {
     google::protobuf::io::StringOutputStream stream(&report);
@@ -120,7 +107,44 @@ std::vector<std::string> ConfigDifferences(const TrainingConfig& saved,
   return items;
 }
 
-// What checkpoint.allow_* would let resume, for the refusal's message.
+// Both configs as the run folder compares them: fingerprinted, without
+// what checkpoint.allow_* allows to differ, and without the recipe when
+// `without_recipe`.
+std::pair<TrainingConfig, TrainingConfig> ComparedConfigs(const TrainingConfig& saved,
+                                                          const TrainingConfig& config,
+                                                          bool without_recipe) {
+  TrainingConfig a = saved;
+  TrainingConfig b = FingerprintedConfig(config);
+  if (config.checkpoint().allow_world_size_change()) {
+    for (TrainingConfig* c : {&a, &b}) {
+      c->clear_world_size();
+      c->clear_local_batch_sizes();
+    }
+  }
+  if (config.checkpoint().allow_data_change()) {
+    a.clear_data();
+    b.clear_data();
+  }
+  if (without_recipe) {
+    a = RecipeFreeConfig(a);
+    b = RecipeFreeConfig(b);
+  }
+  return {std::move(a), std::move(b)};
+}
+
+// What differs between the folder's config and this one, as
+// "field: old -> new" items; empty when they train the same model, or when
+// every difference is one that checkpoint.allow_* (or, with
+// `without_recipe`, --allow_recipe_change) allows.
+std::vector<std::string> ConfigDifferences(const TrainingConfig& saved,
+                                           const TrainingConfig& config,
+                                           bool without_recipe) {
+  auto [a, b] = ComparedConfigs(saved, config, without_recipe);
+  return FieldDifferences(a, b);
+}
+
+// What checkpoint.allow_* or --allow_recipe_change would let resume, for
+// the refusal's message.
 std::string AllowHints(const TrainingConfig& saved, const TrainingConfig& config) {
   std::string hints;
   if (saved.world_size() != config.world_size() &&
@@ -135,6 +159,11 @@ std::string AllowHints(const TrainingConfig& saved, const TrainingConfig& config
       !config.checkpoint().allow_data_change()) {
     absl::StrAppend(&hints, ". Its data settings differ: set checkpoint "
                             "{ allow_data_change: true } to resume it on these");
+  }
+  if (ConfigDifferences(saved, config, /*without_recipe=*/true).empty()) {
+    absl::StrAppend(&hints, ". Only its recipe differs (the optimizer's settings, "
+                            "lr_schedule, clip_grad_norm): pass --allow_recipe_change to "
+                            "continue that run with this recipe as a new attempt");
   }
   return hints;
 }
@@ -248,12 +277,14 @@ absl::string_view AttemptStartName(AttemptStart start) {
 }
 
 absl::StatusOr<RunFolderDecision> DecideRunFolder(const std::string& dir,
-                                                  const TrainingConfig& config) {
+                                                  const TrainingConfig& config,
+                                                  const RunFolderRules& rules) {
   absl::StatusOr<RunFolderState> state = ReadState(dir);
   if (!state.ok()) return state.status();
   const bool has_state = !state->config_fingerprint().empty();
   const std::vector<std::string> differences =
-      has_state ? ConfigDifferences(state->config(), config) : std::vector<std::string>{};
+      has_state ? ConfigDifferences(state->config(), config, rules.allow_recipe_change)
+                : std::vector<std::string>{};
   if (!HoldsRunOutput(dir)) {
     // Nothing a run wrote: a fresh run, numbered after earlier attempts of
     // this config that ended before writing anything.
@@ -271,7 +302,19 @@ absl::StatusOr<RunFolderDecision> DecideRunFolder(const std::string& dir,
   if (!has_state) {
     if (absl::Status s = CheckLegacyFolder(dir, config); !s.ok()) return s;
   }
-  return DecideHeldRun(dir, config, has_state ? state->attempt() : 1);
+  absl::StatusOr<RunFolderDecision> decision =
+      DecideHeldRun(dir, config, has_state ? state->attempt() : 1);
+  if (!decision.ok() || !has_state || !rules.allow_recipe_change) return decision;
+  decision->recipe_changes =
+      ConfigDifferences(state->config(), config, /*without_recipe=*/false);
+  if (!decision->recipe_changes.empty()) {
+    absl::StrAppend(&decision->description, "; --allow_recipe_change: ",
+                    decision->finished ? "the run is finished, so nothing trains with "
+                                         "the new recipe: "
+                                       : "with the new recipe: ",
+                    absl::StrJoin(decision->recipe_changes, "; "));
+  }
+  return decision;
 }
 
 absl::StatusOr<std::vector<std::string>> RemoveRun(const std::string& dir,
@@ -299,6 +342,9 @@ absl::Status BeginAttempt(const std::string& dir, const TrainingConfig& config,
   attempt->set_pid(static_cast<int32_t>(getpid()));
   attempt->set_elastic_restart(ElasticRestartCount());
   attempt->set_world_size(config.world_size());
+  for (const std::string& change : decision.recipe_changes) {
+    attempt->add_recipe_changes(change);
+  }
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (absl::Status s = WriteJsonFile(dir + "/" + kRunStateFile, state); !s.ok()) return s;

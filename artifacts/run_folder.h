@@ -21,6 +21,11 @@
 //                                 checkpoint { allow_world_size_change } or
 //                                 { allow_data_change } covers every
 //                                 difference
+//   another recipe (only the      with --allow_recipe_change: resumed or
+//     optimizer's settings,       continued as attempt N+1 with the new
+//     lr_schedule, clip_grad_     recipe, recorded in the attempt's
+//     norm differ)                recipe_changes; without it refused, naming
+//                                 the fields and the flag
 // Every function here is called by the process that holds DIR/LOCK
 // (io/run_folder_lock.h), before any rank reads or writes DIR.
 #ifndef RECEIPT_PARITY_ARTIFACTS_RUN_FOLDER_H_
@@ -57,15 +62,29 @@ struct RunFolderDecision {
   FinishRecord finish;
   // One line for the log: what was found and what happens.
   std::string description;
+  // With --allow_recipe_change, on a folder that holds a run: the fields
+  // whose recipe this config changes, "field: old -> new" (empty when it
+  // changes none). BeginAttempt records them.
+  std::vector<std::string> recipe_changes;
+};
+
+struct RunFolderRules {
+  // --allow_recipe_change: a config that differs from the folder's only in
+  // its recipe (RecipeFreeConfig, config/config_loader.h) continues the
+  // run instead of being refused.
+  bool allow_recipe_change = false;
 };
 
 // Reads DIR; writes nothing. `config` is the config about to run in DIR.
 // Errors: InvalidArgument (exit 2) "DIR holds a run of another config
 // (DIR/run_state.json): <field>: <old> -> <new>; ..." when the configs
-// differ beyond what checkpoint.allow_* allows; InvalidArgument naming
-// run_state.json or finished.json when one is unreadable.
+// differ beyond what checkpoint.allow_* and `rules` allow (when only the
+// recipe differs, the message names --allow_recipe_change);
+// InvalidArgument naming run_state.json or finished.json when one is
+// unreadable.
 absl::StatusOr<RunFolderDecision> DecideRunFolder(const std::string& dir,
-                                                  const TrainingConfig& config);
+                                                  const TrainingConfig& config,
+                                                  const RunFolderRules& rules = {});
 
 // --overwrite: removes what runs write in DIR (the files above, the
 // artifacts, checkpoints/ and corrupt-gen-*, and reference/ unless
@@ -74,8 +93,9 @@ absl::StatusOr<RunFolderDecision> DecideRunFolder(const std::string& dir,
 absl::StatusOr<std::vector<std::string>> RemoveRun(const std::string& dir,
                                                    bool keep_reference);
 
-// Begins `decision.attempt`: run_state.json gains its AttemptRecord
-// (written atomically) and finished.json is removed. Internal naming the
+// Begins `decision.attempt`: run_state.json gains its AttemptRecord (with
+// the decision's recipe_changes) and this config (written atomically), and
+// finished.json is removed. Internal naming the
 // file on a failure.
 absl::Status BeginAttempt(const std::string& dir, const TrainingConfig& config,
                           const RunFolderDecision& decision);

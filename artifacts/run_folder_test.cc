@@ -188,6 +188,92 @@ TEST(RunFolderTest, AllowFlagsLetTheirDifferencesResume) {
   EXPECT_FALSE(DecideRunFolder(dir, both).ok());
 }
 
+// Config() with SGD at `lr` and a clip, both recipe.
+TrainingConfig Recipe(double lr) {
+  TrainingConfig config = Config();
+  config.mutable_optimizer()->mutable_sgd()->set_learning_rate(lr);
+  config.mutable_clip_grad_norm()->set_max_norm(1.0);
+  return config;
+}
+
+TEST(RunFolderTest, ARecipeChangeIsRefusedNamingTheFieldAndTheFlag) {
+  const std::string dir = FreshDir("recipe_refused");
+  StartedRun(dir, Recipe(0.1), 1);
+  TrainingConfig lower = Recipe(0.01);
+  lower.mutable_lr_schedule()->set_name("step");
+  absl::Status refused = DecideRunFolder(dir, lower).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("optimizer.sgd.learning_rate: 0.1 -> 0.01"));
+  EXPECT_THAT(refused.message(), HasSubstr("lr_schedule"));
+  EXPECT_THAT(refused.message(), HasSubstr("pass --allow_recipe_change"));
+  // Beyond the recipe, the flag is not offered.
+  TrainingConfig more = lower;
+  more.set_epochs(9);
+  EXPECT_THAT(std::string(DecideRunFolder(dir, more).status().message()),
+              ::testing::Not(HasSubstr("--allow_recipe_change")));
+}
+
+TEST(RunFolderTest, AllowRecipeChangeContinuesAndRecordsTheChanges) {
+  const std::string dir = FreshDir("recipe_allowed");
+  StartedRun(dir, Recipe(0.1), 1);
+  TrainingConfig lower = Recipe(0.01);
+  lower.mutable_clip_grad_norm()->set_max_norm(0.5);
+  RunFolderRules rules;
+  rules.allow_recipe_change = true;
+  absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(dir, lower, rules);
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_EQ(decision->start, AttemptStart::kResume);
+  EXPECT_EQ(decision->attempt, 2);
+  EXPECT_THAT(decision->recipe_changes,
+              UnorderedElementsAre(HasSubstr("optimizer.sgd.learning_rate: 0.1 -> 0.01"),
+                                   HasSubstr("clip_grad_norm.max_norm: 1 -> 0.5")));
+  EXPECT_THAT(decision->description, HasSubstr("--allow_recipe_change: with the new recipe"));
+  ASSERT_TRUE(BeginAttempt(dir, lower, *decision).ok());
+  RunFolderState state;
+  ASSERT_TRUE(ReadJsonFile(dir + "/run_state.json", &state).ok());
+  ASSERT_EQ(state.attempts_size(), 2);
+  EXPECT_EQ(state.attempts(0).recipe_changes_size(), 0);
+  EXPECT_EQ(state.attempts(1).recipe_changes_size(), 2);
+  // The folder now holds the new recipe: the same config resumes without
+  // the flag, and the old one is the change.
+  EXPECT_EQ(state.config_fingerprint(), ConfigFingerprint(lower));
+  EXPECT_TRUE(DecideRunFolder(dir, lower).ok());
+  EXPECT_FALSE(DecideRunFolder(dir, Recipe(0.1)).ok());
+  // The flag covers the recipe only, and not another optimizer.
+  TrainingConfig adamw = lower;
+  adamw.mutable_optimizer()->mutable_adamw()->set_learning_rate(0.01);
+  EXPECT_FALSE(DecideRunFolder(dir, adamw, rules).ok());
+  TrainingConfig bigger = lower;
+  bigger.set_global_batch(64);
+  EXPECT_FALSE(DecideRunFolder(dir, bigger, rules).ok());
+  // Both forms of one optimizer are one optimizer.
+  TrainingConfig plugin_form = lower;
+  plugin_form.mutable_optimizer()->Clear();
+  plugin_form.mutable_optimizer()->set_name("sgd");
+  EXPECT_TRUE(DecideRunFolder(dir, plugin_form, rules).ok());
+}
+
+TEST(RunFolderTest, AFinishedRunWithANewRecipeAndNoMoreUpdatesTrainsNothing) {
+  const std::string dir = FreshDir("recipe_finished");
+  TrainingConfig config = Recipe(0.1);
+  config.mutable_run()->set_max_updates(4);
+  StartedRun(dir, config, 1);
+  Finish(dir, config, 4, "max_updates");
+  TrainingConfig lower = Recipe(0.01);
+  lower.mutable_run()->set_max_updates(4);
+  RunFolderRules rules;
+  rules.allow_recipe_change = true;
+  absl::StatusOr<RunFolderDecision> same_length = DecideRunFolder(dir, lower, rules);
+  ASSERT_TRUE(same_length.ok()) << same_length.status();
+  EXPECT_TRUE(same_length->finished);
+  EXPECT_THAT(same_length->description, HasSubstr("nothing trains with the new recipe"));
+  lower.mutable_run()->set_max_updates(8);
+  absl::StatusOr<RunFolderDecision> longer = DecideRunFolder(dir, lower, rules);
+  ASSERT_TRUE(longer.ok()) << longer.status();
+  EXPECT_EQ(longer->start, AttemptStart::kContinue);
+  EXPECT_EQ(longer->recipe_changes.size(), 1u);
+}
+
 TEST(RunFolderTest, AFolderFromBeforeRunStateIsJudgedByItsManifest) {
   const std::string dir = FreshDir("legacy");
   RunManifest manifest;

@@ -54,6 +54,21 @@ std::string ConfigFingerprint(const TrainingConfig& config) {
   return c10::sha1(bytes).str();
 }
 
+std::string OptimizerNameOf(const OptimizerConfig& config) {
+  if (config.has_sgd()) return "sgd";
+  if (config.has_adamw()) return "adamw";
+  return config.name();
+}
+
+TrainingConfig RecipeFreeConfig(const TrainingConfig& config) {
+  TrainingConfig recipe_free = config;
+  recipe_free.mutable_optimizer()->Clear();
+  recipe_free.mutable_optimizer()->set_name(OptimizerNameOf(config.optimizer()));
+  recipe_free.clear_lr_schedule();
+  recipe_free.clear_clip_grad_norm();
+  return recipe_free;
+}
+
 TrainingConfig ReferenceConfig(const TrainingConfig& config) {
   TrainingConfig reference = config;
   reference.set_world_size(1);

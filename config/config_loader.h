@@ -163,6 +163,17 @@ std::string ConfigFingerprint(const TrainingConfig& config);
 // equal (run folders compare them field by field to say what differs).
 TrainingConfig FingerprintedConfig(const TrainingConfig& config);
 
+// The optimizer `config` names: "sgd" or "adamw" for the config form,
+// its `name` for the plugin form (both forms of one optimizer name it
+// alike: its state is the same named tensors).
+std::string OptimizerNameOf(const OptimizerConfig& config);
+
+// `config` without its recipe: the optimizer's settings (its name kept:
+// another optimizer keeps other state), `lr_schedule` and
+// `clip_grad_norm`. What a continuation with --allow_recipe_change may
+// change (artifacts/run_folder.h); everything else still names the run.
+TrainingConfig RecipeFreeConfig(const TrainingConfig& config);
+
 // The one-worker reference run of `config`: world_size 1, no uneven split,
 // no checkpointing, no fault injection; same data, model, optimizer, seeds,
 // global batch and loss weighting.

@@ -108,10 +108,12 @@ OptimizerState SaveAdamState(const std::vector<NamedParameter>& parameters,
   return out;
 }
 
+// InvalidArgument when `amsgrad` needs the running maximum that a state
+// saved without amsgrad lacks (LibTorch's step would fail on it).
 template <typename ParamState>
 absl::Status RestoreAdamState(const std::vector<NamedParameter>& parameters,
                               torch::optim::Optimizer& optimizer,
-                              const OptimizerState& saved) {
+                              const OptimizerState& saved, bool amsgrad) {
   auto& state = optimizer.state();
   state.clear();
   for (const NamedParameter& p : parameters) {
@@ -133,6 +135,10 @@ absl::Status RestoreAdamState(const std::vector<NamedParameter>& parameters,
         return c;
       }
       s->max_exp_avg_sq(OnParameterDevice(*max_sq, p.tensor));
+    } else if (amsgrad) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          base, "max_exp_avg_sq: missing; amsgrad needs the running maximum of "
+          "exp_avg_sq, and this state was saved without amsgrad"));
     }
     state[StateKey(p.tensor)] = std::move(s);
   }
@@ -296,8 +302,10 @@ absl::Status AdamOptimizer::RestoreState(const std::vector<NamedParameter>& para
                                          const OptimizerState& saved) const {
   return Guarded(absl::StatusCode::kDataLoss, [&]() -> absl::Status {
     return decoupled_
-               ? RestoreAdamState<torch::optim::AdamWParamState>(parameters, optimizer, saved)
-               : RestoreAdamState<torch::optim::AdamParamState>(parameters, optimizer, saved);
+               ? RestoreAdamState<torch::optim::AdamWParamState>(parameters, optimizer, saved,
+                                                                 options_.amsgrad())
+               : RestoreAdamState<torch::optim::AdamParamState>(parameters, optimizer, saved,
+                                                                options_.amsgrad());
   });
 }
 

@@ -252,6 +252,32 @@ TEST(BuiltinOptimizersTest, AShapeThatDiffersIsNamed) {
   EXPECT_THAT(status.message(), HasSubstr("weight/momentum_buffer"));
 }
 
+// A recipe change may turn amsgrad on (train --allow_recipe_change): the
+// state saved without it lacks the running maximum, which is named rather
+// than left for LibTorch's step to fail on.
+TEST(BuiltinOptimizersTest, AmsgradRefusesAStateSavedWithoutIt) {
+  std::unique_ptr<AdamOptimizer> plain = *AdamOptimizer::Create(AdamOptions());
+  Model model;
+  std::unique_ptr<torch::optim::Optimizer> optimizer = Built(*plain, model);
+  Step(model, *optimizer, 0);
+  const OptimizerState saved = *plain->SaveState(model.parameters(), *optimizer);
+  AdamOptions with_max;
+  with_max.set_amsgrad(true);
+  std::unique_ptr<AdamOptimizer> amsgrad = *AdamOptimizer::Create(with_max);
+  std::unique_ptr<torch::optim::Optimizer> resumed = Built(*amsgrad, model);
+  absl::Status status = amsgrad->RestoreState(model.parameters(), *resumed, saved);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("weight/max_exp_avg_sq: missing; amsgrad"));
+  // The other way round, the maximum is simply not used.
+  const OptimizerState with_maximum = [&] {
+    std::unique_ptr<torch::optim::Optimizer> o = Built(*amsgrad, model);
+    Step(model, *o, 0);
+    return *amsgrad->SaveState(model.parameters(), *o);
+  }();
+  std::unique_ptr<torch::optim::Optimizer> without = Built(*plain, model);
+  EXPECT_TRUE(plain->RestoreState(model.parameters(), *without, with_maximum).ok());
+}
+
 TEST(BuiltinOptimizersTest, OptionsOutOfRangeAreRefusedNamingTheOption) {
   SgdOptions sgd;
   sgd.set_lr(-1);

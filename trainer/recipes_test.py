@@ -197,6 +197,59 @@ class ResumeTest(unittest.TestCase):
         "")
 
 
+class ContinuationTest(unittest.TestCase):
+  """A finished run continued at a lower learning rate: refused as another
+  config without --allow_recipe_change (naming the field and the flag);
+  with it, a new attempt in run_state.json that records the change, and
+  the parameters of an uninterrupted run whose step schedule halves the
+  rate at the same update."""
+
+  def test_a_lower_learning_rate_continues_the_run_as_a_new_attempt(self):
+    tmp = support.temp_dir("continuation")
+    base = support.small_config(world=2, batch=4, epochs=2, ids=24) + (
+        "\ncheckpoint { every_updates: 1 keep_last: 2 }\n")
+    stop_at = lambda text, n: text.replace(
+        "log_every_updates: 1000", "log_every_updates: 1000 max_updates: %d" % n)
+    halved = SCHEDULE.format(name="step", type="StepScheduleOptions",
+                             options="step_updates: 3 gamma: 0.5")
+    whole = config(tmp, "whole", stop_at(base, 6) + halved)
+    first = config(tmp, "first", stop_at(base, 3))
+    lower = config(tmp, "lower", stop_at(base, 6).replace("learning_rate: 0.05",
+                                                          "learning_rate: 0.025"))
+    whole_out, out = os.path.join(tmp, "whole"), os.path.join(tmp, "out")
+    for result in (train(whole, whole_out), train(first, out)):
+      self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+
+    refused = train(lower, out)
+    self.assertEqual(refused.returncode, 2, refused.stderr[-3000:])
+    self.assertIn("optimizer.sgd.learning_rate: 0.05 -> 0.025", refused.stderr)
+    self.assertIn("pass --allow_recipe_change", refused.stderr)
+    state = support.load(os.path.join(out, "run_state.json"))
+    self.assertEqual(len(state["attempts"]), 1)  # nothing changed
+
+    result = train(lower, out, "--allow_recipe_change")
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    state = support.load(os.path.join(out, "run_state.json"))
+    self.assertEqual([a["start"] for a in state["attempts"]], ["fresh", "continue"])
+    self.assertEqual(state["attempts"][0]["recipe_changes"], [])
+    self.assertEqual(len(state["attempts"][1]["recipe_changes"]), 1)
+    self.assertIn("optimizer.sgd.learning_rate: 0.05 -> 0.025",
+                  state["attempts"][1]["recipe_changes"][0])
+    self.assertEqual(support.load(os.path.join(out, "resume.json"))["update"], 3)
+    summary = lambda o: support.load(os.path.join(o, "run_summary.json"))
+    self.assertEqual(summary(out)["loss_curve"][0]["learning_rate"], 0.025)
+    self.assertEqual(summary(whole_out)["loss_curve"][3]["learning_rate"], 0.025)
+    self.assertEqual(summary(out)["final_parameter_hash"],
+                     summary(whole_out)["final_parameter_hash"])
+    # The first update, the reference's, was taken with the first recipe.
+    parity = support.load(os.path.join(out, "parity.json"))
+    self.assertTrue(parity["pass"], parity["failures"])
+    # The folder now holds the new recipe: the first one is the change.
+    again = train(first, out)
+    self.assertEqual(again.returncode, 2, again.stderr[-3000:])
+    self.assertIn("optimizer.sgd.learning_rate: 0.025 -> 0.05", again.stderr)
+
+
 class Bf16Test(unittest.TestCase):
 
   def test_bf16_passes_parity_within_a_derived_budget_far_below_one_update(self):

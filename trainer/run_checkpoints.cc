@@ -220,30 +220,65 @@ absl::Status RestoreRng(const ShardState& mine) {
 absl::Status CheckSameData(const RunCheckpointContext& c,
                            const CheckpointManifest& manifest);
 
+// The fingerprint of `config` that `manifest` is compared with, and the
+// manifest's, as this run's allowances choose: the whole config's; without
+// world size and split when the world size changed (allowed); without the
+// recipe when allow_recipe_change.
+struct ComparedFingerprints {
+  std::string saved;
+  std::string here;
+  // What the comparison leaves out, for the message: "" or " (beyond ...)".
+  std::string beyond;
+};
+
+ComparedFingerprints FingerprintsToCompare(const RunCheckpointContext& c,
+                                           const CheckpointManifest& manifest) {
+  const TrainingConfig& config = *c.config;
+  const bool world_changed = manifest.world_size() != c.world_size;
+  if (c.allow_recipe_change && world_changed) {
+    return {manifest.world_and_recipe_independent_fingerprint(),
+            ConfigFingerprint(RecipeFreeConfig(ReferenceConfig(config))),
+            " (beyond the world size and the recipe)"};
+  }
+  if (c.allow_recipe_change) {
+    return {manifest.recipe_independent_fingerprint(),
+            ConfigFingerprint(RecipeFreeConfig(config)), " (beyond the recipe)"};
+  }
+  if (world_changed) {
+    return {manifest.world_independent_fingerprint(), WorldIndependentFingerprint(config),
+            " (beyond the world size)"};
+  }
+  return {manifest.config_fingerprint(), ConfigFingerprint(config), ""};
+}
+
 // FailedPrecondition, naming both sides, unless the generation was written
-// by this run's config and model (another world size only if allowed), on
-// the same data (other data only if allowed).
+// by this run's config and model (another world size only if allowed,
+// another recipe only if allowed), on the same data (other data only if
+// allowed).
 absl::Status CheckSameRun(const RunCheckpointContext& c,
                           const CheckpointManifest& manifest) {
   const TrainingConfig& config = *c.config;
-  if (manifest.world_size() != c.world_size) {
-    if (!config.checkpoint().allow_world_size_change()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "checkpoint generation ", manifest.generation(), " was written by ",
-          manifest.world_size(), " ranks; this run has ", c.world_size,
-          ". Set checkpoint { allow_world_size_change: true } to resume "
-          "anyway (the data order of the rest of the epoch changes)"));
-    }
-    if (manifest.world_independent_fingerprint() != WorldIndependentFingerprint(config)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "checkpoint generation ", manifest.generation(),
-          " was written by another training config (beyond the world size)"));
-    }
-  } else if (manifest.config_fingerprint() != ConfigFingerprint(config)) {
+  if (manifest.world_size() != c.world_size &&
+      !config.checkpoint().allow_world_size_change()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint generation ", manifest.generation(), " was written by ",
+        manifest.world_size(), " ranks; this run has ", c.world_size,
+        ". Set checkpoint { allow_world_size_change: true } to resume "
+        "anyway (the data order of the rest of the epoch changes)"));
+  }
+  const bool same = manifest.config_fingerprint() == ConfigFingerprint(config);
+  const ComparedFingerprints compared = FingerprintsToCompare(c, manifest);
+  if (!same && compared.saved.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "checkpoint generation ", manifest.generation(), " in ", c.plan.folder,
-        " was written by another config: fingerprint ",
-        manifest.config_fingerprint(), " != ", ConfigFingerprint(config)));
+        " was written by another config and before recipe fingerprints were recorded, "
+        "so --allow_recipe_change cannot tell whether only its recipe differs"));
+  }
+  if (!same && compared.saved != compared.here) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint generation ", manifest.generation(), " in ", c.plan.folder,
+        " was written by another config", compared.beyond, ": fingerprint ",
+        compared.saved, " != ", compared.here));
   }
   if (manifest.model_revision() != c.model_revision) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -382,6 +417,9 @@ CheckpointManifest ManifestFields(const RunCheckpointContext& c,
   fields.set_world_size(c.world_size);
   fields.set_config_fingerprint(ConfigFingerprint(config));
   fields.set_world_independent_fingerprint(WorldIndependentFingerprint(config));
+  fields.set_recipe_independent_fingerprint(ConfigFingerprint(RecipeFreeConfig(config)));
+  fields.set_world_and_recipe_independent_fingerprint(
+      ConfigFingerprint(RecipeFreeConfig(ReferenceConfig(config))));
   fields.set_model_revision(c.model_revision);
   fields.set_data_hash(c.data_hash);
   for (const auto& [kind, name] : SelectedPluginNames(config)) {

@@ -55,6 +55,10 @@ struct RunCheckpointContext {
   const OptimizerPlugin* optimizer = nullptr;
   // DataHash (artifacts/run_manifest.h) of the receipts this run trains on.
   std::string data_hash;
+  // --allow_recipe_change: a generation written with another recipe (the
+  // optimizer's settings, lr_schedule, clip_grad_norm: RecipeFreeConfig,
+  // config/config_loader.h) resumes with this config's.
+  bool allow_recipe_change = false;
   // Its kill points, and its phase kill of phase save: SaveCheckpoint is
   // that phase, from the shard's bytes until the generation is advertised
   // to this rank.
@@ -76,7 +80,9 @@ struct SaveResult {
 //   FailedPrecondition  naming both sides, when the generation was written
 //                       with another config or model, or with another
 //                       world size and checkpoint.allow_world_size_change
-//                       is false;
+//                       is false, or with another recipe and
+//                       allow_recipe_change is false (or its MANIFEST
+//                       predates recipe fingerprints);
 //   DataLoss            when the newest generation is corrupt and
 //                       stop_on_corruption is set or nothing is left; or
 //                       when a shard that verifies holds what cannot be

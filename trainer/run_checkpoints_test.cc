@@ -11,6 +11,8 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include "checkpoint/generation_layout.h"
+#include "checkpoint/manifest_file.h"
 #include "checkpoint/recovery.h"
 #include "checkpoint/save_generation.h"
 #include "checkpoint/shard_state.h"
@@ -121,6 +123,86 @@ TEST(RunCheckpointsTest, GenerationOfAnotherConfigIsRefused) {
   EXPECT_EQ(record.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(record.status().message()), HasSubstr("another config"));
   EXPECT_EQ(cursor.total_updates, 0);
+}
+
+// train --allow_recipe_change: a generation written with a higher learning
+// rate and no clipping resumes with a lower one and a clip, only when
+// allowed, and never across another optimizer or a non-recipe field.
+TEST(RunCheckpointsTest, GenerationOfAnotherRecipeResumesOnlyWhenAllowed) {
+  const std::string root = FreshTestFolder("ckpt_other_recipe");
+  TrainingConfig config = Config();
+  config.mutable_optimizer()->mutable_sgd()->set_learning_rate(0.1);
+  Trained saved(/*adamw=*/false);
+  ASSERT_TRUE(
+      SaveCheckpoint(Context(root, &config), 1, *saved.model, *saved.optimizer, {2, 0, 2}).ok());
+
+  TrainingConfig lower = config;
+  lower.mutable_optimizer()->mutable_sgd()->set_learning_rate(0.01);
+  lower.mutable_clip_grad_norm()->set_max_norm(1.0);
+  RunCheckpointContext resuming = Context(root, &lower);
+  Trained resumed(/*adamw=*/false, /*seed=*/99);
+  TrainingCursor cursor;
+  absl::StatusOr<ResumeRecord> refused =
+      ResumeFromCheckpoint(resuming, *resumed.model, *resumed.optimizer, &cursor);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("another config: fingerprint"));
+  EXPECT_EQ(cursor.total_updates, 0);
+
+  resuming.allow_recipe_change = true;
+  absl::StatusOr<ResumeRecord> allowed =
+      ResumeFromCheckpoint(resuming, *resumed.model, *resumed.optimizer, &cursor);
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_EQ(cursor.total_updates, 2);
+  EXPECT_EQ(ParameterHash(*resumed.model), ParameterHash(*saved.model));
+
+  TrainingConfig larger = lower;
+  larger.set_global_batch(8);
+  RunCheckpointContext beyond = Context(root, &larger);
+  beyond.allow_recipe_change = true;
+  EXPECT_THAT(std::string(ResumeFromCheckpoint(beyond, *resumed.model, *resumed.optimizer,
+                                               &cursor)
+                              .status()
+                              .message()),
+              HasSubstr("another config (beyond the recipe)"));
+  TrainingConfig adamw = lower;
+  adamw.mutable_optimizer()->mutable_adamw()->set_learning_rate(0.01);
+  RunCheckpointContext other_optimizer = Context(root, &adamw, /*adamw=*/true);
+  other_optimizer.allow_recipe_change = true;
+  EXPECT_EQ(ResumeFromCheckpoint(other_optimizer, *resumed.model, *resumed.optimizer, &cursor)
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+// A MANIFEST from before recipe fingerprints cannot say whether only the
+// recipe changed: refused, saying so.
+TEST(RunCheckpointsTest, AnOlderManifestCannotProveARecipeChange) {
+  const std::string root = FreshTestFolder("ckpt_old_manifest");
+  TrainingConfig config = Config();
+  Trained saved(/*adamw=*/false);
+  ASSERT_TRUE(
+      SaveCheckpoint(Context(root, &config), 1, *saved.model, *saved.optimizer, {1, 0, 1}).ok());
+  const std::string gen = GenerationPath(root, 1);
+  absl::StatusOr<CheckpointManifest> manifest = ReadManifest(gen, 1);
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  manifest->clear_recipe_independent_fingerprint();
+  manifest->clear_world_and_recipe_independent_fingerprint();
+  ASSERT_TRUE(WriteManifest(gen, *manifest).ok());
+
+  TrainingConfig clipped = config;
+  clipped.mutable_clip_grad_norm()->set_max_norm(1.0);
+  RunCheckpointContext resuming = Context(root, &clipped);
+  resuming.allow_recipe_change = true;
+  TrainingCursor cursor;
+  absl::Status refused =
+      ResumeFromCheckpoint(resuming, *saved.model, *saved.optimizer, &cursor).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("before recipe fingerprints were recorded"));
+  // The same config still resumes from it.
+  RunCheckpointContext same = Context(root, &config);
+  same.allow_recipe_change = true;
+  EXPECT_TRUE(ResumeFromCheckpoint(same, *saved.model, *saved.optimizer, &cursor).ok());
 }
 
 TEST(RunCheckpointsTest, GenerationSavedOnOtherDataIsRefusedUnlessAllowed) {

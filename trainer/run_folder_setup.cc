@@ -49,9 +49,10 @@ TrainingConfig OneUpdateReference(const TrainingConfig& config) {
 // before run_state.json existed counts as finished). Errors: it holds a run
 // of another config.
 absl::StatusOr<RunFolderDecision> DecideReference(const std::string& reference_dir,
-                                                  const TrainingConfig& config) {
+                                                  const TrainingConfig& config,
+                                                  const RunFolderRules& rules) {
   absl::StatusOr<RunFolderDecision> decision =
-      DecideRunFolder(reference_dir, OneUpdateReference(config));
+      DecideRunFolder(reference_dir, OneUpdateReference(config), rules);
   if (!decision.ok()) {
     return absl::Status(decision.status().code(),
                         absl::StrCat("this run's one-worker reference cannot be made: ",
@@ -97,7 +98,7 @@ absl::Status Overwrite(const RunFolderRequest& request) {
   bool keep_reference = false;
   if (!request.reference_dir.empty()) {
     absl::StatusOr<RunFolderDecision> reference =
-        DecideReference(request.reference_dir, config);
+        DecideReference(request.reference_dir, config, request.rules);
     keep_reference = reference.ok() && reference->finished;
     if (!keep_reference) {
       absl::StatusOr<std::vector<std::string>> removed = RemoveRun(request.reference_dir, false);
@@ -137,14 +138,14 @@ absl::StatusOr<PreparedRunFolder> PrepareRunFolder(const RunFolderRequest& reque
   } else if (request.overwrite) {
     if (absl::Status s = Overwrite(request); !s.ok()) return s;
   }
-  absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(request.run_dir, config);
+  absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(request.run_dir, config, request.rules);
   if (!decision.ok()) return decision.status();
   prepared.decision = *std::move(decision);
   LogDecision(prepared.decision);
   if (prepared.decision.finished) return prepared;
   if (!request.reference_dir.empty()) {
     absl::StatusOr<RunFolderDecision> reference =
-        DecideReference(request.reference_dir, config);
+        DecideReference(request.reference_dir, config, request.rules);
     if (!reference.ok()) return reference.status();
     if (!reference->finished) {
       if (absl::Status s = MakeReference(*request.loaded, request.reference_dir, *reference);

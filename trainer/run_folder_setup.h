@@ -38,6 +38,11 @@ struct RunFolderRequest {
   // --overwrite (ignored, with a warning, on a torchrun restart: a restart
   // continues what its first attempt started).
   bool overwrite = false;
+  // --allow_recipe_change, for the run folder and its reference: a
+  // reference that differs from this config's only in the recipe is the
+  // reference of the run's first update, taken with the recipe it had
+  // then, and is kept.
+  RunFolderRules rules;
 };
 
 struct PreparedRunFolder {

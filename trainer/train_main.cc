@@ -80,6 +80,10 @@ ABSL_FLAG(std::vector<std::string>, record_update, {},
 ABSL_FLAG(bool, overwrite, false,
           "Remove the run held in --out (under its lock) and train it afresh. "
           "Ignored on a torchrun restart.");
+ABSL_FLAG(bool, allow_recipe_change, false,
+          "Continue the run held in --out although this config changes its recipe "
+          "(the optimizer's settings, lr_schedule, clip_grad_norm; nothing else): "
+          "the new attempt in run_state.json records each change.");
 ABSL_FLAG(bool, list_plugins, false,
           "Print every registered plugin as kind/name and exit; with --config, "
           "also those its plugin_library entries add, each marked with its file.");
@@ -171,7 +175,30 @@ absl::Status FillRunOptions(const LoadedConfig& loaded, const std::string& run_d
   options->checkpoints = PlanCheckpoints(loaded.config, run_dir);
   options->fault = *fault;
   options->record_updates = *records;
+  options->allow_recipe_change = absl::GetFlag(FLAGS_allow_recipe_change);
   return absl::OkStatus();
+}
+
+// What the flags ask of the run folder.
+RunFolderRules FolderRules() {
+  RunFolderRules rules;
+  rules.allow_recipe_change = absl::GetFlag(FLAGS_allow_recipe_change);
+  return rules;
+}
+
+// The request to prepare `run_dir` (and `reference_dir`, when not empty)
+// in --out=`out`.
+RunFolderRequest FolderRequest(const LoadedConfig& loaded, const std::string& out,
+                               const std::string& run_dir,
+                               const std::string& reference_dir) {
+  RunFolderRequest request;
+  request.loaded = &loaded;
+  request.out = out;
+  request.run_dir = run_dir;
+  request.reference_dir = reference_dir;
+  request.overwrite = absl::GetFlag(FLAGS_overwrite);
+  request.rules = FolderRules();
+  return request;
 }
 
 // --overwrite in any of the forms absl accepts: not passed on to the
@@ -203,14 +230,14 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
   // launcher did.
   std::optional<PreparedRunFolder> folder;
   if (env.rank == 0 && !ParentHoldsRunFolderLock(out)) {
-    absl::StatusOr<PreparedRunFolder> prepared = PrepareRunFolder(
-        {&loaded, out, out, reference_dir, absl::GetFlag(FLAGS_overwrite)});
+    absl::StatusOr<PreparedRunFolder> prepared =
+        PrepareRunFolder(FolderRequest(loaded, out, out, reference_dir));
     if (!prepared.ok()) return Fail(prepared.status());
     folder = *std::move(prepared);
   } else if (env.rank == 0) {
     // The launcher holds the lock and has decided; deciding again reads the
     // same folder (nothing was written since) and gives its decision.
-    absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(out, config);
+    absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(out, config, FolderRules());
     if (!decision.ok()) return Fail(decision.status());
     folder.emplace();
     folder->decision = *std::move(decision);
@@ -282,8 +309,8 @@ int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
            char** argv) {
   const TrainingConfig& config = loaded.config;
   const std::string reference_dir = out + "/reference";
-  absl::StatusOr<PreparedRunFolder> folder = PrepareRunFolder(
-      {&loaded, out, out, reference_dir, absl::GetFlag(FLAGS_overwrite)});
+  absl::StatusOr<PreparedRunFolder> folder =
+      PrepareRunFolder(FolderRequest(loaded, out, out, reference_dir));
   if (!folder.ok()) return Fail(folder.status());
   if (folder->decision.finished) return ReportFinished(folder->decision);
   // The ranks started below are this run and its attempt: they do not lock
@@ -360,8 +387,8 @@ int Main(int argc, char** argv) {
     if (absl::Status s = FillRunOptions(*loaded, run_dir, &options); !s.ok()) {
       return Fail(s);
     }
-    absl::StatusOr<PreparedRunFolder> folder = PrepareRunFolder(
-        {&*loaded, out, run_dir, "", absl::GetFlag(FLAGS_overwrite)});
+    absl::StatusOr<PreparedRunFolder> folder =
+        PrepareRunFolder(FolderRequest(*loaded, out, run_dir, ""));
     if (!folder.ok()) return Fail(folder.status());
     if (folder->decision.finished) return ReportFinished(folder->decision);
     options.attempt = folder->decision.attempt;

@@ -269,6 +269,7 @@ absl::Status ResumeRun(Run* run) {
   checkpoints.model_revision = run->manifest.model_revision().revision();
   checkpoints.optimizer = options.loaded->optimizer.plugin.get();
   checkpoints.data_hash = run->data_hash;
+  checkpoints.allow_recipe_change = options.allow_recipe_change;
   checkpoints.fault = options.fault;
   absl::StatusOr<ResumeRecord> resumed = ResumeFromCheckpoint(
       checkpoints, run->model(), *run->optimizer, &run->cursor);

@@ -52,6 +52,10 @@ struct TrainingRunOptions {
   // step rank 0 writes to `artifact_dir`/update-K.json (the first update of
   // a resumed run always is).
   std::set<int64_t> record_updates;
+  // --allow_recipe_change: a checkpoint generation written with another
+  // recipe (the optimizer's settings, lr_schedule, clip_grad_norm) resumes
+  // with this one (trainer/run_checkpoints.h).
+  bool allow_recipe_change = false;
 };
 
 struct TrainingOutcome {
