@@ -69,19 +69,21 @@ def run_train_binary(binary, *args, env=None, timeout=240):
                         env=merged, timeout=timeout)
 
 
-def example_tree(prefix, config, library):
+def example_tree(prefix, config, library, *more_libraries):
   """A workspace-like folder holding a shipped example config and its .so
-  where the config's relative plugin_library says:
+  files where the config's relative plugin_library entries say:
   TMP/examples/plugins/<config> and TMP/bazel-bin/examples/plugins/<library>.
-  Returns (TMP, the config's path, the library's path)."""
+  Returns (TMP, the config's path, the (first) library's path)."""
   tmp = os.path.realpath(temp_dir(prefix))
   config_copy = os.path.join(tmp, "examples", "plugins", os.path.basename(config))
-  library_copy = os.path.join(tmp, "bazel-bin", "examples", "plugins",
-                              os.path.basename(library))
-  for source, target in ((config, config_copy), (library, library_copy)):
+  copies = [(config, config_copy)]
+  for so in (library,) + more_libraries:
+    copies.append((so, os.path.join(tmp, "bazel-bin", "examples", "plugins",
+                                    os.path.basename(so))))
+  for source, target in copies:
     os.makedirs(os.path.dirname(target), exist_ok=True)
     shutil.copy(source, target)
-  return tmp, config_copy, library_copy
+  return tmp, config_copy, copies[1][1]
 
 
 def load(path):

@@ -3,9 +3,11 @@
 real train binary: a library named by the config is loaded and its plugin
 selected, a relative library is the one beside the config, --list_plugins
 marks a library's plugins, options of a library's type are refused without
-it, and the two walk-throughs of docs/plugins.md ("Add a reducer as a .so",
-"Add a model as a .so") train two workers with parity, also through the
-old names under plugins/examples/."""
+it, and the walk-throughs of docs/plugins.md ("Add a reducer as a .so",
+"Add a model as a .so", "Add an optimizer or a schedule as a .so") train
+two workers with parity, the reducer's also through the old names under
+plugins/examples/, the recipe's resuming bitwise."""
+import math
 import hashlib
 import os
 import shutil
@@ -26,6 +28,9 @@ OLD_NAME_REDUCER_SO = os.path.abspath(sys.argv.pop(1))
 OLD_NAME_REDUCER_CONFIG = os.path.abspath(sys.argv.pop(1))
 MODEL_SO = os.path.abspath(sys.argv.pop(1))
 MODEL_CONFIG = os.path.abspath(sys.argv.pop(1))
+OPTIMIZER_SO = os.path.abspath(sys.argv.pop(1))
+SCHEDULE_SO = os.path.abspath(sys.argv.pop(1))
+RECIPE_CONFIG = os.path.abspath(sys.argv.pop(1))
 
 
 def run_in(cwd, *args):
@@ -185,6 +190,78 @@ class ModelExampleTest(unittest.TestCase):
     self.assertTrue(manifest["model_revision"]["revision"].startswith(
         "my_model(hidden=24;in=1x16x16;classes=4)@"))
     self.assertEqual(manifest["plugin_libraries"][0]["plugins"], ["model/my_model"])
+
+
+class RecipeExampleTest(unittest.TestCase):
+  """docs/plugins.md's "Add an optimizer or a schedule as a .so": a team's
+  RMSprop and inverse-square-root schedule, from the shipped config
+  verbatim, train two workers with parity, and a run stopped after 3
+  updates resumes to the uninterrupted run's parameters, bitwise."""
+
+  @classmethod
+  def setUpClass(cls):
+    cls.tmp, cls.config, _ = support.example_tree("my_recipe", RECIPE_CONFIG, OPTIMIZER_SO,
+                                                  SCHEDULE_SO)
+
+  def config_text(self):
+    with open(self.config) as f:
+      return f.read()
+
+  def train(self, config, out):
+    result = run_in(self.tmp, "--config=" + config, "--out=" + out)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    return support.load(os.path.join(out, "run_summary.json"))
+
+  def test_the_libraries_plugins_are_listed(self):
+    listed = support.run_train("--list_plugins", "--config=" + self.config)
+    self.assertEqual(listed.returncode, 0, listed.stderr)
+    lines = listed.stdout.split("\n")
+    so = lambda name: os.path.join(self.tmp, "bazel-bin", "examples", "plugins", name)
+    self.assertIn("optimizer/my_rmsprop  (from %s)" % so("libmy_rmsprop_optimizer.so"), lines)
+    self.assertIn("lr_schedule/inverse_sqrt  (from %s)" % so("libinverse_sqrt_schedule.so"),
+                  lines)
+
+  def test_the_recipe_trains_two_workers_with_parity_and_resumes_bitwise(self):
+    out = os.path.join(self.tmp, "whole")
+    whole = self.train(self.config, out)
+    parity = support.load(os.path.join(out, "parity.json"))
+    self.assertTrue(parity["pass"], parity.get("failures"))
+    manifest = support.load(os.path.join(out, "run_manifest.json"))
+    self.assertEqual(manifest["optimizer"]["name"], "my_rmsprop")
+    self.assertEqual(manifest["plugins"]["lr_schedule"], "inverse_sqrt")
+    self.assertEqual(sorted(p for l in manifest["plugin_libraries"] for p in l["plugins"]),
+                     ["lr_schedule/inverse_sqrt", "optimizer/my_rmsprop"])
+    # The schedule's rate at each update: 0.002 * min((u+1)/4, sqrt(4/(u+1))).
+    for u, point in enumerate(whole["loss_curve"]):
+      self.assertAlmostEqual(point["learning_rate"],
+                             0.002 * min((u + 1) / 4, math.sqrt(4 / (u + 1))), places=15)
+
+    text = self.config_text()
+    stopped = support.write(os.path.join(os.path.dirname(self.config), "stopped.pbtxt"),
+                            text.replace("log_every_updates: 10",
+                                         "log_every_updates: 10 max_updates: 3") +
+                            "checkpoint { every_updates: 1 }\n")
+    resumed_config = support.write(os.path.join(os.path.dirname(self.config), "resumed.pbtxt"),
+                                   text + "checkpoint { every_updates: 1 }\n")
+    part = os.path.join(self.tmp, "part")
+    self.train(stopped, part)
+    resumed = self.train(resumed_config, part)
+    self.assertEqual(support.load(os.path.join(part, "resume.json"))["update"], 3)
+    self.assertEqual(resumed["final_parameter_hash"], whole["final_parameter_hash"])
+    self.assertEqual(resumed["loss_curve"][0]["learning_rate"],
+                     whole["loss_curve"][3]["learning_rate"])
+
+  def test_a_librarys_options_are_checked_naming_the_option(self):
+    text = self.config_text().replace("warmup_updates: 4", "warmup_updates: 0")
+    bad = support.write(os.path.join(os.path.dirname(self.config), "bad.pbtxt"), text)
+    result = run_in(self.tmp, "--config=" + bad, "--validate_only")
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertIn("lr_schedule.options: warmup_updates: must be >= 1, got 0", result.stderr)
+    text = self.config_text().replace("momentum: 0.9", "momentum: -1")
+    bad = support.write(os.path.join(os.path.dirname(self.config), "bad.pbtxt"), text)
+    result = run_in(self.tmp, "--config=" + bad, "--validate_only")
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertIn("optimizer.options: momentum: must be finite and >= 0", result.stderr)
 
 
 if __name__ == "__main__":
