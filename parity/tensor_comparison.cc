@@ -51,11 +51,19 @@ bool AllFinite(const at::Tensor& t) {
 
 absl::StatusOr<TensorListComparison> CompareTensors(
     const NamedTensors& actual, const NamedTensors& reference, double rtol,
-    double atol) {
-  if (!std::isfinite(rtol) || rtol < 0 || !std::isfinite(atol) || atol < 0) {
+    const std::vector<double>& atols) {
+  for (double atol : atols) {
+    if (std::isfinite(atol) && atol >= 0) continue;
     return absl::InvalidArgumentError(absl::StrCat(
-        "tolerance: rtol and atol must be finite and >= 0, got rtol ", rtol,
-        ", atol ", atol));
+        "tolerance: rtol and atol must be finite and >= 0, got rtol ", rtol, ", atol ", atol));
+  }
+  if (!std::isfinite(rtol) || rtol < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tolerance: rtol and atol must be finite and >= 0, got rtol ", rtol));
+  }
+  if (atols.size() != actual.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "comparing ", actual.size(), " tensors with ", atols.size(), " tolerances"));
   }
   if (actual.size() != reference.size()) {
     return absl::InvalidArgumentError(
@@ -81,7 +89,8 @@ absl::StatusOr<TensorListComparison> CompareTensors(
           "], the reference [", absl::StrJoin(ref.sizes(), ","), "]"));
     }
     try {
-      list.tensors.push_back(CompareOne(name, a, ref, rtol, atol));
+      list.tensors.push_back(CompareOne(name, a, ref, rtol, atols[i]));
+      list.tensors.back().atol = atols[i];
     } catch (const c10::Error& e) {
       return absl::InternalError(absl::StrCat(
           "comparing '", name, "': ", e.what_without_backtrace()));
@@ -100,6 +109,20 @@ absl::StatusOr<TensorListComparison> CompareTensors(
   return list;
 }
 
+absl::StatusOr<TensorListComparison> CompareTensors(
+    const NamedTensors& actual, const NamedTensors& reference, double rtol,
+    double atol) {
+  if (!std::isfinite(atol) || atol < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tolerance: rtol and atol must be finite and >= 0, got rtol ", rtol, ", atol ", atol));
+  }
+  absl::StatusOr<TensorListComparison> list =
+      CompareTensors(actual, reference, rtol, std::vector<double>(actual.size(), atol));
+  if (!list.ok()) return list;
+  for (TensorComparison& t : list->tensors) t.atol.reset();
+  return list;
+}
+
 void AppendTensorParity(const TensorListComparison& comparison,
                         google::protobuf::RepeatedPtrField<TensorParity>* out) {
   for (const TensorComparison& t : comparison.tensors) {
@@ -110,6 +133,7 @@ void AppendTensorParity(const TensorListComparison& comparison,
     p->set_max_rel_diff(t.max_rel_diff);
     p->set_max_abs_reference(t.max_abs_reference);
     p->set_pass(t.within_tolerance);
+    if (t.atol.has_value()) p->set_atol(*t.atol);
     p->set_bitwise_equal(t.bitwise_equal);
   }
 }

@@ -8,6 +8,7 @@
 #define RECEIPT_PARITY_PARITY_TENSOR_COMPARISON_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,9 @@ bool AllFinite(const at::Tensor& t);
 
 struct TensorComparison {
   std::string name;
+  // The atol this tensor was judged with, when the caller gave one per
+  // tensor (nullopt: the list's one atol).
+  std::optional<double> atol;
   std::vector<int64_t> shape;
   double max_abs_diff = 0;
   // Over elements with a non-zero reference only.
@@ -69,7 +73,15 @@ absl::StatusOr<TensorListComparison> CompareTensors(
     const NamedTensors& actual, const NamedTensors& reference, double rtol,
     double atol);
 
-// Appends one TensorParity per compared tensor to `out`.
+// The same with tensor i judged by atols[i] (a derived budget per tensor,
+// trainer/bf16_tolerance.h); each TensorComparison records its atol.
+// InvalidArgument also when atols.size() != actual.size().
+absl::StatusOr<TensorListComparison> CompareTensors(
+    const NamedTensors& actual, const NamedTensors& reference, double rtol,
+    const std::vector<double>& atols);
+
+// Appends one TensorParity per compared tensor to `out` (with its atol
+// when it had its own).
 void AppendTensorParity(const TensorListComparison& comparison,
                         google::protobuf::RepeatedPtrField<TensorParity>* out);
 

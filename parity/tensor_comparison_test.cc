@@ -99,6 +99,31 @@ TEST(TensorComparisonTest, ListMaximaAndProto) {
   EXPECT_EQ(out[1].shape(1), 3);
 }
 
+// A derived budget per tensor: each tensor is judged by its own atol, which
+// the proto records; the list's one atol records none.
+TEST(TensorComparisonTest, EachTensorByItsOwnAtol) {
+  NamedTensors actual = {{"small", at::tensor({1.0f})}, {"large", at::tensor({10.0f})}};
+  NamedTensors reference = {{"small", at::tensor({1.5f})}, {"large", at::tensor({10.5f})}};
+  auto c = CompareTensors(actual, reference, 0, std::vector<double>{0.1, 1.0});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->tensors[0].within_tolerance);
+  EXPECT_TRUE(c->tensors[1].within_tolerance);
+  google::protobuf::RepeatedPtrField<TensorParity> out;
+  AppendTensorParity(*c, &out);
+  ASSERT_TRUE(out[0].has_atol());
+  EXPECT_DOUBLE_EQ(out[1].atol(), 1.0);
+  auto one = CompareTensors(actual, reference, 0, 1.0);
+  ASSERT_TRUE(one.ok());
+  google::protobuf::RepeatedPtrField<TensorParity> plain;
+  AppendTensorParity(*one, &plain);
+  EXPECT_FALSE(plain[0].has_atol());
+  EXPECT_THAT(CompareTensors(actual, reference, 0, std::vector<double>{0.1}).status().message(),
+              HasSubstr("2 tensors with 1 tolerances"));
+  EXPECT_THAT(
+      CompareTensors(actual, reference, 0, std::vector<double>{0.1, NAN}).status().message(),
+      HasSubstr("rtol and atol must be finite"));
+}
+
 TEST(TensorComparisonTest, MismatchedListsAreErrors) {
   EXPECT_THAT(CompareTensors(One("a", {1}), One("b", {1}), 0, 0)
                   .status()

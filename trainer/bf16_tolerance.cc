@@ -1,6 +1,7 @@
 #include "trainer/bf16_tolerance.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <limits>
 #include <string>
@@ -38,25 +39,51 @@ ReferenceBatch BatchOf(const Bf16UpdateInputs& in) {
   return out;
 }
 
-// The largest elementwise |a - b| over the tensors, in double.
-double LargestError(const NamedTensors& a, const NamedTensors& b) {
-  double largest = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    largest = std::max(largest, (a[i].second.to(at::kDouble) - b[i].second.to(at::kDouble))
-                                    .abs()
-                                    .max()
-                                    .item<double>());
-  }
-  return largest;
+// The largest elementwise |a - b|, in double.
+double LargestError(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
 }
 
-// Over the tensors, the smallest of each one's largest |value|.
-double SmallestLargest(const NamedTensors& tensors) {
-  double smallest = std::numeric_limits<double>::infinity();
-  for (const auto& [name, tensor] : tensors) {
-    smallest = std::min(smallest, tensor.to(at::kDouble).abs().max().item<double>());
+double LargestMagnitude(const at::Tensor& t) {
+  return t.to(at::kDouble).abs().max().item<double>();
+}
+
+// One tensor's budget from the bf16 and fp64 updates.
+TensorBudget BudgetOf(const std::string& name, const at::Tensor& before,
+                      const at::Tensor& gradient, const at::Tensor& after,
+                      const at::Tensor& gradient64, const at::Tensor& after64) {
+  TensorBudget budget;
+  budget.set_name(name);
+  budget.set_gradient_error(LargestError(gradient, gradient64));
+  budget.set_parameter_error(LargestError(after, after64));
+  budget.set_gradient_atol(kBf16SafetyFactor * budget.gradient_error());
+  budget.set_parameter_atol(kBf16SafetyFactor * budget.parameter_error());
+  budget.set_largest_gradient(LargestMagnitude(gradient));
+  budget.set_largest_parameter_change(LargestMagnitude(after - before));
+  budget.set_share_of_one_update(
+      std::max(budget.gradient_atol() / budget.largest_gradient(),
+               budget.parameter_atol() / budget.largest_parameter_change()));
+  return budget;
+}
+
+// The figures over every tensor, from `derived.tensors`.
+void Summarise(DerivedTolerance* derived) {
+  derived->set_smallest_gradient(std::numeric_limits<double>::infinity());
+  derived->set_smallest_parameter_change(std::numeric_limits<double>::infinity());
+  for (const TensorBudget& t : derived->tensors()) {
+    derived->set_gradient_error(std::max(derived->gradient_error(), t.gradient_error()));
+    derived->set_parameter_error(std::max(derived->parameter_error(), t.parameter_error()));
+    derived->set_gradient_atol(std::max(derived->gradient_atol(), t.gradient_atol()));
+    derived->set_parameter_atol(std::max(derived->parameter_atol(), t.parameter_atol()));
+    derived->set_smallest_gradient(std::min(derived->smallest_gradient(), t.largest_gradient()));
+    derived->set_smallest_parameter_change(
+        std::min(derived->smallest_parameter_change(), t.largest_parameter_change()));
+    // NaN (a tensor that one update leaves unchanged) fails the gate.
+    const double share = t.share_of_one_update();
+    if (std::isnan(share) || share > derived->largest_share_of_one_update()) {
+      derived->set_largest_share_of_one_update(share);
+    }
   }
-  return smallest;
 }
 
 // The reference's update in fp64 from its recorded starting parameters:
@@ -111,32 +138,29 @@ absl::StatusOr<DerivedTolerance> DeriveBf16Tolerance(const Bf16UpdateInputs& in)
   try {
     NamedTensors gradients64, after64;
     if (absl::Status s = StepInDouble(in, *before, &gradients64, &after64); !s.ok()) return s;
-    derived.set_gradient_error(LargestError(*gradients, gradients64));
-    derived.set_parameter_error(LargestError(*after, after64));
-    NamedTensors change;
-    for (size_t i = 0; i < after->size(); ++i) {
-      change.emplace_back((*after)[i].first, (*after)[i].second - (*before)[i].second);
+    for (size_t i = 0; i < names.size(); ++i) {
+      *derived.add_tensors() =
+          BudgetOf(names[i], (*before)[i].second, (*gradients)[i].second, (*after)[i].second,
+                   gradients64[i].second, after64[i].second);
     }
-    derived.set_smallest_gradient(SmallestLargest(*gradients));
-    derived.set_smallest_parameter_change(SmallestLargest(change));
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, "bf16 tolerance: LibTorch");
   }
   derived.set_safety_factor(kBf16SafetyFactor);
-  derived.set_gradient_atol(kBf16SafetyFactor * derived.gradient_error());
-  derived.set_parameter_atol(kBf16SafetyFactor * derived.parameter_error());
-  derived.set_far_below_one_update(
-      derived.gradient_atol() < kMostShareOfOneUpdate * derived.smallest_gradient() &&
-      derived.parameter_atol() < kMostShareOfOneUpdate * derived.smallest_parameter_change());
+  derived.set_most_share_of_one_update(kMostShareOfOneUpdate);
+  Summarise(&derived);
+  const double share = derived.largest_share_of_one_update();
+  derived.set_far_below_one_update(share < kMostShareOfOneUpdate);
   derived.set_method(absl::StrCat(
       "the reference's first update (bf16 autocast, one worker) against the same update "
-      "in fp64 (same initial parameters, batch, weights, clipping, optimizer and rate): "
-      "largest error ", derived.gradient_error(), " in the gradients and ",
-      derived.parameter_error(), " in the parameters after the step; budget ",
-      kBf16SafetyFactor, " x error (two bf16 updates may differ by twice it); each "
-      "below a tenth of what one update changes (smallest per-tensor largest gradient ",
-      derived.smallest_gradient(), ", parameter change ", derived.smallest_parameter_change(),
-      "): ", derived.far_below_one_update() ? "yes" : "NO"));
+      "in fp64 (same initial parameters, batch, weights, clipping, optimizer and rate), "
+      "tensor by tensor: largest error ", derived.gradient_error(), " in a gradient and ",
+      derived.parameter_error(), " in a parameter after the step; each tensor's budget ",
+      kBf16SafetyFactor, " x its error (two bf16 updates may differ by twice it); "
+      "the largest budget is ", share * 100, "% of what one update changes of its tensor, ",
+      share < kMostShareOfOneUpdate ? "below" : "NOT below", " the gate of ",
+      kMostShareOfOneUpdate * 100, "% (a run that did not train, or stepped half an update "
+      "wrong, differs by more)"));
   return derived;
 }
 

@@ -266,8 +266,17 @@ class Bf16Test(unittest.TestCase):
     self.assertEqual(parity["rtol"], 0)
     self.assertEqual(parity["atol"], derived["gradient_atol"])
     self.assertGreater(derived["gradient_error"], 0)  # bf16 really rounded
-    self.assertLess(derived["gradient_atol"], 0.1 * derived["smallest_gradient"])
-    self.assertLess(derived["parameter_atol"], 0.1 * derived["smallest_parameter_change"])
+    # Each tensor's budget: 4 x its own error, below half of what one
+    # update changes of it, and judging it in parity.json.
+    self.assertEqual(derived["most_share_of_one_update"], 0.5)
+    self.assertLess(derived["largest_share_of_one_update"], 0.5)
+    for budget, gradient in zip(derived["tensors"], parity["gradients"]):
+      self.assertEqual(budget["name"], gradient["name"])
+      self.assertEqual(budget["gradient_atol"], 4 * budget["gradient_error"])
+      self.assertLess(budget["gradient_atol"], 0.5 * budget["largest_gradient"])
+      self.assertLess(budget["parameter_atol"], 0.5 * budget["largest_parameter_change"])
+      self.assertEqual(gradient["atol"], budget["gradient_atol"])
+      self.assertLessEqual(gradient["max_abs_diff"], gradient["atol"])
     self.assertIn("against the same update in fp64", parity["tolerance_reason"])
     self.assertLessEqual(parity["max_abs_diff"], derived["gradient_atol"])
     manifest = support.load(os.path.join(out, "run_manifest.json"))
@@ -277,6 +286,22 @@ class Bf16Test(unittest.TestCase):
     result = train(config(tmp, "fp32", support.small_config(world=2, batch=4)), fp32_out)
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     self.assertNotEqual(first_step(out)["gradients"], first_step(fp32_out)["gradients"])
+
+
+  def test_the_derived_budget_still_fails_the_weighting_mistake(self):
+    # rank_mean on a 3 + 1 split: each rank's mean, averaged, is not the
+    # global batch's; the bf16 budget does not hide it.
+    tmp = support.temp_dir("bf16_mistake")
+    text = support.small_config(world=2, batch=4, weighting="rank_mean",
+                                extra='precision: "bf16"\nlocal_batch_sizes: [3, 1]')
+    out = os.path.join(tmp, "out")
+    result = train(config(tmp, "c", text), out)
+    self.assertEqual(result.returncode, 3, result.stderr[-3000:])
+    parity = support.load(os.path.join(out, "parity.json"))
+    self.assertTrue(parity["derived"]["far_below_one_update"])
+    self.assertFalse(parity["pass"])
+    self.assertTrue(any("its own derived budget" in f for f in parity["failures"]),
+                    parity["failures"])
 
 
 class RefusedTest(unittest.TestCase):

@@ -71,10 +71,48 @@ void DescribeFailures(const TensorListComparison& comparison,
     if (t.within_tolerance) continue;
     report->add_failures(absl::StrFormat(
         "%s of %s differs by up to %.3g (relative %.3g; tolerance rtol %g, "
-        "atol %g; largest reference value %.3g)",
-        what, t.name, t.max_abs_diff, t.max_rel_diff, rtol, atol,
-        t.max_abs_reference));
+        "atol %g%s; largest reference value %.3g)",
+        what, t.name, t.max_abs_diff, t.max_rel_diff, rtol, t.atol.value_or(atol),
+        t.atol.has_value() ? ", its own derived budget" : "", t.max_abs_reference));
   }
+}
+
+// The derived budgets as each tensor's atol (rtol 0), `derived` and the
+// reason in `report`, and the refused gate as a failure. InvalidArgument
+// when the derivation's tensors are not the run's.
+absl::Status ApplyDerived(const DerivedTolerance& derived, const std::vector<std::string>& names,
+                          std::vector<double>* gradient_atols,
+                          std::vector<double>* parameter_atols, ParityReport* report) {
+  if (derived.tensors_size() != static_cast<int>(names.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("parity: the derived tolerance has ",
+                                                   derived.tensors_size(), " tensors, the run ",
+                                                   names.size()));
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const TensorBudget& t = derived.tensors(static_cast<int>(i));
+    if (t.name() != names[i]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parity: the derived tolerance's tensor ", i, " is ", t.name(), ", the run's ",
+          names[i]));
+    }
+    (*gradient_atols)[i] = t.gradient_atol();
+    (*parameter_atols)[i] = t.parameter_atol();
+  }
+  *report->mutable_derived() = derived;
+  report->set_rtol(0);
+  report->set_atol(derived.gradient_atol());
+  report->set_tolerance_reason(absl::StrCat(
+      "derived (bf16), per tensor (each tensor's atol is in gradients[] and "
+      "parameters_after_step[], and with its figures in derived.tensors[]; atol here is "
+      "the largest), rtol 0: ", derived.method()));
+  if (!derived.far_below_one_update()) {
+    report->add_failures(absl::StrCat(
+        "the derived bf16 tolerance is not below ", derived.most_share_of_one_update() * 100,
+        "% of what one update changes of every tensor (largest: ",
+        derived.largest_share_of_one_update() * 100,
+        "%): a run that did not train could pass; parity is not judged"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -110,35 +148,27 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
   report.set_weighting(run.loss_weighting());
   report.set_reducer(run.reducer());
   SetTolerance(config, reference_dir, &report);
-  double parameter_atol = report.atol();
+  // One atol per tensor: the config's for all, or the derived budgets.
+  std::vector<double> gradient_atols(names.size(), report.atol());
+  std::vector<double> parameter_atols(names.size(), report.atol());
+  const bool per_tensor = static_cast<bool>(derive);
   if (derive) {
     absl::StatusOr<DerivedTolerance> derived = derive(reference);
     if (!derived.ok()) return derived.status();
-    *report.mutable_derived() = *derived;
-    report.set_rtol(0);
-    report.set_atol(derived->gradient_atol());
-    parameter_atol = derived->parameter_atol();
-    report.set_tolerance_reason(absl::StrCat(
-        "derived (bf16): atol ", derived->gradient_atol(), " for the gradients and ",
-        parameter_atol, " for the parameters after the step, rtol 0: ", derived->method()));
-    if (!derived->far_below_one_update()) {
-      report.add_failures(absl::StrCat(
-          "the derived bf16 tolerance (", derived->gradient_atol(), " on gradients, ",
-          parameter_atol, " on parameters) is not below a tenth of what one update changes ",
-          "(smallest largest gradient ", derived->smallest_gradient(), ", parameter change ",
-          derived->smallest_parameter_change(), "): a run that did not train could pass; "
-          "parity is not judged"));
+    if (absl::Status s = ApplyDerived(*derived, names, &gradient_atols, &parameter_atols, &report);
+        !s.ok()) {
+      return s;
     }
   }
   report.set_accepted_examples(run.accepted_examples());
   report.set_ranks_agree(ranks_agree);
 
-  for (auto [what, mine, theirs, out, atol] :
+  for (auto [what, mine, theirs, out, atols] :
        {std::make_tuple("gradient", &run.gradients(), &reference.gradients(),
-                        report.mutable_gradients(), report.atol()),
+                        report.mutable_gradients(), &gradient_atols),
         std::make_tuple("parameter after the step", &run.parameters_after(),
                         &reference.parameters_after(),
-                        report.mutable_parameters_after_step(), parameter_atol)}) {
+                        report.mutable_parameters_after_step(), &parameter_atols)}) {
     absl::StatusOr<NamedTensors> a = LoadNamedTensors(*mine, names);
     if (!a.ok()) return a.status();
     absl::StatusOr<NamedTensors> b = LoadNamedTensors(*theirs, names);
@@ -147,7 +177,8 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
           absl::StrCat("parity: ", path, ": ", b.status().message()));
     }
     absl::StatusOr<TensorListComparison> comparison =
-        CompareTensors(*a, *b, report.rtol(), atol);
+        per_tensor ? CompareTensors(*a, *b, report.rtol(), *atols)
+                   : CompareTensors(*a, *b, report.rtol(), report.atol());
     if (!comparison.ok()) return comparison.status();
     AppendTensorParity(*comparison, out);
     report.set_max_abs_diff(std::max(report.max_abs_diff(), comparison->max_abs_diff));
@@ -155,7 +186,7 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
     if (std::string(what) == "gradient") {
       report.set_bitwise_equal(comparison->bitwise_equal);
     }
-    DescribeFailures(*comparison, what, report.rtol(), atol, &report);
+    DescribeFailures(*comparison, what, report.rtol(), report.atol(), &report);
   }
   if (AcceptedIds(run) != AcceptedIds(reference)) {
     report.add_failures(

@@ -100,14 +100,22 @@ TEST_F(RunParityTest, AReferenceWithoutAPlatformRecordWasMadeOnTheCpu) {
   EXPECT_TRUE(report->pass());
 }
 
-// A derived tolerance (bf16): its budgets judge the gradients and the
-// parameters apart, rtol 0, the derivation recorded.
-DerivedTolerance Derived(double gradient_atol, double parameter_atol, bool far_below) {
+// A derived tolerance (bf16) for the tensor "w" (or `name`): its budgets
+// judge the gradients and the parameters apart, rtol 0, the derivation
+// recorded.
+DerivedTolerance Derived(double gradient_atol, double parameter_atol, bool far_below,
+                         const std::string& name = "w") {
   DerivedTolerance derived;
   derived.set_method("measured");
   derived.set_gradient_atol(gradient_atol);
   derived.set_parameter_atol(parameter_atol);
   derived.set_far_below_one_update(far_below);
+  derived.set_most_share_of_one_update(0.5);
+  derived.set_largest_share_of_one_update(far_below ? 0.1 : 0.9);
+  TensorBudget* w = derived.add_tensors();
+  w->set_name(name);
+  w->set_gradient_atol(gradient_atol);
+  w->set_parameter_atol(parameter_atol);
   return derived;
 }
 
@@ -121,8 +129,10 @@ TEST_F(RunParityTest, ADerivedToleranceJudgesGradientsAndParametersApart) {
   EXPECT_TRUE(within->pass()) << within->failures(0);
   EXPECT_EQ(within->rtol(), 0);
   EXPECT_EQ(within->atol(), 3e-5);
-  EXPECT_THAT(within->tolerance_reason(), HasSubstr("derived (bf16)"));
+  EXPECT_THAT(within->tolerance_reason(), HasSubstr("derived (bf16), per tensor"));
   EXPECT_EQ(within->derived().method(), "measured");
+  ASSERT_EQ(within->gradients_size(), 1);
+  EXPECT_EQ(within->gradients(0).atol(), 3e-5);
   // The parameters' own budget applies to them.
   absl::StatusOr<ParityReport> parameters = CheckRunParity(
       Step(kSlightlyOff), dir_, Config("cpu"), true,
@@ -130,6 +140,13 @@ TEST_F(RunParityTest, ADerivedToleranceJudgesGradientsAndParametersApart) {
   ASSERT_TRUE(parameters.ok());
   EXPECT_FALSE(parameters->pass());
   EXPECT_THAT(parameters->failures(0), HasSubstr("parameter after the step of w"));
+  EXPECT_THAT(parameters->failures(0), HasSubstr("atol 1e-06, its own derived budget"));
+  // A derivation of other tensors is an error, not a verdict.
+  absl::StatusOr<ParityReport> other = CheckRunParity(
+      Step(kSlightlyOff), dir_, Config("cpu"), true,
+      [](const FirstStep&) { return Derived(3e-5, 3e-5, true, "v"); });
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(other.status().message(), HasSubstr("tensor 0 is v, the run's w"));
 }
 
 // A budget not far below what one update changes is refused: a run that
@@ -142,6 +159,7 @@ TEST_F(RunParityTest, ABudgetThatWouldPassARunThatDidNotTrainIsRefused) {
   ASSERT_TRUE(report.ok());
   EXPECT_FALSE(report->pass());
   EXPECT_THAT(report->failures(0), HasSubstr("a run that did not train could pass"));
+  EXPECT_THAT(report->failures(0), HasSubstr("not below 50% of what one update changes"));
 }
 
 TEST_F(RunParityTest, TwoGpusAreTheSameKind) {
