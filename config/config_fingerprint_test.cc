@@ -32,6 +32,11 @@ const std::vector<Pinned>& PinnedFingerprints() {
       {"configs/three_worker_47_ids.pbtxt",
        "9cc441ba3ae387f96235562f208cdb47b1578577",
        "b260796c58a50a64556d8c5d4dbbd0d59ede4cfe"},
+      // two_worker_masked_tail.pbtxt in bf16: precision is in both
+      // fingerprints (its reference is a bf16 one).
+      {"configs/two_worker_bf16.pbtxt",
+       "de5296993522aab9bda9ebd5e057f6f9910699ad",
+       "265b127e2ae60ae64e67129887d16df356649f30"},
       {"configs/two_worker_duplicate_pad.pbtxt",
        "22c931f32b18adeabb2de137a05797645afce3a3",
        "35b57c38ac0db3e1fb92e6384b1aac96199f4f1a"},

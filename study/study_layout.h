@@ -15,6 +15,8 @@ inline constexpr char kSimulatedParityDir[] = "parity_simulated";
 inline constexpr char kTwoWorkerDir[] = "two_worker";
 // The same two-worker run over OpenMPI; made only where mpirun is installed.
 inline constexpr char kTwoWorkerMpiDir[] = "two_worker_mpi";
+// The two-worker run with bf16 forward passes (configs/two_worker_bf16).
+inline constexpr char kTwoWorkerBf16Dir[] = "two_worker_bf16";
 inline constexpr char kFaultDrillDir[] = "fault_drill";
 // The checkpoints of the drill's killed-and-resumed run, inside its folder.
 inline constexpr char kFaultDrillCheckpointsDir[] = "interrupted/checkpoints";

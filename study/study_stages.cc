@@ -21,6 +21,7 @@ constexpr char kOneWorkerConfig[] = "one_worker.pbtxt";
 constexpr char kTwoWorkerConfig[] = "two_worker_masked_tail.pbtxt";
 constexpr char kTwoWorkerMpiConfig[] = "two_worker_mpi.pbtxt";
 constexpr char kTwoWorkerMpiStage[] = "two_worker_mpi";
+constexpr char kTwoWorkerBf16Config[] = "two_worker_bf16.pbtxt";
 constexpr int kAuditIds = 47;
 constexpr int kAuditRanks = 3;
 constexpr int kAuditEpochs = 2;
@@ -171,6 +172,16 @@ absl::Status RunSamplerAudits(const StudyPrograms& programs,
                   Path(options.out_dir, layout::kSamplerAudit));
 }
 
+// A further run's own artifacts, which the trade report reads from its
+// folder.
+absl::Status RequireRunArtifacts(const std::string& run_out) {
+  for (const char* artifact :
+       {layout::kRunSummary, layout::kValidation, layout::kParity}) {
+    if (absl::Status s = RequireFile(Path(run_out, artifact)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 // //trainer:train with `config` (a file in the configs folder) into
 // `run_out`, its output in `log`; a failure points at the run's parity.json
 // when it left one.
@@ -228,11 +239,7 @@ absl::Status RunTwoWorkerMpi(const StudyPrograms& programs,
       !s.ok()) {
     return s;
   }
-  for (const char* artifact :
-       {layout::kRunSummary, layout::kValidation, layout::kParity}) {
-    if (absl::Status s = RequireFile(Path(run_out, artifact)); !s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return RequireRunArtifacts(run_out);
 }
 
 // The stage's line: what it runs, or that it will not run.
@@ -242,6 +249,21 @@ std::string TwoWorkerMpiDescription() {
   return MpirunInstalled()
              ? run
              : absl::StrCat(run, ": not run, ", kMpirunNotInstalled);
+}
+
+// The two-worker run with bf16 forward passes. It makes its own one-update
+// bf16 reference (the study's is fp32, another fingerprint), whose update
+// against fp64 derives the run's parity tolerance.
+absl::Status RunTwoWorkerBf16(const StudyPrograms& programs,
+                              const StudyOptions& options) {
+  const std::string run_out = Path(options.out_dir, layout::kTwoWorkerBf16Dir);
+  if (absl::Status s =
+          TrainMultiWorker(programs, kTwoWorkerBf16Config, run_out,
+                           LogPath(options, "two_worker_bf16"));
+      !s.ok()) {
+    return s;
+  }
+  return RequireRunArtifacts(run_out);
 }
 
 absl::Status RunFaultDrill(const StudyPrograms& programs,
@@ -312,7 +334,8 @@ absl::Status PrepareStudyFolder(const std::string& out_dir) {
 std::vector<std::string> StudyConfigs(const StudyPrograms& programs) {
   return {Path(programs.configs_dir, kOneWorkerConfig),
           Path(programs.configs_dir, kTwoWorkerConfig),
-          Path(programs.configs_dir, kTwoWorkerMpiConfig)};
+          Path(programs.configs_dir, kTwoWorkerMpiConfig),
+          Path(programs.configs_dir, kTwoWorkerBf16Config)};
 }
 
 std::vector<Stage> StudyStages(const StudyPrograms& programs,
@@ -333,6 +356,10 @@ std::vector<Stage> StudyStages(const StudyPrograms& programs,
        [=] { return RunTwoWorker(programs, options); }},
       {kTwoWorkerMpiStage, TwoWorkerMpiDescription(),
        [=] { return RunTwoWorkerMpi(programs, options); }},
+      {"two_worker_bf16",
+       "the two-worker run with bf16 forward passes "
+       "(configs/two_worker_bf16.pbtxt)",
+       [=] { return RunTwoWorkerBf16(programs, options); }},
       {"fault_drill", "fault drill: kill a rank mid-save, restart, compare",
        [=] { return RunFaultDrill(programs, options); }},
       {"trade_report", "trade report: trade_report.json, .md and .svg",

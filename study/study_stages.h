@@ -10,6 +10,9 @@
 //                     same over OpenMPI), only where MpirunInstalled()
 //                     (runtime/mpirun_launcher.h): elsewhere it succeeds
 //                     without running and the report says "not measured"
+//   two_worker_bf16   //trainer:train, configs/two_worker_bf16.pbtxt (the
+//                     two-worker run with bf16 forward passes, its own
+//                     bf16 reference and derived tolerance)
 //   fault_drill       //trainer:fault_drill, same config
 //   trade_report      trade_report.{json,md,svg}
 #ifndef RECEIPT_PARITY_STUDY_STUDY_STAGES_H_
@@ -30,8 +33,8 @@ struct StudyPrograms {
   std::string parity;
   std::string fault_drill;
   std::string sampler_audit;
-  // Holds one_worker.pbtxt, two_worker_masked_tail.pbtxt and
-  // two_worker_mpi.pbtxt.
+  // Holds one_worker.pbtxt, two_worker_masked_tail.pbtxt,
+  // two_worker_mpi.pbtxt and two_worker_bf16.pbtxt.
   std::string configs_dir;
 };
 

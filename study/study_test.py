@@ -39,6 +39,20 @@ class StudyTest(unittest.TestCase):
     with open(os.path.join(out, "recovery.json")) as f:
       self.assertTrue(json.load(f)["pass"])
     self.assertIn("trade report:", result.stdout)
+    # The bf16 run beside the fp32 one: its parity passes under the
+    # tolerance derived from its own reference's update against fp64.
+    with open(os.path.join(out, "two_worker_bf16", "parity.json")) as f:
+      bf16_parity = json.load(f)
+    self.assertTrue(bf16_parity["pass"], bf16_parity.get("failures"))
+    self.assertTrue(bf16_parity["derived"]["far_below_one_update"])
+    with open(os.path.join(out, "trade_report.json")) as f:
+      bf16 = json.load(f)["two_workers_bf16"]
+    self.assertEqual(bf16["status"], "measured")
+    self.assertEqual(bf16["parity_verdict"], "pass")
+    self.assertGreater(bf16["over_fp32_examples_per_second"], 0)
+    self.assertLess(bf16["derived"]["largest_share_of_one_update"], 0.5)
+    with open(os.path.join(out, "trade_report.md")) as f:
+      self.assertIn("## fp32 against bf16\n\n|  | two workers, fp32 |", f.read())
 
 
 if __name__ == "__main__":

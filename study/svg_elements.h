@@ -8,11 +8,13 @@
 namespace receipt_parity {
 namespace svg {
 
-// The runs' colours: one worker, two workers, two workers over MPI,
-// gradient sync.
+// The runs' colours: one worker, two workers, two workers over MPI, two
+// workers in bf16, gradient sync; the learning rate's line.
 inline constexpr char kOneColor[] = "#1f5fa8";
 inline constexpr char kTwoColor[] = "#e8710a";
 inline constexpr char kMpiColor[] = "#1b998b";
+inline constexpr char kBf16Color[] = "#bf3989";
+inline constexpr char kRateColor[] = "#6e7781";
 inline constexpr char kSyncColor[] = "#8250df";
 
 // `text` with &, <, > and " escaped.

@@ -175,6 +175,18 @@ CheckpointFigures SummariseCheckpointCost(
   return figures;
 }
 
+// SummariseRun of a further multi-worker run (`what`: "over MPI"), refused
+// naming its file when it is not one.
+absl::StatusOr<RunFigures> SummariseMultiWorkerRun(const RunArtifacts& run,
+                                                   const std::string& what) {
+  if (run.summary.world_size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        run.source, "/run_summary.json: world_size is ", run.summary.world_size(),
+        "; the run ", what, " needs at least 2"));
+  }
+  return SummariseRun(run);
+}
+
 absl::StatusOr<MpiFigures> SummariseMpi(
     const std::optional<MpiRunArtifacts>& mpi, const RunFigures& gloo) {
   MpiFigures figures;
@@ -183,12 +195,7 @@ absl::StatusOr<MpiFigures> SummariseMpi(
     figures.set_note(kMpirunNotInstalled);
     return figures;
   }
-  if (mpi->run.summary.world_size() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        mpi->run.source, "/run_summary.json: world_size is ",
-        mpi->run.summary.world_size(), "; the run over MPI needs at least 2"));
-  }
-  absl::StatusOr<RunFigures> run = SummariseRun(mpi->run);
+  absl::StatusOr<RunFigures> run = SummariseMultiWorkerRun(mpi->run, "over MPI");
   if (!run.ok()) return run.status();
   figures.set_status(kMeasured);
   figures.set_source(mpi->run.source);
@@ -202,6 +209,47 @@ absl::StatusOr<MpiFigures> SummariseMpi(
       figures.run().final_parameter_hash() == gloo.final_parameter_hash());
   *figures.mutable_parity() = SummariseParity(mpi->parity);
   figures.set_parity_verdict(figures.parity().verdict());
+  return figures;
+}
+
+double LargestPeakRss(const RunFigures& run) {
+  double largest = 0;
+  for (const RankFigures& rank : run.ranks()) {
+    largest = std::max(largest, rank.peak_rss_mib());
+  }
+  return largest;
+}
+
+absl::StatusOr<PrecisionFigures> SummariseBf16(
+    const std::optional<PrecisionRunArtifacts>& bf16, const RunFigures& fp32) {
+  PrecisionFigures figures;
+  if (!bf16.has_value()) {
+    figures.set_status(kNotMeasured);
+    figures.set_note(kNoBf16Run);
+    return figures;
+  }
+  if (!bf16->parity.message.has_derived()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(bf16->parity.source,
+                     ": no derived tolerance; the bf16 run's parity must be "
+                     "of precision bf16"));
+  }
+  absl::StatusOr<RunFigures> run = SummariseMultiWorkerRun(bf16->run, "in bf16");
+  if (!run.ok()) return run.status();
+  figures.set_status(kMeasured);
+  figures.set_source(bf16->run.source);
+  *figures.mutable_run() = *std::move(run);
+  if (fp32.examples_per_second() > 0) {
+    figures.set_over_fp32_examples_per_second(
+        figures.run().examples_per_second() / fp32.examples_per_second());
+  }
+  figures.set_peak_rss_mib(LargestPeakRss(figures.run()));
+  figures.set_fp32_peak_rss_mib(LargestPeakRss(fp32));
+  figures.set_macro_f1_minus_fp32(figures.run().validation().macro_f1() -
+                                  fp32.validation().macro_f1());
+  *figures.mutable_parity() = SummariseParity(bf16->parity);
+  figures.set_parity_verdict(figures.parity().verdict());
+  *figures.mutable_derived() = bf16->parity.message.derived();
   return figures;
 }
 
@@ -261,6 +309,10 @@ absl::StatusOr<TradeReport> BuildTradeReport(const TradeReportInputs& inputs) {
       SummariseMpi(inputs.two_workers_mpi, report.two_workers());
   if (!mpi.ok()) return mpi.status();
   *report.mutable_two_workers_mpi() = *std::move(mpi);
+  absl::StatusOr<PrecisionFigures> bf16 =
+      SummariseBf16(inputs.two_workers_bf16, report.two_workers());
+  if (!bf16.ok()) return bf16.status();
+  *report.mutable_two_workers_bf16() = *std::move(bf16);
   report.set_picture(inputs.picture);
   return report;
 }

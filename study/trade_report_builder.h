@@ -42,11 +42,20 @@ struct RunArtifacts {
   ValidationReport validation;
 };
 
-// The two-worker run over OpenMPI: its run and its parity.json.
-struct MpiRunArtifacts {
+// A further multi-worker run of a study, with its own reference: its run
+// and its parity.json.
+struct RunWithParityArtifacts {
   RunArtifacts run;
   Sourced<ParityReport> parity;
 };
+// The two-worker run over OpenMPI.
+using MpiRunArtifacts = RunWithParityArtifacts;
+// The two-worker run with bf16 forward passes.
+using PrecisionRunArtifacts = RunWithParityArtifacts;
+
+// Why a study has no bf16 run: its folder is not there (a study made before
+// the stage existed, or one whose stage did not run).
+inline constexpr char kNoBf16Run[] = "the study has no two_worker_bf16 run";
 
 // Why a study has no two-worker run over MPI: its stage runs only where
 // OpenMPI's mpirun is installed.
@@ -66,6 +75,8 @@ struct TradeReportInputs {
   std::optional<Sourced<CheckpointCost>> checkpoint_cost;
   // The two-worker run over MPI, or nullopt when the study did not run it.
   std::optional<MpiRunArtifacts> two_workers_mpi;
+  // The two-worker run in bf16, or nullopt when the study did not run it.
+  std::optional<PrecisionRunArtifacts> two_workers_bf16;
   // File name of the picture, recorded in the report.
   std::string picture = "trade_report.svg";
 };
@@ -73,11 +84,13 @@ struct TradeReportInputs {
 // Builds the report. Figures are carried over unchanged where an artifact
 // has them (examples/s, sync share, per-class metrics, parity differences)
 // and summed or averaged as trade_report.proto documents otherwise.
-// Missing recovery, checkpoint or MPI figures give status "not measured"
-// with a note (for MPI, kMpirunNotInstalled), never an error.
+// Missing recovery, checkpoint, MPI or bf16 figures give status "not
+// measured" with a note (for MPI, kMpirunNotInstalled; for bf16,
+// kNoBf16Run), never an error.
 // Errors: InvalidArgument naming the source when an input contradicts what
-// it must be: one_worker with world_size != 1, two_workers or the MPI run
-// with world_size < 2, a run whose timing does not hold one entry per rank,
+// it must be: one_worker with world_size != 1, two_workers, the MPI run or
+// the bf16 run with world_size < 2, a bf16 run whose parity.json is not of
+// precision bf16 (no derived tolerance), a run whose timing does not hold one entry per rank,
 // a run with no updates.
 absl::StatusOr<TradeReport> BuildTradeReport(const TradeReportInputs& inputs);
 

@@ -45,6 +45,7 @@ TEST(TradeReportBuilderTest, EveryKeyOfTheFormatIsWritten) {
   inputs.checkpoint_cost =
       Sourced<CheckpointCost>{"run_summary.json", TestCheckpointCost()};
   inputs.two_workers_mpi = TestMpiRun();
+  inputs.two_workers_bf16 = TestBf16Run();
   const std::string json = ToJson(Build(inputs));
   std::set<const Descriptor*> visited;
   std::set<std::string> names;
@@ -244,6 +245,57 @@ TEST(TradeReportBuilderTest, RejectsARunOverMpiOfTheWrongShapeNamingTheFile) {
   report = BuildTradeReport(inputs);
   EXPECT_THAT(report.status().message(),
               HasSubstr("two_worker_mpi/run_summary.json: updates is 0"));
+}
+
+TEST(TradeReportBuilderTest, WithoutABf16RunItIsNotMeasured) {
+  const PrecisionFigures bf16 = Build(TestInputs()).two_workers_bf16();
+  EXPECT_EQ(bf16.status(), kNotMeasured);
+  EXPECT_EQ(bf16.note(), kNoBf16Run);
+  EXPECT_FALSE(bf16.has_run());
+  EXPECT_TRUE(bf16.parity_verdict().empty());
+}
+
+TEST(TradeReportBuilderTest, CarriesTheBf16RunBesideFp32) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.two_workers_bf16 = TestBf16Run();
+  PrecisionFigures bf16 = Build(inputs).two_workers_bf16();
+  EXPECT_EQ(bf16.status(), kMeasured);
+  EXPECT_EQ(bf16.source(), "two_worker_bf16");
+  EXPECT_DOUBLE_EQ(bf16.run().examples_per_second(), 1800.5);
+  EXPECT_DOUBLE_EQ(bf16.over_fp32_examples_per_second(), 1800.5 / 2000.5);
+  // The largest rank of each: bf16 rank 1 151.25; fp32 rank 1 111.25.
+  EXPECT_DOUBLE_EQ(bf16.peak_rss_mib(), 151.25);
+  EXPECT_DOUBLE_EQ(bf16.fp32_peak_rss_mib(), 111.25);
+  EXPECT_DOUBLE_EQ(bf16.macro_f1_minus_fp32(), 0.45 - 0.5);
+  EXPECT_DOUBLE_EQ(bf16.run().validation().per_class(1).f1(), 0.3);
+  EXPECT_EQ(bf16.parity_verdict(), kPass);
+  EXPECT_EQ(bf16.parity().source(), "two_worker_bf16/parity.json");
+  EXPECT_DOUBLE_EQ(bf16.derived().largest_share_of_one_update(), 0.27);
+  EXPECT_DOUBLE_EQ(bf16.derived().gradient_error(), 2e-4);
+  ASSERT_EQ(bf16.derived().tensors_size(), 1);
+  EXPECT_EQ(bf16.derived().tensors(0).name(), "fc.weight");
+
+  inputs.two_workers_bf16->parity.message.set_pass(false);
+  bf16 = Build(inputs).two_workers_bf16();
+  EXPECT_EQ(bf16.parity_verdict(), kFail);
+}
+
+TEST(TradeReportBuilderTest, RejectsABf16RunOfTheWrongShapeNamingTheFile) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.two_workers_bf16 = TestBf16Run();
+  inputs.two_workers_bf16->run.summary.set_world_size(1);
+  absl::StatusOr<TradeReport> report = BuildTradeReport(inputs);
+  EXPECT_EQ(report.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(report.status().message(),
+              HasSubstr("two_worker_bf16/run_summary.json: world_size is 1"));
+
+  // An fp32 parity.json (no derived tolerance) in the bf16 folder.
+  inputs.two_workers_bf16 = TestBf16Run();
+  inputs.two_workers_bf16->parity.message.clear_derived();
+  report = BuildTradeReport(inputs);
+  EXPECT_EQ(report.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(report.status().message(),
+              HasSubstr("two_worker_bf16/parity.json: no derived tolerance"));
 }
 
 TEST(TradeReportBuilderTest, LossCurvesThatDoNotLineUpAreNotCompared) {

@@ -89,6 +89,25 @@ std::string MpiLine(const MpiFigures& mpi) {
                       mpi.parity_verdict());
 }
 
+// "1890.2 examples/s, 0.94× fp32; macro F1 +0.0012 against fp32; parity
+// pass (largest tensor budget 27.0 % of one update)", or "not measured
+// (why)".
+std::string Bf16Line(const PrecisionFigures& bf16) {
+  if (bf16.status() != kMeasured) {
+    return bf16.note().empty()
+               ? kNotMeasured
+               : absl::StrCat(kNotMeasured, " (", bf16.note(), ")");
+  }
+  return absl::StrCat(
+      Fixed(bf16.run().examples_per_second(), 1), " examples/s, ",
+      Fixed(bf16.over_fp32_examples_per_second(), 2), "× fp32; macro F1 ",
+      absl::StrFormat("%+.4f", bf16.macro_f1_minus_fp32()),
+      " against fp32; parity ", bf16.parity_verdict(),
+      " (largest tensor budget ",
+      Percent(bf16.derived().largest_share_of_one_update()),
+      " of one update)");
+}
+
 void AppendThroughput(const TradeReport& report, std::string* md) {
   const RunFigures& one = report.one_worker();
   const RunFigures& two = report.two_workers();
@@ -178,6 +197,54 @@ void AppendMpi(const TradeReport& report, std::string* md) {
                   "own config, in its folder).\n\n");
 }
 
+const ClassMetrics* FindClass(const ValidationFigures& v,
+                              const std::string& label) {
+  for (const ClassMetrics& c : v.per_class()) {
+    if (c.label() == label) return &c;
+  }
+  return nullptr;
+}
+
+std::string F1Cell(const ClassMetrics* c) {
+  return c == nullptr ? kDash : Fixed(c->f1(), 3);
+}
+
+// The two-worker run in bf16 beside the fp32 one, or why it is not there.
+void AppendBf16(const TradeReport& report, std::string* md) {
+  const PrecisionFigures& bf16 = report.two_workers_bf16();
+  absl::StrAppend(md, "## fp32 against bf16\n\n");
+  if (bf16.status() != kMeasured) {
+    absl::StrAppend(md, "**", kNotMeasured, "** (", bf16.note(), ").\n\n");
+    return;
+  }
+  const RunFigures& fp32 = report.two_workers();
+  const RunFigures& run = bf16.run();
+  absl::StrAppend(md, HeaderRow({"", "two workers, fp32", "two workers, bf16"}));
+  absl::StrAppend(md, Row({"examples/s", Fixed(fp32.examples_per_second(), 1),
+                           Fixed(run.examples_per_second(), 1)}));
+  absl::StrAppend(md, Row({"update time, ms (mean, slowest rank)",
+                           Ms(fp32.update_seconds()), Ms(run.update_seconds())}));
+  absl::StrAppend(md, Row({"peak resident memory, largest rank, MiB",
+                           Fixed(bf16.fp32_peak_rss_mib(), 1),
+                           Fixed(bf16.peak_rss_mib(), 1)}));
+  absl::StrAppend(md, Row({"final training loss", Fixed(fp32.final_loss(), 6),
+                           Fixed(run.final_loss(), 6)}));
+  absl::StrAppend(md, Row({"accuracy", Fixed(fp32.validation().accuracy(), 4),
+                           Fixed(run.validation().accuracy(), 4)}));
+  absl::StrAppend(md, Row({"macro F1", Fixed(fp32.validation().macro_f1(), 4),
+                           Fixed(run.validation().macro_f1(), 4)}));
+  for (const ClassMetrics& c : fp32.validation().per_class()) {
+    absl::StrAppend(
+        md, Row({absl::StrCat("F1, ", c.label(), " (support ", c.support(), ")"),
+                 F1Cell(&c), F1Cell(FindClass(run.validation(), c.label()))}));
+  }
+  absl::StrAppend(md, "\nbf16: ", Bf16Line(bf16),
+                  ".\n\nIts parity tolerance is derived, not tuned: ",
+                  bf16.derived().method(), ".\n\nFrom `", bf16.source(),
+                  "` (its parity against the one-update bf16 reference of its "
+                  "own config, in its folder).\n\n");
+}
+
 std::string ClassCell(const ClassMetrics* c) {
   if (c == nullptr) return kDash;
   return absl::StrCat(Fixed(c->precision(), 3), " / ", Fixed(c->recall(), 3),
@@ -214,16 +281,9 @@ void AppendValidation(const TradeReport& report, std::string* md) {
       labels.push_back(c.label());
     }
   }
-  auto find = [](const ValidationFigures& v,
-                 const std::string& label) -> const ClassMetrics* {
-    for (const ClassMetrics& c : v.per_class()) {
-      if (c.label() == label) return &c;
-    }
-    return nullptr;
-  };
   for (const std::string& label : labels) {
-    const ClassMetrics* a = find(one, label);
-    const ClassMetrics* b = find(two, label);
+    const ClassMetrics* a = FindClass(one, label);
+    const ClassMetrics* b = FindClass(two, label);
     absl::StrAppend(md, Row({label, absl::StrCat((a != nullptr ? a : b)->support()),
                              ClassCell(a), ClassCell(b)}));
   }
@@ -246,6 +306,10 @@ void AppendParity(const TradeReport& report, std::string* md) {
   if (report.two_workers_mpi().status() == kMeasured) {
     checks.push_back({"two-worker run over MPI (real processes)",
                       &report.two_workers_mpi().parity()});
+  }
+  if (report.two_workers_bf16().status() == kMeasured) {
+    checks.push_back({"two-worker run in bf16 (real processes)",
+                      &report.two_workers_bf16().parity()});
   }
   for (const auto& [name, p] : checks) {
     absl::StrAppend(
@@ -401,6 +465,8 @@ std::string TradeReportHeadline(const TradeReport& report) {
                   " split ", report.simulated_parity().verdict(), "\n");
   absl::StrAppend(&out, "two workers over MPI: ",
                   MpiLine(report.two_workers_mpi()), "\n");
+  absl::StrAppend(&out, "two workers in bf16: ",
+                  Bf16Line(report.two_workers_bf16()), "\n");
   absl::StrAppend(&out, "recovery: ", report.recovery().verdict(), "\n");
   absl::StrAppend(&out, "checkpoint cost: ",
                   CheckpointCostLine(report.checkpoint_cost()), "\n");
@@ -415,6 +481,7 @@ std::string TradeReportMarkdown(const TradeReport& report) {
   absl::StrAppend(&md, "```\n", TradeReportHeadline(report), "```\n\n");
   AppendThroughput(report, &md);
   AppendMpi(report, &md);
+  AppendBf16(report, &md);
   AppendValidation(report, &md);
   AppendParity(report, &md);
   AppendSamplerAudits(report, &md);

@@ -150,6 +150,43 @@ TEST(TradeReportMarkdownTest, ShowsTheRunOverMpiBesideGloo) {
               HasSubstr("straggler: rank 1, last to the gradient reduction in 2 of 2"));
 }
 
+TEST(TradeReportMarkdownTest, WithoutABf16RunSaysNotMeasured) {
+  const TradeReport report = Build(TestInputs());
+  const std::string md = TradeReportMarkdown(report);
+  EXPECT_THAT(md, HasSubstr("## fp32 against bf16\n\n**not measured** (the "
+                            "study has no two_worker_bf16 run)."));
+  EXPECT_THAT(TradeReportHeadline(report),
+              HasSubstr("\ntwo workers in bf16: not measured (the study has "
+                        "no two_worker_bf16 run)\n"));
+  EXPECT_THAT(md, Not(HasSubstr("in bf16 (real processes)")));
+}
+
+TEST(TradeReportMarkdownTest, ShowsTheBf16RunBesideFp32) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.two_workers_bf16 = TestBf16Run();
+  const TradeReport report = Build(inputs);
+  const std::string md = TradeReportMarkdown(report);
+  const std::string line =
+      "1800.5 examples/s, 0.90× fp32; macro F1 -0.0500 against fp32; parity "
+      "pass (largest tensor budget 27.0 % of one update)";
+  EXPECT_THAT(TradeReportHeadline(report),
+              HasSubstr("\ntwo workers in bf16: " + line + "\n"));
+  EXPECT_THAT(md, HasSubstr("## fp32 against bf16\n\n|  | two workers, fp32 | "
+                            "two workers, bf16 |"));
+  EXPECT_THAT(md, HasSubstr("| examples/s | 2000.5 | 1800.5 |"));
+  EXPECT_THAT(md, HasSubstr("| peak resident memory, largest rank, MiB | "
+                            "111.2 | 151.2 |"));
+  EXPECT_THAT(md, HasSubstr("| macro F1 | 0.5000 | 0.4500 |"));
+  EXPECT_THAT(md, HasSubstr("| F1, good (support 6) | 0.600 | 0.600 |"));
+  EXPECT_THAT(md, HasSubstr("| F1, blurry (support 2) | 0.400 | 0.300 |"));
+  EXPECT_THAT(md, HasSubstr("\nbf16: " + line + ".\n"));
+  EXPECT_THAT(md, HasSubstr("derived, not tuned: bf16 against fp64, tensor by "
+                            "tensor."));
+  EXPECT_THAT(md, HasSubstr("From `two_worker_bf16`"));
+  EXPECT_THAT(md, HasSubstr("| two-worker run in bf16 (real processes) "
+                            "`two_worker_bf16/parity.json` | **pass** |"));
+}
+
 TEST(TradeReportMarkdownTest, ShowsSamplerAudits) {
   const std::string md = TradeReportMarkdown(Build(TestInputs()));
   EXPECT_THAT(md, HasSubstr("| duplicate_pad | 5 | 2 | 2 | 6 | 2 | r-0, r-3 | "

@@ -1,6 +1,7 @@
 #include "study/trade_report_stage.h"
 
 #include <filesystem>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "io/atomic_file.h"
@@ -47,21 +48,19 @@ absl::Status ReadRun(const std::string& study_dir, const std::string& run_dir,
       &run->validation);
 }
 
-// The two-worker run over MPI, when the study made its folder.
-absl::Status ReadMpiRun(const std::string& study_dir, TradeReportInputs* inputs) {
-  if (!fs::is_directory(Join(study_dir, layout::kTwoWorkerMpiDir))) {
-    return absl::OkStatus();
-  }
-  MpiRunArtifacts mpi;
-  if (absl::Status s = ReadRun(study_dir, layout::kTwoWorkerMpiDir, &mpi.run);
-      !s.ok()) {
-    return s;
-  }
+// The run in `run_dir` and its parity.json, when the study made that
+// folder; `*artifacts` is left empty otherwise.
+absl::Status ReadRunWithParity(const std::string& study_dir,
+                               const std::string& run_dir,
+                               std::optional<RunWithParityArtifacts>* artifacts) {
+  if (!fs::is_directory(Join(study_dir, run_dir))) return absl::OkStatus();
+  RunWithParityArtifacts read;
+  if (absl::Status s = ReadRun(study_dir, run_dir, &read.run); !s.ok()) return s;
   absl::StatusOr<Sourced<ParityReport>> parity = ReadSourced<ParityReport>(
-      study_dir, absl::StrCat(layout::kTwoWorkerMpiDir, "/", layout::kParity));
+      study_dir, absl::StrCat(run_dir, "/", layout::kParity));
   if (!parity.ok()) return parity.status();
-  mpi.parity = *std::move(parity);
-  inputs->two_workers_mpi = std::move(mpi);
+  read.parity = *std::move(parity);
+  *artifacts = std::move(read);
   return absl::OkStatus();
 }
 
@@ -112,7 +111,16 @@ absl::StatusOr<TradeReportInputs> LoadTradeReportInputs(
                      " checkpoint"),
         inputs.two_workers.summary.checkpoint()};
   }
-  if (absl::Status s = ReadMpiRun(study_dir, &inputs); !s.ok()) return s;
+  if (absl::Status s = ReadRunWithParity(study_dir, layout::kTwoWorkerMpiDir,
+                                         &inputs.two_workers_mpi);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ReadRunWithParity(study_dir, layout::kTwoWorkerBf16Dir,
+                                         &inputs.two_workers_bf16);
+      !s.ok()) {
+    return s;
+  }
   inputs.picture = layout::kTradeReportPicture;
   return inputs;
 }

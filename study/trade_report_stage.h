@@ -20,10 +20,11 @@ namespace receipt_parity {
 //   parity_simulated/parity.json
 //   sampler_audit_duplicate_pad.json, sampler_audit_masked_tail.json
 // and, when present, recovery.json (the fault drill's RecoveryReport) and
-// the folder two_worker_mpi/ (then its run_summary, validation and parity
-// .json are required); the checkpoint cost is the two-worker run's
-// RunSummary.checkpoint. A missing recovery.json, checkpoint record or
-// two_worker_mpi/ is "not measured", not an error.
+// the folders two_worker_mpi/ and two_worker_bf16/ (then each one's
+// run_summary, validation and parity .json are required); the checkpoint
+// cost is the two-worker run's RunSummary.checkpoint. A missing
+// recovery.json, checkpoint record, two_worker_mpi/ or two_worker_bf16/ is
+// "not measured", not an error.
 // Errors: NotFound / InvalidArgument from ReadJsonFile naming the file for
 // a missing or malformed required artifact.
 absl::StatusOr<TradeReportInputs> LoadTradeReportInputs(

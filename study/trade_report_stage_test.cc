@@ -28,6 +28,22 @@ std::string MakeStudyDir(const std::string& name) {
   return dir.string();
 }
 
+// Writes a further run's run_summary, validation and parity .json into
+// `dir`/`run_dir`, as its stage leaves them.
+void WriteRunWithParity(const std::string& dir, const std::string& run_dir,
+                        const RunWithParityArtifacts& artifacts) {
+  fs::create_directories(fs::path(dir) / run_dir);
+  for (const auto& [file, message] :
+       std::initializer_list<std::pair<const char*, const google::protobuf::Message*>>{
+           {"run_summary.json", &artifacts.run.summary},
+           {"validation.json", &artifacts.run.validation},
+           {"parity.json", &artifacts.parity.message}}) {
+    ASSERT_TRUE(WriteArtifact(dir + "/" + run_dir + "/" + file, artifacts.run.stamp,
+                              *message)
+                    .ok());
+  }
+}
+
 TEST(TradeReportStageTest, WritesTheThreeFilesFromTheArtifacts) {
   const std::string dir = MakeStudyDir("complete");
   absl::StatusOr<TradeReport> report = WriteTradeReport(dir);
@@ -90,15 +106,7 @@ TEST(TradeReportStageTest, WithoutTheMpiFolderTheRunOverMpiIsNotMeasured) {
 
 TEST(TradeReportStageTest, ReadsTheRunOverMpiFromItsFolder) {
   const std::string dir = MakeStudyDir("with_mpi");
-  const MpiRunArtifacts mpi = TestMpiRun();
-  fs::create_directories(fs::path(dir) / layout::kTwoWorkerMpiDir);
-  for (const auto& [file, message] :
-       std::initializer_list<std::pair<const char*, const google::protobuf::Message*>>{
-           {"run_summary.json", &mpi.run.summary},
-           {"validation.json", &mpi.run.validation},
-           {"parity.json", &mpi.parity.message}}) {
-    ASSERT_TRUE(WriteArtifact(dir + "/two_worker_mpi/" + file, mpi.run.stamp, *message).ok());
-  }
+  WriteRunWithParity(dir, layout::kTwoWorkerMpiDir, TestMpiRun());
   absl::StatusOr<TradeReport> report = WriteTradeReport(dir);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->two_workers_mpi().status(), kMeasured);
@@ -113,6 +121,30 @@ TEST(TradeReportStageTest, ReadsTheRunOverMpiFromItsFolder) {
   report = WriteTradeReport(dir);
   EXPECT_EQ(report.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(report.status().message(), HasSubstr("two_worker_mpi/parity.json"));
+}
+
+TEST(TradeReportStageTest, ReadsTheBf16RunFromItsFolderOrSaysNotMeasured) {
+  const std::string dir = MakeStudyDir("with_bf16");
+  absl::StatusOr<TradeReport> report = WriteTradeReport(dir);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->two_workers_bf16().status(), kNotMeasured);
+
+  WriteRunWithParity(dir, layout::kTwoWorkerBf16Dir, TestBf16Run());
+  report = WriteTradeReport(dir);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->two_workers_bf16().status(), kMeasured);
+  EXPECT_EQ(report->two_workers_bf16().source(), "two_worker_bf16");
+  EXPECT_DOUBLE_EQ(report->two_workers_bf16().run().examples_per_second(), 1800.5);
+  EXPECT_EQ(report->two_workers_bf16().parity_verdict(), kPass);
+  EXPECT_THAT(*ReadFileToString(dir + "/trade_report.svg"), HasSubstr(">two (bf16)<"));
+  EXPECT_THAT(*ReadFileToString(dir + "/trade_report.md"),
+              HasSubstr("## fp32 against bf16\n\n|"));
+
+  // A folder without its validation.json is a missing artifact, named.
+  fs::remove(fs::path(dir) / "two_worker_bf16/validation.json");
+  report = WriteTradeReport(dir);
+  EXPECT_EQ(report.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(report.status().message(), HasSubstr("two_worker_bf16/validation.json"));
 }
 
 TEST(TradeReportStageTest, AMissingArtifactIsNamed) {

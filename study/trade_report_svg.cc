@@ -21,6 +21,7 @@ using svg::Line;
 using svg::Rect;
 using svg::Text;
 using svg::kOneColor;
+using svg::kRateColor;
 using svg::kTwoColor;
 
 constexpr int kWidth = 1000;
@@ -244,11 +245,40 @@ std::string LossLegend(const LossAxes& a, const TradeReport& report) {
   return svg;
 }
 
-// Left panel: loss against examples seen.
+// The rate each update of `run` stepped with, as a thin dotted line on its
+// own scale (0 at the bottom, the largest rate near the top, both labelled
+// "lr" on the right-hand axis); nothing when the run recorded no rate.
+std::string LearningRateLine(const LossAxes& a, const RunFigures& run) {
+  double max_rate = 0;
+  for (const LossPoint& p : run.loss_curve()) {
+    max_rate = std::max(max_rate, p.learning_rate());
+  }
+  if (!(max_rate > 0)) return "";
+  // A constant rate would lie on the top edge; keep it below the frame.
+  const double top = 1.1 * max_rate;
+  std::string points;
+  for (const LossPoint& p : run.loss_curve()) {
+    absl::StrAppendFormat(&points, "%.1f,%.1f ", a.px(p.examples_seen()),
+                          a.y1 - (a.y1 - a.y0) * p.learning_rate() / top);
+  }
+  const double label_y = a.y1 - (a.y1 - a.y0) * max_rate / top;
+  return absl::StrCat(
+      absl::StrFormat(
+          "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" "
+          "stroke-width=\"1.2\" stroke-dasharray=\"2 3\"/>\n",
+          points, kRateColor),
+      Text(a.x1 + 6, label_y + 4, absl::StrFormat("lr %.3g", max_rate), 11,
+           absl::StrCat("fill=\"", kRateColor, "\"")),
+      Text(a.x1 + 6, a.y1 + 4, "lr 0", 11,
+           absl::StrCat("fill=\"", kRateColor, "\"")));
+}
+
+// Left panel: loss against examples seen, and the two-worker run's
+// learning rate per update.
 std::string LossPanel(const TradeReport& report) {
   const LossAxes axes = MakeLossAxes(report.one_worker(), report.two_workers());
   return absl::StrCat(
-      LossFrame(axes),
+      LossFrame(axes), LearningRateLine(axes, report.two_workers()),
       LossCurve(axes, report.one_worker(), kOneColor, 4.5, "stroke-opacity=\"0.55\""),
       LossCurve(axes, report.two_workers(), kTwoColor, 2, "stroke-dasharray=\"7 4\""),
       LossLegend(axes, report));

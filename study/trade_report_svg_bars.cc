@@ -15,6 +15,7 @@ namespace {
 
 using svg::Rect;
 using svg::Text;
+using svg::kBf16Color;
 using svg::kMpiColor;
 using svg::kOneColor;
 using svg::kSyncColor;
@@ -30,22 +31,52 @@ struct Bar {
 // Where the right-hand panels draw: labels, then bars up to bar_max wide.
 constexpr double kLabelX = 640, kBarX = 730, kBarMax = 150;
 
-// Examples per second, one bar per run (the run over MPI when measured,
-// the bars closer then), and the two-over-one (and MPI-over-Gloo) ratio.
+// The ratio lines under the examples/s bars: two over one, MPI over Gloo
+// and bf16 over fp32 where measured.
+std::vector<std::string> ThroughputRatios(const TradeReport& report) {
+  std::vector<std::string> lines = {
+      absl::StrFormat("two workers = %.2f× one worker",
+                      report.two_over_one_examples_per_second())};
+  const MpiFigures& mpi = report.two_workers_mpi();
+  if (mpi.status() == kMeasured) {
+    lines.push_back(absl::StrFormat(
+        "MPI = %.2f× Gloo%s", mpi.over_gloo_examples_per_second(),
+        mpi.final_parameters_equal_to_gloo() ? ", same final parameters"
+                                             : ", final parameters differ"));
+  }
+  const PrecisionFigures& bf16 = report.two_workers_bf16();
+  if (bf16.status() == kMeasured) {
+    lines.push_back(absl::StrFormat("bf16 = %.2f× fp32, parity %s",
+                                    bf16.over_fp32_examples_per_second(),
+                                    bf16.parity_verdict()));
+  }
+  return lines;
+}
+
+// Examples per second, one bar per run (the runs over MPI and in bf16 when
+// measured, the bars closer then), and the ratio lines.
 std::string ThroughputBars(const TradeReport& report) {
   const RunFigures& one = report.one_worker();
   const RunFigures& two = report.two_workers();
   const MpiFigures& mpi = report.two_workers_mpi();
+  const PrecisionFigures& bf16 = report.two_workers_bf16();
   std::vector<Bar> rates = {
       {"one worker", kOneColor, one.examples_per_second()},
       {"two workers", kTwoColor, two.examples_per_second()}};
   if (mpi.status() == kMeasured) {
     rates.push_back({"two (MPI)", kMpiColor, mpi.run().examples_per_second()});
   }
-  // Two bars 24 high every 36; three 22 high every 30, so that both ratio
-  // lines end above the next panel's title (y 273).
-  const bool three = rates.size() > 2;
-  const double step = three ? 30 : 36, height = three ? 22 : 24;
+  if (bf16.status() == kMeasured) {
+    rates.push_back({"two (bf16)", kBf16Color, bf16.run().examples_per_second()});
+  }
+  const std::vector<std::string> ratios = ThroughputRatios(report);
+  // Bars and ratio lines end above the next panel's title (y 273): two bars
+  // 24 high every 36, three 22 every 30, four 16 every 21; ratio lines every
+  // 16, every 14 when there are three.
+  const size_t bars = rates.size();
+  const double step = bars <= 2 ? 36 : bars == 3 ? 30 : 21;
+  const double height = bars <= 2 ? 24 : bars == 3 ? 22 : 16;
+  const double line_step = ratios.size() > 2 ? 14 : 16;
   double y = 125;
   std::string svg = Text(kLabelX, y - 12, "Examples per second", 15,
                          "font-weight=\"bold\"");
@@ -60,20 +91,9 @@ std::string ThroughputBars(const TradeReport& report) {
                          "font-weight=\"bold\""));
     y += step;
   }
-  absl::StrAppend(
-      &svg, Text(kLabelX, y + 16,
-                 absl::StrFormat("two workers = %.2f× one worker",
-                                 report.two_over_one_examples_per_second()),
-                 13, "fill=\"#57606a\""));
-  if (three) {
-    absl::StrAppend(
-        &svg, Text(kLabelX, y + 32,
-                   absl::StrFormat("MPI = %.2f× Gloo%s",
-                                   mpi.over_gloo_examples_per_second(),
-                                   mpi.final_parameters_equal_to_gloo()
-                                       ? ", same final parameters"
-                                       : ", final parameters differ"),
-                   13, "fill=\"#57606a\""));
+  for (const std::string& line : ratios) {
+    y += line_step;
+    absl::StrAppend(&svg, Text(kLabelX, y, line, 13, "fill=\"#57606a\""));
   }
   return svg;
 }

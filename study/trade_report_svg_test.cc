@@ -45,7 +45,8 @@ TEST(TradeReportSvgTest, IsOneStandaloneDocument) {
 
 TEST(TradeReportSvgTest, DrawsBothLossCurvesPointByPoint) {
   const std::string svg = TradeReportSvg(Build(TestInputs()));
-  EXPECT_EQ(Count(svg, "<polyline"), 2);
+  // Both loss curves and the learning rate's line.
+  EXPECT_EQ(Count(svg, "<polyline"), 3);
   // 4 points each: "x,y " four times.
   const size_t first = svg.find("<polyline points=\"");
   ASSERT_NE(first, std::string::npos);
@@ -106,6 +107,49 @@ TEST(TradeReportSvgTest, ARunOverMpiGetsAThirdBarAboveTheNextPanel) {
   ASSERT_GT(title, 0);
   EXPECT_LE(ratio + 4, title - 15);
   EXPECT_LT(TextY(svg, "two workers = 2.00× one worker"), ratio);
+}
+
+TEST(TradeReportSvgTest, RunsOverMpiAndInBf16GetFourBarsAboveTheNextPanel) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.two_workers_mpi = TestMpiRun();
+  inputs.two_workers_bf16 = TestBf16Run();
+  const std::string svg = TradeReportSvg(Build(inputs));
+  EXPECT_EQ(Count(svg, "<text"), Count(svg, "</text>"));
+  EXPECT_THAT(svg, HasSubstr(">two (bf16)</text>"));
+  EXPECT_THAT(svg, HasSubstr(">1800</text>"));  // bf16's examples/s, rounded
+  // The fourth bar: 16 high, 21 below MPI's; 150 x 1800.5 / 2500.5 long.
+  EXPECT_THAT(svg, HasSubstr("<rect x=\"730.0\" y=\"194.0\" width=\"108.0\" "
+                             "height=\"16.0\" fill=\"#bf3989\""));
+  // Three ratio lines, all above the time-per-update panel's title.
+  const double two = TextY(svg, "two workers = 2.00× one worker");
+  const double mpi = TextY(svg, "MPI = 1.25× Gloo, same final parameters");
+  const double bf16 = TextY(svg, "bf16 = 0.90× fp32, parity pass");
+  const double title = TextY(svg, "Time per update \\(ms\\)");
+  ASSERT_GT(two, 0);
+  ASSERT_GT(mpi, two);
+  ASSERT_GT(bf16, mpi);
+  EXPECT_LE(bf16 + 4, title - 15);
+}
+
+TEST(TradeReportSvgTest, DrawsTheLearningRateOnItsOwnScale) {
+  const std::string svg = TradeReportSvg(Build(TestInputs()));
+  // TestRun's rates 0.01, 0.01, 0.005, 0.005: the largest labelled, a
+  // dotted line from 0.01 (at 1/1.1 of the plot's height) down to half.
+  EXPECT_THAT(svg, HasSubstr(">lr 0.01</text>"));
+  EXPECT_THAT(svg, HasSubstr(">lr 0</text>"));
+  EXPECT_EQ(Count(svg, "stroke=\"#6e7781\" stroke-width=\"1.2\" "
+                       "stroke-dasharray=\"2 3\""),
+            1);
+  // y = 485 - 360 x rate / 0.011: 157.7 for 0.01, 321.4 for 0.005.
+  EXPECT_THAT(svg, HasSubstr(",157.7 "));
+  EXPECT_THAT(svg, HasSubstr(",321.4 "));
+
+  // A run that recorded no rate draws none.
+  TradeReport report = Build(TestInputs());
+  for (LossPoint& p : *report.mutable_two_workers()->mutable_loss_curve()) {
+    p.set_learning_rate(0);
+  }
+  EXPECT_THAT(TradeReportSvg(report), Not(HasSubstr(">lr 0</text>")));
 }
 
 TEST(TradeReportSvgTest, ShowsWhoCameLastToTheGradientSync) {

@@ -28,11 +28,13 @@ RunArtifacts TestRun(int world_size, double loss_offset) {
   s.set_final_parameter_hash("hash");
   s.set_parity(world_size == 1 ? "not_checked" : "pass");
   const double losses[] = {1.5, 1.25, 1.0, 0.75};
+  const double rates[] = {0.01, 0.01, 0.005, 0.005};
   for (int u = 0; u < 4; ++u) {
     LossPoint* p = s.add_loss_curve();
     p->set_update(u);
     p->set_examples_seen(8 * (u + 1));
     p->set_loss(losses[u] + (u == 2 ? loss_offset : 0));
+    p->set_learning_rate(rates[u]);
   }
   for (int r = 0; r < world_size; ++r) {
     RankTiming* t = s.add_timing();
@@ -199,6 +201,32 @@ MpiRunArtifacts TestMpiRun() {
   mpi.parity = {"two_worker_mpi/parity.json", TestParity(false)};
   mpi.parity.message.set_reducer("mpi_allreduce");
   return mpi;
+}
+
+PrecisionRunArtifacts TestBf16Run() {
+  PrecisionRunArtifacts bf16;
+  bf16.run = TestRun(2, 3e-3);
+  bf16.run.source = "two_worker_bf16";
+  bf16.run.stamp.set_config_fingerprint("fp-bf16");
+  bf16.run.summary.set_examples_per_second(1800.5);
+  for (RankTiming& timing : *bf16.run.summary.mutable_timing()) {
+    timing.set_peak_rss_mib(150.25 + timing.rank());
+  }
+  bf16.run.validation.set_macro_f1(0.45);
+  bf16.run.validation.mutable_per_class(1)->set_f1(0.3);
+  bf16.parity = {"two_worker_bf16/parity.json", TestParity(false)};
+  DerivedTolerance& derived = *bf16.parity.message.mutable_derived();
+  derived.set_method("bf16 against fp64, tensor by tensor");
+  derived.set_gradient_error(2e-4);
+  derived.set_parameter_error(3e-5);
+  derived.set_safety_factor(4);
+  derived.set_gradient_atol(8e-4);
+  derived.set_parameter_atol(1.2e-4);
+  derived.set_largest_share_of_one_update(0.27);
+  derived.set_most_share_of_one_update(0.5);
+  derived.set_far_below_one_update(true);
+  derived.add_tensors()->set_name("fc.weight");
+  return bf16;
 }
 
 TradeReportInputs TestInputs() {
