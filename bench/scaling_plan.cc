@@ -78,6 +78,12 @@ absl::StatusOr<TrainingConfig> ParseBaseConfig(const std::string& text,
         name, ": global_batch: ", config.global_batch(),
         " does not split evenly over world_size ", world));
   }
+  if ((config.global_batch() / world) % kLargestBenchmarkAccumulation != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": global_batch: each rank's ", config.global_batch() / world,
+        " examples do not cut into ", kLargestBenchmarkAccumulation,
+        " micro-batches (the benchmark's accumulation runs)"));
+  }
   return config;
 }
 
@@ -182,22 +188,40 @@ std::string VariantTag(TrainerVariant how) {
     case TrainerVariant::kBucketsOverlapped: return "_buckets_overlap";
     case TrainerVariant::kBucketsNotOverlapped: return "_buckets_no_overlap";
     case TrainerVariant::kOverMpi: return "_mpi";
+    case TrainerVariant::kAccumulation2: return "_accumulation_2";
+    case TrainerVariant::kAccumulation4: return "_accumulation_4";
   }
   return "";
+}
+
+int AccumulationStepsOf(TrainerVariant how) {
+  switch (how) {
+    case TrainerVariant::kAccumulation2: return 2;
+    case TrainerVariant::kAccumulation4: return 4;
+    default: return 1;
+  }
 }
 
 std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes) {
   if (how == TrainerVariant::kAsConfigured) return "";
   if (how == TrainerVariant::kOverMpi) return " over MPI";
+  if (const int steps = AccumulationStepsOf(how); steps > 1) {
+    return absl::StrCat(", ", steps, " micro-batches per update (accumulation_steps ",
+                        steps, ", the same global batch)");
+  }
   return absl::StrCat(" (allreduce_sum, buckets of <= ", bucket_cap_bytes, " bytes, ",
                       how == TrainerVariant::kBucketsOverlapped ? "overlapped with"
                                                                 : "after",
                       " backward)");
 }
 
-TrainingConfig WithReducerVariant(TrainingConfig config, TrainerVariant how,
+TrainingConfig WithTrainerVariant(TrainingConfig config, TrainerVariant how,
                                   int64_t bucket_cap_bytes) {
   if (how == TrainerVariant::kAsConfigured) return config;
+  if (const int steps = AccumulationStepsOf(how); steps > 1) {
+    config.set_accumulation_steps(steps);
+    return config;
+  }
   if (how == TrainerVariant::kOverMpi) {
     config.mutable_reducer()->set_name("mpi_allreduce");
     config.mutable_reducer()->clear_options();

@@ -84,30 +84,43 @@ std::vector<std::string> BareArguments(const BenchmarkModel& model,
                                        double max_seconds,
                                        const std::string& out);
 
-// How a trainer run's reducer is set: as the base config says, or
+// How a trainer run differs from the base config: not at all; its reducer
 // allreduce_sum over several buckets with and without overlap with the
 // backward pass, or over OpenMPI (reducer mpi_allreduce: allreduce_sum
 // after the backward pass over backend "mpi", its ranks under the
 // launcher's mpirun; the name the benchmark's MPI figures were measured
-// with).
+// with); or each update in 2 or 4 micro-batches per rank at the same
+// global batch (accumulation_steps).
 enum class TrainerVariant {
   kAsConfigured,
   kBucketsOverlapped,
   kBucketsNotOverlapped,
-  kOverMpi
+  kOverMpi,
+  kAccumulation2,
+  kAccumulation4
 };
 
+// The micro-batches per update of `how`: 2 or 4 for the accumulation
+// variants, 1 otherwise.
+int AccumulationStepsOf(TrainerVariant how);
+
+// The largest accumulation_steps a benchmark variant uses: the base
+// config's per-rank batch must be a multiple of it.
+inline constexpr int kLargestBenchmarkAccumulation = 4;
+
 // The suffix of a variant's run names ("" for kAsConfigured,
-// "_buckets_overlap", "_buckets_no_overlap", "_mpi").
+// "_buckets_overlap", "_buckets_no_overlap", "_mpi", "_accumulation_2",
+// "_accumulation_4").
 std::string VariantTag(TrainerVariant how);
 
 // The variant as the benchmark announces it ("" for kAsConfigured).
 std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes);
 
-// `config` with its reducer set for `how`: unchanged; allreduce_sum with
-// buckets of at most `bucket_cap_bytes` and overlap_backward on or off; or
-// mpi_allreduce (no options) with run.launcher "mpirun".
-TrainingConfig WithReducerVariant(TrainingConfig config, TrainerVariant how,
+// `config` set for `how`: unchanged; its reducer allreduce_sum with
+// buckets of at most `bucket_cap_bytes` and overlap_backward on or off, or
+// mpi_allreduce (no options) with run.launcher "mpirun"; or its
+// accumulation_steps 2 or 4 (global_batch unchanged).
+TrainingConfig WithTrainerVariant(TrainingConfig config, TrainerVariant how,
                                   int64_t bucket_cap_bytes);
 
 // Updates that take about `seconds` at `update_seconds` each, clamped to

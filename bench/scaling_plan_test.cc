@@ -66,6 +66,10 @@ TEST(ParseBaseConfigTest, RefusesWhatCannotBeBenchmarked) {
       {R"pb(data { synthetic { num_identities: 10 } } model { architecture: "mlp" }
             optimizer { sgd {} } global_batch: 5 world_size: 2)pb",
        "global_batch"},
+      // 6 per rank do not cut into 4 micro-batches.
+      {R"pb(data { synthetic { num_identities: 10 } } model { architecture: "mlp" }
+            optimizer { sgd {} } global_batch: 12 world_size: 2)pb",
+       "global_batch: each rank's 6 examples"},
   };
   for (const auto& [text, field] : cases) {
     absl::StatusOr<TrainingConfig> base = ParseBaseConfig(text, "b.pbtxt");
@@ -188,31 +192,54 @@ TEST(ScalingPlanTest, ReducerVariantsSetTheReducerAndLauncher) {
   TrainingConfig base;
   base.mutable_reducer()->set_name("allreduce_sum");
   base.mutable_run()->set_launcher("local");
-  const TrainingConfig same = WithReducerVariant(base, TrainerVariant::kAsConfigured, 64);
+  const TrainingConfig same = WithTrainerVariant(base, TrainerVariant::kAsConfigured, 64);
   EXPECT_EQ(same.SerializeAsString(), base.SerializeAsString());
 
   const TrainingConfig overlapped =
-      WithReducerVariant(base, TrainerVariant::kBucketsOverlapped, 1000);
+      WithTrainerVariant(base, TrainerVariant::kBucketsOverlapped, 1000);
   AllreduceSumOptions options;
   ASSERT_TRUE(overlapped.reducer().options().UnpackTo(&options));
   EXPECT_EQ(options.bucket_cap_bytes(), 1000);
   EXPECT_TRUE(options.overlap_backward());
   const TrainingConfig after =
-      WithReducerVariant(base, TrainerVariant::kBucketsNotOverlapped, 1000);
+      WithTrainerVariant(base, TrainerVariant::kBucketsNotOverlapped, 1000);
   ASSERT_TRUE(after.reducer().options().UnpackTo(&options));
   EXPECT_FALSE(options.overlap_backward());
   EXPECT_EQ(after.run().launcher(), "local");
 
-  const TrainingConfig mpi = WithReducerVariant(overlapped, TrainerVariant::kOverMpi, 1000);
+  const TrainingConfig mpi = WithTrainerVariant(overlapped, TrainerVariant::kOverMpi, 1000);
   EXPECT_EQ(mpi.reducer().name(), "mpi_allreduce");
   EXPECT_FALSE(mpi.reducer().has_options());
   EXPECT_EQ(mpi.run().launcher(), "mpirun");
 }
 
+TEST(ScalingPlanTest, AccumulationVariantsCutTheSameGlobalBatch) {
+  TrainingConfig base;
+  base.set_global_batch(32);
+  base.set_world_size(2);
+  base.mutable_reducer()->set_name("allreduce_sum");
+  for (const auto [how, steps] :
+       {std::pair{TrainerVariant::kAccumulation2, 2},
+        std::pair{TrainerVariant::kAccumulation4, 4}}) {
+    const TrainingConfig cut = WithTrainerVariant(base, how, 1000);
+    EXPECT_EQ(cut.accumulation_steps(), steps);
+    EXPECT_EQ(cut.global_batch(), 32);
+    EXPECT_EQ(cut.reducer().SerializeAsString(), base.reducer().SerializeAsString());
+    EXPECT_EQ(AccumulationStepsOf(how), steps);
+  }
+  EXPECT_FALSE(WithTrainerVariant(base, TrainerVariant::kOverMpi, 1000)
+                   .has_accumulation_steps());
+  EXPECT_EQ(AccumulationStepsOf(TrainerVariant::kAsConfigured), 1);
+  EXPECT_EQ(VariantLabel(TrainerVariant::kAccumulation4, 8),
+            ", 4 micro-batches per update (accumulation_steps 4, the same "
+            "global batch)");
+}
+
 TEST(ScalingPlanTest, VariantsHaveDistinctRunNames) {
   const std::vector<TrainerVariant> all = {
       TrainerVariant::kAsConfigured, TrainerVariant::kBucketsOverlapped,
-      TrainerVariant::kBucketsNotOverlapped, TrainerVariant::kOverMpi};
+      TrainerVariant::kBucketsNotOverlapped, TrainerVariant::kOverMpi,
+      TrainerVariant::kAccumulation2, TrainerVariant::kAccumulation4};
   std::set<std::string> tags;
   for (TrainerVariant how : all) tags.insert(VariantTag(how));
   EXPECT_EQ(tags.size(), all.size());

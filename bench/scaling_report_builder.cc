@@ -145,6 +145,17 @@ void FillRatios(ModelScaling* m) {
   m->set_ours_over_ceiling(Ratio(m->ours_scaling(), m->two_process_ceiling()));
   m->set_rss_ratio_to_bare(Ratio(LargestRss(m->ours_two_workers()),
                                  LargestRss(m->bare_libtorch())));
+  const SystemRun& one_step = m->ours_two_workers();
+  m->set_accumulation_2_examples_per_second_ratio(
+      Ratio(m->ours_two_workers_accumulation_2().examples_per_second(),
+            one_step.examples_per_second()));
+  m->set_accumulation_4_examples_per_second_ratio(
+      Ratio(m->ours_two_workers_accumulation_4().examples_per_second(),
+            one_step.examples_per_second()));
+  m->set_accumulation_2_peak_rss_ratio(
+      Ratio(LargestRss(m->ours_two_workers_accumulation_2()), LargestRss(one_step)));
+  m->set_accumulation_4_peak_rss_ratio(
+      Ratio(LargestRss(m->ours_two_workers_accumulation_4()), LargestRss(one_step)));
   if (m->has_ours_two_workers_mpi()) FillMpiRatios(m);
 }
 
@@ -194,6 +205,18 @@ const std::vector<RatioField>& RatioFields() {
        &ModelScaling::mutable_ours_over_ceiling_spread},
       {&ModelScaling::rss_ratio_to_bare, &ModelScaling::set_rss_ratio_to_bare,
        &ModelScaling::mutable_rss_ratio_to_bare_spread},
+      {&ModelScaling::accumulation_2_examples_per_second_ratio,
+       &ModelScaling::set_accumulation_2_examples_per_second_ratio,
+       &ModelScaling::mutable_accumulation_2_examples_per_second_ratio_spread},
+      {&ModelScaling::accumulation_4_examples_per_second_ratio,
+       &ModelScaling::set_accumulation_4_examples_per_second_ratio,
+       &ModelScaling::mutable_accumulation_4_examples_per_second_ratio_spread},
+      {&ModelScaling::accumulation_2_peak_rss_ratio,
+       &ModelScaling::set_accumulation_2_peak_rss_ratio,
+       &ModelScaling::mutable_accumulation_2_peak_rss_ratio_spread},
+      {&ModelScaling::accumulation_4_peak_rss_ratio,
+       &ModelScaling::set_accumulation_4_peak_rss_ratio,
+       &ModelScaling::mutable_accumulation_4_peak_rss_ratio_spread},
       {&ModelScaling::ours_mpi_scaling, &ModelScaling::set_ours_mpi_scaling,
        &ModelScaling::mutable_ours_mpi_scaling_spread, true},
       {&ModelScaling::ours_mpi_over_ceiling, &ModelScaling::set_ours_mpi_over_ceiling,

@@ -179,6 +179,41 @@ TEST(FillRatiosTest, Issue13RatiosOfTheRuns) {
   EXPECT_DOUBLE_EQ(mpi.rss_ratio_to_bare_mpi(), 1.2);
 }
 
+TEST(FillRatiosTest, AccumulationRunsOverTheOneStepRun) {
+  ModelScaling m =
+      Model("compute_bound", 1000, 1900, 800, 1500, 0.0022, 0.002, 180, 300, 0.1);
+  EXPECT_EQ(m.accumulation_2_examples_per_second_ratio(), 0);  // not run
+  *m.mutable_ours_two_workers_accumulation_2() = receipt_parity::Run(1710, 0, {170, 171});
+  *m.mutable_ours_two_workers_accumulation_4() = receipt_parity::Run(1520, 0, {160, 162});
+  FillRatios(&m);
+  // ours_two_workers (accumulation 1): 1900 examples/s, largest rank 180.
+  EXPECT_DOUBLE_EQ(m.accumulation_2_examples_per_second_ratio(), 1710.0 / 1900);
+  EXPECT_DOUBLE_EQ(m.accumulation_4_examples_per_second_ratio(), 1520.0 / 1900);
+  EXPECT_DOUBLE_EQ(m.accumulation_2_peak_rss_ratio(), 171.0 / 180);
+  EXPECT_DOUBLE_EQ(m.accumulation_4_peak_rss_ratio(), 162.0 / 180);
+}
+
+TEST(FillRoundRatiosTest, AccumulationRatiosPerRoundThenTheMedian) {
+  std::vector<ModelScaling> rounds;
+  const double rates[3] = {900, 950, 800};  // over 1000: 0.9, 0.95, 0.8
+  for (int r = 0; r < 3; ++r) {
+    ModelScaling m = Model("compute_bound", 500, 1000, 1, 1, 0.001, 0.001, 200, 300, 0);
+    *m.mutable_ours_two_workers_accumulation_2() = receipt_parity::Run(rates[r], 0, {190});
+    *m.mutable_ours_two_workers_accumulation_4() = receipt_parity::Run(rates[r] - 100, 0, {180 - r});
+    FillRatios(&m);
+    rounds.push_back(m);
+  }
+  ModelScaling m;
+  FillRoundRatios(rounds, &m);
+  EXPECT_THAT(m.accumulation_2_examples_per_second_ratio_spread().rounds(),
+              ElementsAre(0.9, 0.95, 0.8));
+  EXPECT_DOUBLE_EQ(m.accumulation_2_examples_per_second_ratio(), 0.9);
+  EXPECT_DOUBLE_EQ(m.accumulation_4_examples_per_second_ratio(), 0.8);
+  EXPECT_THAT(m.accumulation_4_peak_rss_ratio_spread().rounds(),
+              ElementsAre(0.9, 179.0 / 200, 178.0 / 200));
+  EXPECT_DOUBLE_EQ(m.accumulation_2_peak_rss_ratio(), 0.95);
+}
+
 TEST(FillRatiosTest, ZeroDenominatorGivesZero) {
   const ModelScaling m = Model("compute_bound", 0, 1900, 0, 0, 0.002, 0, 180, 0, 0);
   EXPECT_EQ(m.ours_scaling(), 0);

@@ -182,6 +182,10 @@ class ScalingRunner::Impl {
          ours(2, TrainerVariant::kBucketsOverlapped)},
         {[](ModelScaling* s) { return s->mutable_ours_two_workers_buckets_no_overlap(); },
          ours(2, TrainerVariant::kBucketsNotOverlapped)},
+        {[](ModelScaling* s) { return s->mutable_ours_two_workers_accumulation_2(); },
+         ours(2, TrainerVariant::kAccumulation2)},
+        {[](ModelScaling* s) { return s->mutable_ours_two_workers_accumulation_4(); },
+         ours(2, TrainerVariant::kAccumulation4)},
     };
     // Where mpirun is installed; --smoke: only where communication binds.
     if (MpirunInstalled() && (!settings_.smoke || m->name() == "communication_bound")) {
@@ -309,7 +313,7 @@ class ScalingRunner::Impl {
     google::protobuf::TextFormat::Printer printer;
     printer.SetExpandAny(true);  // plugin options as text, not bytes
     printer.PrintToString(
-        WithReducerVariant(TrainerConfig(base_, model, world, updates), how, bucket_cap_bytes),
+        WithTrainerVariant(TrainerConfig(base_, model, world, updates), how, bucket_cap_bytes),
         &text);
     std::error_code ignored;
     fs::create_directories(fs::path(config_path).parent_path(), ignored);

@@ -22,13 +22,15 @@ del sys.argv[1:5]
 HAS_MPIRUN = shutil.which("mpirun") is not None
 RUNS = ("ours_one_worker", "ours_two_workers", "ddp_one_worker",
         "ddp_two_workers", "bare_libtorch", "bare_two_processes",
-        "ours_two_workers_buckets_overlap", "ours_two_workers_buckets_no_overlap")
+        "ours_two_workers_buckets_overlap", "ours_two_workers_buckets_no_overlap",
+        "ours_two_workers_accumulation_2", "ours_two_workers_accumulation_4")
 # --smoke runs it on the communication-bound model only.
 MPI_RUNS = ("ours_two_workers_mpi",) if HAS_MPIRUN else ()
 WORLD = {"ours_one_worker": 1, "ours_two_workers": 2, "ddp_one_worker": 1,
          "ddp_two_workers": 2, "bare_libtorch": 1, "bare_two_processes": 2,
          "ours_two_workers_buckets_overlap": 2,
-         "ours_two_workers_buckets_no_overlap": 2, "ours_two_workers_mpi": 2}
+         "ours_two_workers_buckets_no_overlap": 2, "ours_two_workers_mpi": 2,
+         "ours_two_workers_accumulation_2": 2, "ours_two_workers_accumulation_4": 2}
 
 
 def temp_dir():
@@ -99,6 +101,18 @@ class SmokeTest(unittest.TestCase):
           m["ours_two_workers_buckets_overlap"]["examples_per_second"],
           m["ours_two_workers_buckets_no_overlap"]["examples_per_second"]))
       self.assertEqual(m["overlap_buckets"], 4)
+      # Accumulation 2 and 4 at the same global batch, over accumulation 1.
+      for k in (2, 4):
+        acc = m[f"ours_two_workers_accumulation_{k}"]
+        self.assertAlmostEqual(m[f"accumulation_{k}_examples_per_second_ratio"], ratio(
+            acc["examples_per_second"], ours2["examples_per_second"]))
+        self.assertAlmostEqual(m[f"accumulation_{k}_peak_rss_ratio"], ratio(
+            max(acc["peak_rss_mib"]), max(ours2["peak_rss_mib"])))
+        with open(os.path.join(self.out, "configs",
+                               f"{m['name']}_ours_2w_accumulation_{k}_r0.pbtxt")) as f:
+          text = f.read()
+        self.assertIn(f"accumulation_steps: {k}\n", text)
+        self.assertIn(f"global_batch: {2 * m['batch_per_rank']}\n", text)
       # One round: each ratio's spread is that one round.
       self.assertEqual(m["ours_scaling_spread"]["rounds"], [m["ours_scaling"]])
       # The reducer's all-reduces ran, so the two-worker run spent time in them.
@@ -161,6 +175,8 @@ class SmokeTest(unittest.TestCase):
         [f"{m}_ours_2w_buckets_{o}_r0.pbtxt"
          for m in ("compute_bound", "communication_bound")
          for o in ("overlap", "no_overlap")] +
+        [f"{m}_ours_2w_accumulation_{k}_r0.pbtxt"
+         for m in ("compute_bound", "communication_bound") for k in (2, 4)] +
         ["communication_bound_ours_2w_mpi_r0.pbtxt"] * len(MPI_RUNS)))
     # The overlap runs: allreduce_sum over a quarter of the gradient's bytes.
     for overlap in (True, False):

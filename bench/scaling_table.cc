@@ -65,6 +65,14 @@ std::string FormatScalingTable(const ScalingReport& report) {
                     m.has_ours_two_workers_mpi()
                         ? Row("this project, over MPI", m.ours_two_workers_mpi())
                         : std::string(),
+                    m.has_ours_two_workers_accumulation_2()
+                        ? Row("this project, accumulate 2",
+                              m.ours_two_workers_accumulation_2())
+                        : std::string(),
+                    m.has_ours_two_workers_accumulation_4()
+                        ? Row("this project, accumulate 4",
+                              m.ours_two_workers_accumulation_4())
+                        : std::string(),
                     Row("PyTorch DDP", m.ddp_one_worker()),
                     Row("PyTorch DDP", m.ddp_two_workers()),
                     Row("bare LibTorch step", m.bare_libtorch()),
@@ -88,6 +96,16 @@ std::string FormatScalingTable(const ScalingReport& report) {
                                 "RSS / bare step %.2fx\n",
                                 m.ours_mpi_scaling(), m.ours_mpi_over_ceiling(),
                                 m.rss_ratio_to_bare_mpi()));
+    }
+    if (m.has_ours_two_workers_accumulation_2()) {
+      absl::StrAppend(
+          &out, absl::StrFormat("  2w, 2 / 4 micro-batches per update at the same "
+                                "global batch over 1: examples/s %.2fx / %.2fx, "
+                                "peak RSS %.2fx / %.2fx\n",
+                                m.accumulation_2_examples_per_second_ratio(),
+                                m.accumulation_4_examples_per_second_ratio(),
+                                m.accumulation_2_peak_rss_ratio(),
+                                m.accumulation_4_peak_rss_ratio()));
     }
     if (m.allreduce_seconds_1kib() > 0) {
       absl::StrAppend(

@@ -9,7 +9,8 @@
 namespace receipt_parity {
 
 // Per model: one row per run (system, workers, examples/s, median update
-// ms, sync ms per update, sync share, peak RSS per rank), the ratios; then
+// ms, sync ms per update, sync share, peak RSS per rank; the accumulation
+// runs when measured), the ratios; then
 // issue 7's targets, then issue 13's (TargetCheck.issue 13; any other
 // issue is listed as issue 7's), each with MET or MISSED. Ends with a
 // newline.

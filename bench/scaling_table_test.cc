@@ -138,6 +138,26 @@ TEST(FormatScalingTableTest, MpiRatiosWhenMpiRan) {
                                "bare step 1.62x\n"));
 }
 
+TEST(FormatScalingTableTest, AccumulationRowsAndRatiosWhenRun) {
+  EXPECT_THAT(FormatScalingTable(Report()), Not(HasSubstr("accumulate")));
+  ScalingReport report = Report();
+  ModelScaling* m = report.mutable_models(0);
+  *m->mutable_ours_two_workers_accumulation_2() =
+      receipt_parity::Run("this_project", 2, 21111, 0.0032, {181, 182});
+  *m->mutable_ours_two_workers_accumulation_4() =
+      receipt_parity::Run("this_project", 2, 20000, 0.0034, {171, 172});
+  m->set_accumulation_2_examples_per_second_ratio(0.95);
+  m->set_accumulation_4_examples_per_second_ratio(0.9);
+  m->set_accumulation_2_peak_rss_ratio(0.948);
+  m->set_accumulation_4_peak_rss_ratio(0.896);
+  const std::string table = FormatScalingTable(report);
+  EXPECT_THAT(table, HasSubstr("  this project, accumulate 2   2        21111"));
+  EXPECT_THAT(table, HasSubstr("171 / 172"));
+  EXPECT_THAT(table, HasSubstr("2w, 2 / 4 micro-batches per update at the same global "
+                               "batch over 1: examples/s 0.95x / 0.90x, peak RSS "
+                               "0.95x / 0.90x\n"));
+}
+
 TEST(FormatScalingTableTest, SmokeRunsSayTheirFiguresMeanNothing) {
   ScalingReport report = Report();
   report.set_smoke(true);
