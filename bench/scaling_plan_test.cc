@@ -218,7 +218,7 @@ TEST(ScalingPlanTest, AccumulationVariantsCutTheSameGlobalBatch) {
   base.set_global_batch(32);
   base.set_world_size(2);
   base.mutable_reducer()->set_name("allreduce_sum");
-  for (const auto [how, steps] :
+  for (const auto& [how, steps] :
        {std::pair{TrainerVariant::kAccumulation2, 2},
         std::pair{TrainerVariant::kAccumulation4, 4}}) {
     const TrainingConfig cut = WithTrainerVariant(base, how, 1000);

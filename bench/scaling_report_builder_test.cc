@@ -199,7 +199,7 @@ TEST(FillRoundRatiosTest, AccumulationRatiosPerRoundThenTheMedian) {
   for (int r = 0; r < 3; ++r) {
     ModelScaling m = Model("compute_bound", 500, 1000, 1, 1, 0.001, 0.001, 200, 300, 0);
     *m.mutable_ours_two_workers_accumulation_2() = receipt_parity::Run(rates[r], 0, {190});
-    *m.mutable_ours_two_workers_accumulation_4() = receipt_parity::Run(rates[r] - 100, 0, {180 - r});
+    *m.mutable_ours_two_workers_accumulation_4() = receipt_parity::Run(rates[r] - 100, 0, {180.0 - r});
     FillRatios(&m);
     rounds.push_back(m);
   }

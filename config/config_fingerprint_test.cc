@@ -37,6 +37,11 @@ const std::vector<Pinned>& PinnedFingerprints() {
       {"configs/two_worker_bf16.pbtxt",
        "de5296993522aab9bda9ebd5e057f6f9910699ad",
        "265b127e2ae60ae64e67129887d16df356649f30"},
+      // two_worker_masked_tail.pbtxt with keyed dropout: model.dropout is
+      // in both fingerprints.
+      {"configs/two_worker_keyed_dropout.pbtxt",
+       "786385d704d52a10b98a9a54975708ad6ca6a647",
+       "b62ac662db69295bc84e0c211cc6111f05fbcb4e"},
       {"configs/two_worker_duplicate_pad.pbtxt",
        "22c931f32b18adeabb2de137a05797645afce3a3",
        "35b57c38ac0db3e1fb92e6384b1aac96199f4f1a"},

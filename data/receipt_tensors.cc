@@ -2,7 +2,14 @@
 
 #include <ATen/ATen.h>
 
+#include "data/random_stream.h"
+
 namespace receipt_parity {
+
+int64_t ExampleKey(const ReceiptExample& example) {
+  return static_cast<int64_t>(
+      MixSeed(HashString(example.receipt_id), static_cast<uint64_t>(example.view)));
+}
 
 ExampleTensors ToTensors(const std::vector<ReceiptExample>& examples,
                          int image_size) {
@@ -11,12 +18,15 @@ ExampleTensors ToTensors(const std::vector<ReceiptExample>& examples,
   ExampleTensors out;
   out.images = at::empty({n, 1, image_size, image_size}, at::kFloat);
   out.labels = at::empty({n}, at::kLong);
+  out.keys = at::empty({n}, at::kLong);
   float* image_data = out.images.data_ptr<float>();
   int64_t* label_data = out.labels.data_ptr<int64_t>();
+  int64_t* key_data = out.keys.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     std::copy(examples[i].pixels.begin(), examples[i].pixels.end(),
               image_data + i * pixels);
     label_data[i] = examples[i].label;
+    key_data[i] = ExampleKey(examples[i]);
   }
   return out;
 }
@@ -26,8 +36,10 @@ ExampleTensors SelectSlots(const ExampleTensors& all,
   std::vector<int64_t> rows;
   rows.reserve(slots.size());
   for (const Slot& slot : slots) rows.push_back(slot.dataset_index);
-  at::Tensor index = at::tensor(rows, at::kLong).to(all.images.device());
-  return {all.images.index_select(0, index), all.labels.index_select(0, index)};
+  const at::Tensor cpu_index = at::tensor(rows, at::kLong);
+  const at::Tensor index = cpu_index.to(all.images.device());
+  return {all.images.index_select(0, index), all.labels.index_select(0, index),
+          all.keys.defined() ? all.keys.index_select(0, cpu_index) : at::Tensor()};
 }
 
 }  // namespace receipt_parity

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "model/keyed_dropout.h"
 
 namespace receipt_parity {
 namespace {
@@ -17,10 +18,11 @@ class ConfiguredClassifier : public Classifier {
  public:
   ConfiguredClassifier(const ModelConfig& config,
                        const std::vector<int64_t>& input_shape,
-                       int num_classes)
+                       int num_classes, uint64_t dropout_seed)
       : architecture_(config.architecture()),
         input_shape_(input_shape),
-        num_classes_(num_classes) {
+        num_classes_(num_classes),
+        dropout_(config.dropout()) {
     int64_t features = 1;
     for (int64_t d : input_shape) features *= d;
     if (architecture_ == "cnn") {
@@ -44,6 +46,10 @@ class ConfiguredClassifier : public Classifier {
             torch::nn::Linear(features, config.hidden_units(i))));
         features = config.hidden_units(i);
         hidden_units_.push_back(config.hidden_units(i));
+        if (dropout_ > 0) {
+          dropouts_.push_back(register_module(absl::StrCat("drop", i),
+                                              KeyedDropout(dropout_, dropout_seed, i)));
+        }
       }
     }
     out_ = register_module("out", torch::nn::Linear(features, num_classes));
@@ -53,12 +59,21 @@ class ConfiguredClassifier : public Classifier {
   }
 
   at::Tensor forward(const at::Tensor& images) override {
+    return ForwardForUpdate(images, at::Tensor());
+  }
+
+  // Keyed dropout after each hidden layer's ReLU, when asked for.
+  at::Tensor ForwardForUpdate(const at::Tensor& images,
+                              const at::Tensor& update_keys) override {
     at::Tensor x = images;
     for (auto& conv : convs_) {
       x = at::max_pool2d(at::relu(conv->forward(x)), {2, 2});
     }
     x = x.flatten(1);
-    for (auto& fc : hidden_) x = at::relu(fc->forward(x));
+    for (size_t i = 0; i < hidden_.size(); ++i) {
+      x = at::relu(hidden_[i]->forward(x));
+      if (i < dropouts_.size()) x = dropouts_[i]->forward(x, update_keys);
+    }
     return out_->forward(x);
   }
 
@@ -66,7 +81,9 @@ class ConfiguredClassifier : public Classifier {
     return absl::StrCat(architecture_, "(conv=", absl::StrJoin(conv_channels_, ","),
                         ";hidden=", absl::StrJoin(hidden_units_, ","),
                         ";in=", absl::StrJoin(input_shape_, "x"),
-                        ";classes=", num_classes_, ")");
+                        ";classes=", num_classes_,
+                        dropout_ > 0 ? absl::StrCat(";keyed_dropout=", dropout_) : "",
+                        ")");
   }
 
  private:
@@ -77,6 +94,8 @@ class ConfiguredClassifier : public Classifier {
   std::vector<int> hidden_units_;
   std::vector<torch::nn::Conv2d> convs_;
   std::vector<torch::nn::Linear> hidden_;
+  double dropout_;
+  std::vector<KeyedDropout> dropouts_;
   torch::nn::Linear out_{nullptr};
 };
 
@@ -94,7 +113,8 @@ absl::StatusOr<std::shared_ptr<Classifier>> BuildClassifier(
   try {
     torch::manual_seed(settings.init_seed);
     return std::shared_ptr<Classifier>(std::make_shared<ConfiguredClassifier>(
-        settings.config, settings.input_shape, settings.num_classes));
+        settings.config, settings.input_shape, settings.num_classes,
+        /*dropout_seed=*/settings.init_seed));
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("model: LibTorch refused to build it: ", e.what_without_backtrace()));

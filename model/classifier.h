@@ -5,6 +5,9 @@
 //   "cnn"    [N, 1, S, S] -> per conv_channels: 3x3 conv (padding 1), ReLU,
 //            2x2 max pool -> flatten -> hidden_units (ReLU) -> classes
 //   "mlp"    flatten -> hidden_units (ReLU) -> classes
+// With dropout p > 0, each hidden layer's ReLU is followed by a keyed
+// dropout (model/keyed_dropout.h; module "drop<i>", layer i, seeded with
+// the init seed) that acts in training updates (ForwardForUpdate) only.
 //   "linear" flatten -> classes
 // The output layer is always named "out" ("out.weight", "out.bias").
 //

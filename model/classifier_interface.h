@@ -29,6 +29,17 @@ class Classifier : public torch::nn::Module {
   // N may be 0.
   virtual at::Tensor forward(const at::Tensor& images) = 0;
 
+  // A training update's forward pass. `update_keys` (int64 [N] on the CPU)
+  // holds each example's key for this update (model/keyed_dropout.h: its
+  // receipt id and view mixed with the update's index), for layers whose
+  // output must not depend on which rank, micro-batch or position holds an
+  // example. The default ignores the keys: forward(images).
+  virtual at::Tensor ForwardForUpdate(const at::Tensor& images,
+                                      const at::Tensor& update_keys) {
+    (void)update_keys;
+    return forward(images);
+  }
+
   // e.g. "cnn(conv=8,16;hidden=32;in=1x32x32;classes=4)".
   virtual std::string Describe() const = 0;
 

@@ -53,6 +53,31 @@ TEST(ClassifierTest, BadConfigsNameTheField) {
               HasSubstr("model.hidden_units"));
 }
 
+TEST(ClassifierTest, KeyedDropoutActsInUpdatesOnlyAndKeepsAnExamplesOutputWhereverItSits) {
+  ModelConfig with_dropout = Cnn();
+  with_dropout.set_dropout(0.5);
+  auto plain = BuildClassifier(Cnn(), {1, 16, 16}, 4, 7);
+  auto keyed = BuildClassifier(with_dropout, {1, 16, 16}, 4, 7);
+  ASSERT_TRUE(plain.ok() && keyed.ok());
+  // Same parameters (dropout has none); the revision says keyed dropout.
+  EXPECT_EQ(ParameterHash(**plain), ParameterHash(**keyed));
+  EXPECT_THAT((*keyed)->Describe(), HasSubstr(";keyed_dropout=0.5)"));
+  EXPECT_THAT((*plain)->Describe(), ::testing::Not(HasSubstr("dropout")));
+
+  const at::Tensor images = at::rand({4, 1, 16, 16});
+  const at::Tensor keys = at::tensor(std::vector<int64_t>{11, 12, 13, 14}, at::kLong);
+  // Outside an update (no keys) it is the plain model.
+  EXPECT_TRUE(at::equal((*keyed)->forward(images), (*plain)->forward(images)));
+  const at::Tensor dropped = (*keyed)->ForwardForUpdate(images, keys);
+  EXPECT_FALSE(at::allclose(dropped, (*plain)->forward(images)));
+  // Example 2 alone, and first in another batch: the same logits.
+  const at::Tensor alone = (*keyed)->ForwardForUpdate(images.narrow(0, 2, 1), keys.narrow(0, 2, 1));
+  EXPECT_TRUE(at::allclose(alone[0], dropped[2], 1e-6, 1e-6));
+  // In eval mode the keys change nothing.
+  (*keyed)->eval();
+  EXPECT_TRUE(at::equal((*keyed)->ForwardForUpdate(images, keys), (*plain)->forward(images)));
+}
+
 TEST(WeightedBackwardTest, GlobalCountWeightsGiveTheMeanLossGradient) {
   ModelConfig linear;
   linear.set_architecture("linear");

@@ -6,11 +6,19 @@
 // (running statistics) drift apart across ranks. Each finding names the
 // module, its kind and what it does to parity.
 //
+// Each module is one finding at most, however many paths or operations
+// lead to it (a module registered under two names; batch norm that both
+// updates a buffer and normalizes: the finding is its batch norm). A module
+// in eval mode is not a finding (it runs as in evaluation: batch norm on its
+// running statistics, dropout off; the harness keeps each module's mode),
+// nor is a dropout with p = 0. Keyed dropout (model/keyed_dropout.h) is
+// listed in parity_safe, not in findings.
+//
 // C++ models are searched by module type over the torch::nn module tree
 // (children recursively): BatchNorm1d/2d/3d (the harness trains in training
 // mode), InstanceNorm1d/2d/3d with track_running_stats, Dropout,
-// Dropout2d/3d, AlphaDropout, FeatureAlphaDropout, and any other module
-// that holds buffers of its own. A TorchScript model
+// Dropout2d/3d, AlphaDropout, FeatureAlphaDropout, KeyedDropout, and any
+// other module that holds buffers of its own. A TorchScript model
 // (Classifier::script_module() non-null) is searched by node kind in the
 // graph of forward and of every method (prim::CallMethod) and function
 // (prim::CallFunction) it calls, naming the submodule whose method holds the
@@ -41,6 +49,11 @@ inline constexpr char kRandom[] = "random";
 inline constexpr char kStateUpdate[] = "state_update";
 inline constexpr char kBufferUpdate[] = "buffer_update";
 inline constexpr char kModuleWithBuffers[] = "module_with_buffers";
+// Parity-safe kinds (LayerAudit.parity_safe).
+inline constexpr char kKeyedDropout[] = "keyed_dropout";
+
+// A kind listed in parity_safe: it does not make the audit unclean.
+bool IsParitySafe(const std::string& kind);
 
 // The model's findings: through script_module() when it is non-null, else
 // over its module tree. `policy` is left empty (the trainer sets it).

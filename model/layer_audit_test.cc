@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "model/buffer_comparison.h"
 #include "model/classifier.h"
+#include "model/keyed_dropout.h"
 
 namespace receipt_parity {
 namespace {
@@ -63,6 +64,49 @@ TEST(LayerAuditTest, FindsBatchNormAndDropoutInTheModuleTreeByQualifiedName) {
   EXPECT_THAT(audit.summary(), HasSubstr("block.bn (BatchNorm2d"));
   EXPECT_THAT(DescribeFinding(audit.findings(1)), HasSubstr("drop (Dropout): dropout"));
   EXPECT_TRUE(HasFinding(audit, kBatchNormTraining));
+}
+
+TEST(LayerAuditTest, EvalModeLayersAndDropoutOfZeroAreNotFindingsAndEachModuleCountsOnce) {
+  torch::nn::Module root;
+  torch::nn::BatchNorm2d frozen(4);
+  frozen->eval();
+  torch::nn::Dropout shared(0.5);
+  root.register_module("frozen", frozen);
+  root.register_module("no_drop", torch::nn::Dropout(0.0));
+  root.register_module("drop", shared);
+  root.register_module("same_drop", shared);
+  const LayerAudit audit = AuditModuleTree(root);
+  EXPECT_THAT(Names(audit), ElementsAre("drop:Dropout:dropout"));
+  EXPECT_THAT(audit.summary(), HasSubstr("1 module(s)"));
+}
+
+TEST(LayerAuditTest, KeyedDropoutIsParitySafeAndAModelWithOnlyItAuditsClean) {
+  for (const char* architecture : {"cnn", "mlp"}) {
+    ModelConfig config;
+    config.set_architecture(architecture);
+    if (std::string(architecture) == "cnn") config.add_conv_channels(4);
+    config.add_hidden_units(8);
+    config.add_hidden_units(6);
+    config.set_dropout(0.25);
+    auto model = BuildClassifier(config, {1, 16, 16}, 4, 1);
+    ASSERT_TRUE(model.ok()) << model.status();
+    absl::StatusOr<LayerAudit> audit = AuditLayers(**model);
+    ASSERT_TRUE(audit.ok()) << audit.status();
+    EXPECT_TRUE(audit->clean()) << audit->summary();
+    ASSERT_EQ(audit->parity_safe_size(), 2);
+    EXPECT_EQ(audit->parity_safe(0).module(), "drop0");
+    EXPECT_EQ(audit->parity_safe(1).kind(), kKeyedDropout);
+    EXPECT_THAT(audit->parity_safe(0).effect(), HasSubstr("drawn from its key and the update"));
+    EXPECT_THAT(audit->summary(), HasSubstr("2 parity-safe: drop0 (KeyedDropout"));
+  }
+  // A torch::nn::Dropout beside it is still a finding.
+  torch::nn::Module root;
+  root.register_module("keyed", KeyedDropout(0.5, 1, 0));
+  root.register_module("plain", torch::nn::Dropout(0.5));
+  const LayerAudit audit = AuditModuleTree(root);
+  EXPECT_FALSE(audit.clean());
+  EXPECT_THAT(Names(audit), ElementsAre("plain:Dropout:dropout"));
+  EXPECT_EQ(audit.parity_safe_size(), 1);
 }
 
 struct WithOwnBuffer : torch::nn::Module {
@@ -133,10 +177,12 @@ TEST(LayerAuditTest, FindsScriptedBatchNormThroughMethodCallsAndDropout) {
   absl::StatusOr<LayerAudit> audit = AuditScriptModule(m);
   ASSERT_TRUE(audit.ok()) << audit.status();
   EXPECT_THAT(audit->method(), HasSubstr("TorchScript"));
+  // The batch norm once (its counter's add_ and its normalization are one
+  // module), named by what it does to parity.
   EXPECT_THAT(Names(*audit),
-              ElementsAre("features.bn:aten::add_:buffer_update",
-                          "features.bn:aten::batch_norm:batch_norm_training",
+              ElementsAre("features.bn:aten::batch_norm:batch_norm_training",
                           ":aten::dropout:dropout"));
+  EXPECT_THAT(audit->findings(0).also(), ElementsAre("buffer_update"));
 }
 
 TEST(LayerAuditTest, ScriptedEvalOnlyDropoutAndPlainOpsAreClean) {
@@ -161,8 +207,9 @@ def forward(self, x):
 )");
   absl::StatusOr<LayerAudit> audit = AuditScriptModule(m);
   ASSERT_TRUE(audit.ok()) << audit.status();
-  EXPECT_THAT(Names(*audit), ElementsAre(":prim::SetAttr:state_update",
-                                         ":aten::randn_like:random"));
+  // One module: named by its random op, its state update also listed.
+  EXPECT_THAT(Names(*audit), ElementsAre(":aten::randn_like:random"));
+  EXPECT_THAT(audit->findings(0).also(), ElementsAre("state_update"));
 }
 
 // A Classifier backed by a TorchScript module, as a TorchScript model

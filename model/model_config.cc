@@ -64,6 +64,21 @@ absl::Status ValidateModelSettings(const ModelSettings& settings,
     return absl::InvalidArgumentError(absl::StrCat(
         field_prefix, "hidden_units: a linear model has no hidden layers"));
   }
+  return ValidateDropout(config, field_prefix);
+}
+
+absl::Status ValidateDropout(const ModelConfig& config, const std::string& field_prefix) {
+  const float p = config.dropout();
+  if (!(p >= 0 && p < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field_prefix, "dropout: ", p, " is outside [0, 1) (the probability that "
+        "an element is dropped)"));
+  }
+  if (p > 0 && config.hidden_units_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field_prefix, "dropout: keyed dropout follows each hidden layer, and this ",
+        config.architecture(), " has none (hidden_units is empty)"));
+  }
   return absl::OkStatus();
 }
 

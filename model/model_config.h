@@ -32,7 +32,7 @@ struct ModelSettings {
 // linear; conv_channels or hidden_units not positive; a cnn without conv
 // layers or on inputs that are not [C, S, S] with S divisible by
 // 2^len(conv_channels); a linear model with hidden units; no classes; an
-// empty or non-positive input shape.
+// empty or non-positive input shape; what ValidateDropout refuses.
 absl::Status ValidateModelSettings(const ModelSettings& settings);
 
 // The same checks, each field named `field_prefix` + its name: "model."
@@ -40,6 +40,11 @@ absl::Status ValidateModelSettings(const ModelSettings& settings);
 // ("conv_channels: must be positive, got 0").
 absl::Status ValidateModelSettings(const ModelSettings& settings,
                                    const std::string& field_prefix);
+
+// InvalidArgument naming `field_prefix` + "dropout" for a probability
+// outside [0, 1) (NaN included) or a dropout on a model without hidden
+// layers (it would drop nothing).
+absl::Status ValidateDropout(const ModelConfig& config, const std::string& field_prefix);
 
 }  // namespace receipt_parity
 

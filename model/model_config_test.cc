@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,29 @@ TEST(ValidateModelSettingsTest, EveryBadSettingNamesItsField) {
   no_classes.num_classes = 0;
   EXPECT_THAT(ValidateModelSettings(no_classes).message(),
               HasSubstr("needs at least one class"));
+}
+
+ModelSettings WithDropout(ModelSettings settings, float p) {
+  settings.config.set_dropout(p);
+  return settings;
+}
+
+TEST(ValidateModelSettingsTest, KeyedDropoutIsAProbabilityAfterHiddenLayers) {
+  EXPECT_TRUE(ValidateModelSettings(WithDropout(Settings("mlp", {}, {8}), 0.5)).ok());
+  EXPECT_TRUE(ValidateModelSettings(WithDropout(Settings("cnn", {8}, {8}), 0)).ok());
+  const std::vector<std::pair<ModelSettings, std::string>> cases = {
+      {WithDropout(Settings("mlp", {}, {8}), 1), "model.dropout: 1 is outside [0, 1)"},
+      {WithDropout(Settings("mlp", {}, {8}), -0.1f), "model.dropout: -0.1 is outside [0, 1)"},
+      {WithDropout(Settings("mlp", {}, {8}), std::nanf("")), "model.dropout: nan is outside"},
+      {WithDropout(Settings("linear", {}, {}), 0.2f),
+       "model.dropout: keyed dropout follows each hidden layer, and this linear has none"},
+      {WithDropout(Settings("cnn", {8}, {}), 0.2f), "this cnn has none"},
+  };
+  for (const auto& [settings, expected] : cases) {
+    absl::Status status = ValidateModelSettings(settings);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << expected;
+    EXPECT_THAT(status.message(), HasSubstr(expected));
+  }
 }
 
 }  // namespace

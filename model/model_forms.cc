@@ -24,6 +24,9 @@ absl::Status CheckNoArchitectureFields(const ModelConfig& config) {
   if (config.hidden_units_size() > 0) {
     return Invalid("model.hidden_units", absl::StrCat("hidden_units", kHint));
   }
+  if (config.dropout() != 0) {
+    return Invalid("model.dropout", absl::StrCat("dropout", kHint));
+  }
   return absl::OkStatus();
 }
 
@@ -49,7 +52,7 @@ absl::Status CheckModelForm(const ModelConfig& config) {
                    absl::StrCat("options belong to the plugin form (model { name: ... "
                                 "options { ... } }); the architecture form (model."
                                 "architecture \"", config.architecture(),
-                                "\") takes conv_channels and hidden_units"));
+                                "\") takes conv_channels, hidden_units and dropout"));
   }
   if (architecture) return absl::OkStatus();
   if (config.has_name()) return CheckNoArchitectureFields(config);
@@ -67,6 +70,7 @@ ModelConfig ArchitectureForm(const CnnModelOptions& options) {
   config.set_architecture("cnn");
   *config.mutable_conv_channels() = options.conv_channels();
   *config.mutable_hidden_units() = options.hidden_units();
+  config.set_dropout(options.dropout());
   return config;
 }
 
@@ -74,6 +78,7 @@ ModelConfig ArchitectureForm(const MlpModelOptions& options) {
   ModelConfig config;
   config.set_architecture("mlp");
   *config.mutable_hidden_units() = options.hidden_units();
+  config.set_dropout(options.dropout());
   return config;
 }
 
@@ -85,7 +90,7 @@ ModelConfig ArchitectureForm(const LinearModelOptions&) {
 
 ModelConfig ArchitectureFormOf(const ModelConfig& config) {
   if (!IsPluginForm(config) || config.conv_channels_size() > 0 ||
-      config.hidden_units_size() > 0) {
+      config.hidden_units_size() > 0 || config.dropout() != 0) {
     return config;
   }
   if (CnnModelOptions cnn; config.name() == "cnn" && UnpackOptions(config, &cnn)) {

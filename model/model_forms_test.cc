@@ -44,6 +44,7 @@ TEST(ModelFormsTest, MixingTheFormsNamesTheField) {
       {"name: 'cnn' conv_channels: [8]", "model.conv_channels: conv_channels belongs to "
                                          "the architecture form"},
       {"name: 'mlp' hidden_units: [8]", "model.hidden_units: hidden_units belongs to"},
+      {"name: 'mlp' dropout: 0.5", "model.dropout: dropout belongs to the architecture form"},
       {"options { [type.googleapis.com/receipt_parity.MlpModelOptions] {} }",
        "model.name: missing: model.options needs the name"},
       {"", "model.architecture: missing; choose cnn, mlp or linear, or name a model plugin"},
@@ -67,6 +68,9 @@ TEST(ModelFormsTest, TheBuiltInsPluginFormIsTheirArchitectureFormByteForByte) {
        "{ hidden_units: [64, 32] } }",
        "architecture: 'mlp' hidden_units: [64, 32]"},
       {"name: 'mlp'", "architecture: 'mlp'"},
+      {"name: 'cnn' options { [type.googleapis.com/receipt_parity.CnnModelOptions] "
+       "{ conv_channels: [8] hidden_units: [32] dropout: 0.25 } }",
+       "architecture: 'cnn' conv_channels: [8] hidden_units: [32] dropout: 0.25"},
       {"name: 'linear' options { [type.googleapis.com/receipt_parity.LinearModelOptions] {} }",
        "architecture: 'linear'"},
   };

@@ -56,15 +56,39 @@ void Mirror(const torch::jit::Module& script, torch::nn::Module& mirror,
 
 class TorchScriptClassifier : public Classifier {
  public:
-  TorchScriptClassifier(torch::jit::Module script, std::string description)
+  // `takes_keys`: forward(images, keys) (ForwardTakesKeys).
+  TorchScriptClassifier(torch::jit::Module script, std::string description,
+                        bool takes_keys)
       : script_(std::move(script)),
-        description_(std::move(description)) {
+        description_(std::move(description)),
+        takes_keys_(takes_keys) {
     Mirror(script_, *this, &buffers_);
+    // Submodules saved in eval mode inside a module saved in training mode
+    // (a frozen batch norm) stay in eval mode when the classifier trains.
+    if (script_.is_training()) {
+      for (const torch::jit::NameModule& m : script_.named_modules()) {
+        if (!m.name.empty() && !m.value.is_training()) eval_submodules_.push_back(m.value);
+      }
+    }
     train(true);
   }
 
+  // A forward that is not a training update: a module that takes keys
+  // gets zeros (it is in eval mode for validation and the load-time check,
+  // where its keyed layers should not act).
   at::Tensor forward(const at::Tensor& images) override {
-    const c10::IValue out = script_.forward({images});
+    return ForwardForUpdate(images, at::Tensor());
+  }
+
+  at::Tensor ForwardForUpdate(const at::Tensor& images,
+                              const at::Tensor& update_keys) override {
+    std::vector<c10::IValue> inputs = {images};
+    if (takes_keys_) {
+      inputs.push_back(update_keys.defined()
+                           ? update_keys.to(images.device())
+                           : at::zeros({images.size(0)}, images.options().dtype(at::kLong)));
+    }
+    const c10::IValue out = script_.forward(inputs);
     TORCH_CHECK(out.isTensor(), "the module's forward returned a ", out.tagKind(),
                 ", not a tensor of logits");
     RebindReassignedBuffers();
@@ -76,6 +100,8 @@ class TorchScriptClassifier : public Classifier {
   void train(bool on) override {
     torch::nn::Module::train(on);
     script_.train(on);
+    if (!on) return;
+    for (torch::jit::Module& m : eval_submodules_) m.train(false);
   }
 
   const torch::jit::Module* script_module() const override { return &script_; }
@@ -95,6 +121,8 @@ class TorchScriptClassifier : public Classifier {
 
   torch::jit::Module script_;
   std::string description_;
+  bool takes_keys_;
+  std::vector<torch::jit::Module> eval_submodules_;
   std::vector<MirroredBuffer> buffers_;
 };
 
@@ -111,6 +139,31 @@ absl::Status Invalid(const std::string& path, const std::string& message) {
 
 std::string ShapeText(at::IntArrayRef sizes) {
   return absl::StrCat("[", absl::StrJoin(sizes, ", "), "]");
+}
+
+// Whether `script`'s forward takes each example's key after the images:
+// forward(self, images) -> false; forward(self, images, keys: Tensor) ->
+// true; any other signature is refused naming the argument.
+absl::StatusOr<bool> ForwardTakesKeys(const torch::jit::Module& script,
+                                      const std::string& path) {
+  const std::optional<torch::jit::Method> forward = script.find_method("forward");
+  if (!forward.has_value()) return Invalid(path, "the module has no forward method");
+  const std::vector<c10::Argument>& arguments = forward->function().getSchema().arguments();
+  // arguments[0] is self.
+  if (arguments.size() == 2) return false;
+  if (arguments.size() == 3 && arguments[2].type()->kind() == c10::TypeKind::TensorType) {
+    return true;
+  }
+  const std::string harness =
+      "; the harness passes forward(images) or forward(images, keys) with keys "
+      "a Tensor: each example's int64 key for the update ([N]), for keyed "
+      "dropout (examples/torchscript/)";
+  if (arguments.size() == 3) {
+    return Invalid(path, absl::StrCat("forward's second argument '", arguments[2].name(),
+                                      "' is ", arguments[2].type()->str(), harness));
+  }
+  return Invalid(path, absl::StrCat("forward takes ", arguments.size() - 1,
+                                    " arguments", harness));
 }
 
 // Two zero examples, in eval mode without gradients, must give float
@@ -157,10 +210,13 @@ absl::StatusOr<std::shared_ptr<Classifier>> LoadTorchScriptClassifier(
     torch::jit::setGraphExecutorOptimize(false);
     std::istringstream in(*bytes);
     torch::jit::Module script = torch::jit::load(in, at::Device(at::kCPU));
+    absl::StatusOr<bool> takes_keys = ForwardTakesKeys(script, path);
+    if (!takes_keys.ok()) return takes_keys.status();
     const std::string description = absl::StrCat(
         "torchscript(module=", TypeName(script), ";file_sha1=", c10::sha1(*bytes).str(),
         ";in=", absl::StrJoin(input_shape, "x"), ";classes=", num_classes, ")");
-    model = std::make_shared<TorchScriptClassifier>(std::move(script), description);
+    model = std::make_shared<TorchScriptClassifier>(std::move(script), description,
+                                                    *takes_keys);
   } catch (const std::exception& e) {
     return Invalid(path, absl::StrCat("not a TorchScript module saved by "
                                       "torch.jit.save (torch 2.11): ",

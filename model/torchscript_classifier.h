@@ -13,7 +13,17 @@
 // rebound after each forward, so it is seen too. A parameter that does not
 // require grad is state, not trained: it is registered as a buffer.
 //
-// train(on) / eval() set the script module's mode too. The TorchScript
+// forward(self, images) is called with the images; forward(self, images,
+// keys: Tensor) also gets each example's int64 key for the update ([N],
+// model/keyed_dropout.h UpdateKeys) in a training update, and zeros in any
+// other forward (validation and the load-time check, in eval mode), so the
+// module can draw dropout masks keyed by the example (examples/torchscript/
+// --keyed_dropout).
+//
+// train(on) / eval() set the script module's mode too; a submodule saved
+// in eval mode inside a module saved in training mode stays in eval mode
+// when the classifier trains (the layer audit then does not count it). A
+// module saved in eval mode as a whole trains in training mode. The TorchScript
 // graph executor runs without its optimizations (fusion, specialised
 // graphs), process-wide, from the first load on: every forward runs the
 // same kernels, so runs are reproducible bit for bit.
@@ -40,8 +50,9 @@ namespace receipt_parity {
 // the file and the initial parameters. Errors name `path`:
 //   NotFound         no such file;
 //   InvalidArgument  not a TorchScript module LibTorch can load (corrupt,
-//                    another format, a folder), a forward that fails, or
-//                    logits of another shape or type.
+//                    another format, a folder), a forward whose second
+//                    argument is not a Tensor or that takes more, a forward
+//                    that fails, or logits of another shape or type.
 absl::StatusOr<std::shared_ptr<Classifier>> LoadTorchScriptClassifier(
     const std::string& path, const std::vector<int64_t>& input_shape,
     int num_classes);

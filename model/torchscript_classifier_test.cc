@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/classifier_builder.h"
+#include "model/layer_audit.h"
 #include "model/torchscript_model.h"
 
 namespace receipt_parity {
@@ -128,6 +129,53 @@ TEST(TorchScriptClassifierTest, BadFilesAreRefusedNamingTheFile) {
   m = LoadTorchScriptClassifier(Fixture("good.pt"), {1, 16, 16}, 4);
   EXPECT_TRUE(absl::IsInvalidArgument(m.status())) << m.status();
   EXPECT_THAT(m.status().message(), HasSubstr("forward of a [2, 1, 16, 16] batch failed"));
+}
+
+// Issue 25's audit on a module torch.jit.script made from nn.Modules: each
+// module once (nn.Dropout's function holds dropout and dropout_; the batch
+// norm is reached as features.1 and norm_again, two objects after loading
+// that share its tensors), nn.Dropout(p=0.0) and a batch norm frozen in eval
+// mode are no findings; the frozen one stays in eval mode
+// while the classifier trains, and after a validation-style eval/train.
+TEST(TorchScriptClassifierTest, TheAuditCountsEachModuleOnceAndSkipsWhatDoesNothing) {
+  absl::StatusOr<std::shared_ptr<Classifier>> model =
+      LoadTorchScriptClassifier(Fixture("layers.pt"), kInput, 4);
+  ASSERT_TRUE(model.ok()) << model.status();
+  for (int pass = 0; pass < 2; ++pass) {
+    absl::StatusOr<LayerAudit> audit = AuditLayers(**model);
+    ASSERT_TRUE(audit.ok()) << audit.status();
+    std::vector<std::string> found;
+    for (const LayerFinding& f : audit->findings()) found.push_back(f.module() + ":" + f.kind());
+    EXPECT_THAT(found, ElementsAre("features.1:batch_norm_training", "drop:dropout"));
+    EXPECT_THAT(audit->summary(), HasSubstr("2 module(s)"));
+    (*model)->eval();
+    (*model)->train();
+  }
+  EXPECT_FALSE((*model)->script_module()->attr("features").toModule()
+                   .attr("2").toModule().is_training());
+}
+
+TEST(TorchScriptClassifierTest, AForwardThatTakesKeysGetsEachExamplesKeyInAnUpdate) {
+  absl::StatusOr<std::shared_ptr<Classifier>> model =
+      LoadTorchScriptClassifier(Fixture("takes_keys.pt"), kInput, 4);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const at::Tensor images = at::rand({3, 1, 8, 8});
+  const at::Tensor keys = at::tensor(std::vector<int64_t>{4, 7, -3}, at::kLong);
+  // The fixture adds keys % 2 to every logit; outside an update, zeros.
+  const at::Tensor plain = (*model)->forward(images);
+  const at::Tensor keyed = (*model)->ForwardForUpdate(images, keys);
+  EXPECT_TRUE(at::allclose(keyed - plain,
+                           (keys % 2).to(at::kFloat).unsqueeze(1).expand({3, 4})));
+}
+
+TEST(TorchScriptClassifierTest, AForwardWhoseSecondArgumentIsNotATensorIsRefused) {
+  absl::StatusOr<std::shared_ptr<Classifier>> m =
+      LoadTorchScriptClassifier(Fixture("wrong_keys.pt"), kInput, 4);
+  EXPECT_TRUE(absl::IsInvalidArgument(m.status())) << m.status();
+  EXPECT_THAT(m.status().message(),
+              HasSubstr(Fixture("wrong_keys.pt") +
+                        ": forward's second argument 'scale' is float; the harness "
+                        "passes forward(images) or forward(images, keys)"));
 }
 
 TEST(TorchScriptModelTest, ThePluginResolvesItsPathAndChecksWhenTheConfigLoads) {

@@ -9,14 +9,17 @@ namespace receipt_parity {
 
 absl::StatusOr<WeightedBackwardResult> WeightedBackward(
     Classifier& model, const at::Tensor& images, const at::Tensor& labels,
-    const std::vector<double>& weights, GradientStart start, bool bf16) {
+    const std::vector<double>& weights, GradientStart start, bool bf16,
+    const at::Tensor& update_keys) {
   const int64_t n = images.size(0);
   if (labels.dim() != 1 || labels.size(0) != n ||
-      static_cast<int64_t>(weights.size()) != n) {
+      static_cast<int64_t>(weights.size()) != n ||
+      (update_keys.defined() && (update_keys.dim() != 1 || update_keys.size(0) != n))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "weighted backward: ", n, " images, ",
         labels.dim() == 1 ? labels.size(0) : -1, " labels, ", weights.size(),
-        " weights"));
+        " weights", update_keys.defined() ? absl::StrCat(", ", update_keys.numel(), " keys")
+                                          : ""));
   }
   WeightedBackwardResult result;
   try {
@@ -36,7 +39,7 @@ absl::StatusOr<WeightedBackwardResult> WeightedBackward(
     at::Tensor loss;
     {
       const AutocastScope autocast(images.device().type(), bf16);
-      at::Tensor logits = model.forward(images);
+      at::Tensor logits = model.ForwardForUpdate(images, update_keys);
       // Under autocast the logits may be bfloat16: the loss in fp32.
       if (logits.scalar_type() == at::kBFloat16) logits = logits.to(at::kFloat);
       at::Tensor per_example = at::cross_entropy_loss(

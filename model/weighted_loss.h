@@ -30,13 +30,17 @@ enum class GradientStart { kZero, kAccumulate };
 // parameter has a defined gradient (zeros for an empty batch or all-zero
 // weights), as a reducer requires. With `bf16`, the forward pass and the
 // loss run under bfloat16 autocast (model/autocast_scope.h) and the
-// backward outside it: the weights and gradients stay fp32.
-// images: [N, ...]; labels: [N] int64; weights: N values.
+// backward outside it: the weights and gradients stay fp32. The forward is
+// the model's ForwardForUpdate with `update_keys` (model/keyed_dropout.h:
+// UpdateKeys of the examples' keys and the update), undefined for a
+// forward whose keyed layers should not act.
+// images: [N, ...]; labels: [N] int64; weights: N values; update_keys
+// undefined or [N] int64 on the CPU.
 // InvalidArgument if the sizes disagree; LibTorch errors -> Internal.
 absl::StatusOr<WeightedBackwardResult> WeightedBackward(
     Classifier& model, const at::Tensor& images, const at::Tensor& labels,
     const std::vector<double>& weights, GradientStart start = GradientStart::kZero,
-    bool bf16 = false);
+    bool bf16 = false, const at::Tensor& update_keys = at::Tensor());
 
 // The parameters' gradients in registration order (not copies).
 std::vector<at::Tensor> Gradients(Classifier& model);

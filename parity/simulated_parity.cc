@@ -131,6 +131,12 @@ std::vector<Shard> Shards(const std::vector<int>& split) {
   return shards;
 }
 
+// The update keys of `size` examples from `begin`, or none.
+at::Tensor KeysOf(const SimulatedParityRequest& request, int64_t begin, int64_t size) {
+  return request.update_keys.defined() ? request.update_keys.narrow(0, begin, size)
+                                       : at::Tensor();
+}
+
 std::vector<double> Slice(const std::vector<double>& v, const Shard& shard) {
   return std::vector<double>(v.begin() + shard.begin,
                              v.begin() + shard.begin + shard.size);
@@ -144,8 +150,9 @@ absl::StatusOr<NamedTensors> ReferenceGradients(
   absl::StatusOr<std::shared_ptr<Classifier>> model = request.make_model();
   if (!model.ok()) return model.status();
   if (!request.partition_matched) {
-    absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
-        **model, request.inputs, request.labels, weights);
+    absl::StatusOr<WeightedBackwardResult> backward =
+        WeightedBackward(**model, request.inputs, request.labels, weights,
+                         GradientStart::kZero, /*bf16=*/false, request.update_keys);
     if (!backward.ok()) return backward.status();
     return NamedGradients(**model);
   }
@@ -153,8 +160,8 @@ absl::StatusOr<NamedTensors> ReferenceGradients(
   for (const Shard& shard : shards) {
     absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
         **model, request.inputs.narrow(0, shard.begin, shard.size),
-        request.labels.narrow(0, shard.begin, shard.size),
-        Slice(weights, shard));
+        request.labels.narrow(0, shard.begin, shard.size), Slice(weights, shard),
+        GradientStart::kZero, /*bf16=*/false, KeysOf(request, shard.begin, shard.size));
     if (!backward.ok()) return backward.status();
     NamedTensors shard_grads = NamedGradients(**model);
     if (sum.empty()) {
@@ -212,7 +219,9 @@ absl::StatusOr<SimulatedRanks> RankBackwards(const SimulatedParityRequest& reque
     report->add_rank_weight_sums(Sum(weights));
     absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
         **model, request.inputs.narrow(0, shards[r].begin, shards[r].size),
-        request.labels.narrow(0, shards[r].begin, shards[r].size), weights);
+        request.labels.narrow(0, shards[r].begin, shards[r].size), weights,
+        GradientStart::kZero, /*bf16=*/false,
+        KeysOf(request, shards[r].begin, shards[r].size));
     if (!backward.ok()) {
       return absl::Status(backward.status().code(),
                           absl::StrCat("rank ", r, ": ",

@@ -52,6 +52,10 @@ struct SimulatedParityRequest {
   // N = sum(split). Every example is accepted (valid).
   at::Tensor inputs;
   at::Tensor labels;
+  // The examples' keys for this update (model/keyed_dropout.h: UpdateKeys),
+  // int64 [N] on the CPU, for the model's keyed layers; undefined: they do
+  // not act.
+  at::Tensor update_keys;
   // Rank r holds the next split[r] examples, in order. Zeros allowed;
   // world size = split.size().
   std::vector<int> split;

@@ -26,6 +26,14 @@ def run(config, *flags):
 
 class ParityCliTest(unittest.TestCase):
 
+  def test_keyed_dropout_passes_a_3_1_split(self):
+    """Issue 25: the shipped keyed-dropout config, its masks keyed by the
+    example and the update, gives the one-worker gradient on 3+1."""
+    result, report = run("configs/two_worker_keyed_dropout.pbtxt", "--split=3,1")
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    self.assertTrue(report["pass"], report.get("failures"))
+    self.assertEqual(report["split"], [3, 1])
+
   def test_global_count_passes_every_split_and_says_it_is_simulated(self):
     for split in ("3,1", "2,2", "1,3", "4,0", "2,1,1", "5,0,2,1"):
       result, report = run("configs/one_worker.pbtxt", "--split=" + split)

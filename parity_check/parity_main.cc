@@ -32,6 +32,7 @@
 #include "io/json_file.h"
 #include "config/layer_policy.h"
 #include "model/classifier.h"
+#include "model/keyed_dropout.h"
 #include "parity/simulated_parity.h"
 #include "plugins/plugin_registry.h"
 #include "samplers/sampler_policy.h"
@@ -114,6 +115,8 @@ SimulatedParityRequest MakeRequest(const LoadedConfig& loaded,
   parity.make_model = [model] { return model.Build(); };
   parity.inputs = batch.images;
   parity.labels = batch.labels;
+  // The check is of a run's first update, update 0.
+  parity.update_keys = UpdateKeys(batch.keys, 0);
   parity.split = split;
   parity.class_counts = data.train_class_counts;
   parity.weighting = &weighting;

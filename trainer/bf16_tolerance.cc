@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "artifacts/first_step_record.h"
 #include "collectives/collective_error.h"
+#include "model/keyed_dropout.h"
 #include "model/weighted_loss.h"
 #include "optimizers/optimizer_plugin.h"
 
@@ -102,9 +103,10 @@ absl::Status StepInDouble(const Bf16UpdateInputs& in, const NamedTensors& before
   model.to(at::kDouble);
   const ReferenceBatch batch = BatchOf(in);
   const ExampleTensors examples = SelectSlots(*in.examples, batch.slots);
+  // first_step.json is update 0: its keyed layers draw update 0's masks.
   absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
       model, examples.images.to(at::kCPU).to(at::kDouble), examples.labels.to(at::kCPU),
-      batch.weights);
+      batch.weights, GradientStart::kZero, /*bf16=*/false, UpdateKeys(examples.keys, 0));
   if (!backward.ok()) return backward.status();
   const TrainingConfig& config = in.loaded->config;
   if (config.has_clip_grad_norm()) {

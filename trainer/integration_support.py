@@ -55,6 +55,16 @@ def write(path, text):
   return path
 
 
+def write_config(folder, name, text):
+  """FOLDER/NAME.pbtxt holding `text`; returns its path."""
+  return write(os.path.join(folder, name + ".pbtxt"), text)
+
+
+def train(config_path, out, *flags):
+  """//trainer:train --config=CONFIG_PATH --out=OUT FLAGS..."""
+  return run_train("--config=" + config_path, "--out=" + out, *flags)
+
+
 def run_train(*args, env=None, timeout=240):
   return run_train_binary(TRAIN, *args, env=env, timeout=timeout)
 

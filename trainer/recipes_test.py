@@ -20,12 +20,8 @@ TRAIN_WITH_TEST_MODELS = os.path.abspath(sys.argv.pop(1))
 TAIL = dict(ids=12, batch=16, epochs=1)
 
 
-def config(tmp, name, text):
-  return support.write(os.path.join(tmp, name + ".pbtxt"), text)
-
-
-def train(config_path, out, *flags):
-  return support.run_train("--config=" + config_path, "--out=" + out, *flags)
+config = support.write_config
+train = support.train
 
 
 def first_step(out):

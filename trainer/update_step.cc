@@ -16,6 +16,7 @@
 #include "parity/tensor_comparison.h"
 #include "collectives/collective_error.h"
 #include "artifacts/epoch_accounting.h"
+#include "model/keyed_dropout.h"
 #include "samplers/micro_batches.h"
 
 namespace receipt_parity {
@@ -144,7 +145,8 @@ absl::StatusOr<double> UpdateStep::Backward(const EpochPlan& plan,
     absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
         *parts_.model, batch.images, batch.labels,
         std::vector<double>(weights.begin() + begin, weights.begin() + end),
-        m == 0 ? GradientStart::kZero : GradientStart::kAccumulate, parts_.bf16);
+        m == 0 ? GradientStart::kZero : GradientStart::kAccumulate, parts_.bf16,
+        UpdateKeys(batch.keys, total_update));
     if (!backward.ok()) return backward.status();
     loss += backward->weighted_loss;
   }

@@ -1,6 +1,8 @@
 #include "trainer/validation_pass.h"
 
 #include <algorithm>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -19,19 +21,29 @@ namespace {
 constexpr int kColumns = 4;  // dataset index, predicted, label, valid
 
 // Predictions in eval mode (batch norm uses its running statistics and
-// leaves them, dropout is off); the mode the model had comes back after.
+// leaves them, dropout is off); the mode every module had comes back after
+// (a submodule the model keeps in eval mode stays so).
 class EvalModeScope {
  public:
   explicit EvalModeScope(Classifier& model) : model_(model), was_training_(model.is_training()) {
+    for (const std::shared_ptr<torch::nn::Module>& m : model.modules(/*include_self=*/false)) {
+      submodule_modes_.emplace_back(m, m->is_training());
+    }
     model_.eval();
   }
-  ~EvalModeScope() { model_.train(was_training_); }
+  // The model first, then its submodules in the order modules() gives
+  // (each before its children), so each ends in its own mode.
+  ~EvalModeScope() {
+    model_.train(was_training_);
+    for (auto& [module, training] : submodule_modes_) module->train(training);
+  }
   EvalModeScope(const EvalModeScope&) = delete;
   EvalModeScope& operator=(const EvalModeScope&) = delete;
 
  private:
   Classifier& model_;
   bool was_training_;
+  std::vector<std::pair<std::shared_ptr<torch::nn::Module>, bool>> submodule_modes_;
 };
 
 // Receipts per forward pass: the activations of a whole validation shard

@@ -7,8 +7,12 @@ and the same final parameters on both ranks; a run stopped early and
 continued from its checkpoints (parameters and buffers) ends where the
 uninterrupted run does.
 
+A model with keyed dropout (forward(images, keys)) passes parity on two
+workers and resumes to the uninterrupted run's parameters; the same model
+with nn.Dropout fails parity, the audit naming it.
+
 Arguments: the train binary, the torch venv's python, make_receipt_model.py,
-two_worker.pbtxt.
+two_worker.pbtxt, two_worker_keyed_dropout.pbtxt.
 """
 import hashlib
 import json
@@ -19,8 +23,8 @@ import sys
 import tempfile
 import unittest
 
-TRAIN, PYTHON, SCRIPT, CONFIG = (os.path.abspath(a) for a in sys.argv[1:5])
-del sys.argv[1:5]
+TRAIN, PYTHON, SCRIPT, CONFIG, KEYED_CONFIG = (os.path.abspath(a) for a in sys.argv[1:6])
+del sys.argv[1:6]
 
 
 def load(path):
@@ -150,6 +154,44 @@ class TorchScriptExampleTest(unittest.TestCase):
     # The example model itself audits clean.
     clean = load(os.path.join(self.out, "run_manifest.json"))["audit"]
     self.assertTrue(clean["clean"], clean)
+
+  def test_keyed_dropout_keeps_parity_and_resumes_and_plain_dropout_breaks_it(self):
+    folder = os.path.join(self.tmp, "keyed")
+    os.makedirs(folder)
+    made = run(PYTHON, SCRIPT, "--keyed_dropout=0.5",
+               "--out=" + os.path.join(folder, "receipt_model_keyed_dropout.pt"))
+    self.assertEqual(made.returncode, 0, made.stderr)
+    config = shutil.copy(KEYED_CONFIG, os.path.join(folder, "two_worker_keyed_dropout.pbtxt"))
+    out = os.path.join(folder, "out")
+    keyed = run(TRAIN, "--config=" + config, "--out=" + out)
+    self.assertEqual(keyed.returncode, 0, keyed.stderr[-3000:])
+    parity = load(os.path.join(out, "parity.json"))
+    self.assertTrue(parity["pass"], parity.get("failures"))
+
+    # Stopped after 6 updates and continued: the uninterrupted parameters.
+    with open(config) as f:
+      text = f.read()
+    stopped = os.path.join(folder, "stopped.pbtxt")
+    with open(stopped, "w") as f:
+      f.write(text.replace("run { ", "run { max_updates: 6 "))
+    continued = os.path.join(folder, "continued")
+    for step in (stopped, config):
+      result = run(TRAIN, "--config=" + step, "--out=" + continued)
+      self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertEqual(load(os.path.join(continued, "run_summary.json"))["final_parameter_hash"],
+                     load(os.path.join(out, "run_summary.json"))["final_parameter_hash"])
+
+    # nn.Dropout in the same place: each rank draws its own mask.
+    made = run(PYTHON, SCRIPT, "--dropout=0.5",
+               "--out=" + os.path.join(folder, "receipt_model_keyed_dropout.pt"))
+    self.assertEqual(made.returncode, 0, made.stderr)
+    plain = os.path.join(folder, "plain")
+    result = run(TRAIN, "--config=" + stopped, "--out=" + plain)
+    self.assertEqual(result.returncode, 3, result.stderr[-3000:])
+    parity = load(os.path.join(plain, "parity.json"))
+    self.assertFalse(parity["pass"])
+    self.assertEqual([(f["module"], f["kind"]) for f in parity["audit"]["findings"]],
+                     [("drop", "dropout")])
 
   def test_a_file_that_is_not_a_module_is_refused_naming_it(self):
     folder = os.path.join(self.tmp, "corrupt")

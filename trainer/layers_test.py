@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""Layers that keep parity (issue 25), through the REAL train binary and
+real worker processes: a model with keyed dropout passes parity with two
+worker processes on a 3+1 split and on a masked tail (the one-process 3+1
+check is //parity_check:parity_cli_test's), its dropout does act (the
+gradient is not the model's without it), a run stopped and resumed ends
+bitwise where the uninterrupted run does, and the layer audit lists the
+dropout as parity-safe. A probability outside [0, 1) is refused naming the
+field."""
+import os
+import unittest
+
+import integration_support as support
+
+KEYED = 'architecture: "cnn" conv_channels: [4] hidden_units: [16, 8] dropout: 0.5'
+PLAIN = 'architecture: "cnn" conv_channels: [4] hidden_units: [16, 8]'
+
+
+config = support.write_config
+train = support.train
+
+
+def summary(out):
+  return support.load(os.path.join(out, "run_summary.json"))
+
+
+class KeyedDropoutTest(unittest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    cls.tmp = support.temp_dir("keyed_dropout")
+    # Two views per receipt: a mask is keyed by the receipt id and the view.
+    cls.uneven = config(cls.tmp, "uneven", support.small_config(
+        world=2, batch=4, ids=24, views=2, epochs=2, model=KEYED,
+        extra="local_batch_sizes: [3, 1]"))
+    cls.uneven_out = os.path.join(cls.tmp, "uneven")
+    cls.uneven_run = train(cls.uneven, cls.uneven_out)
+
+  def test_two_workers_on_a_3_1_split_pass_parity(self):
+    self.assertEqual(self.uneven_run.returncode, 0, self.uneven_run.stderr[-3000:])
+    parity = support.load(os.path.join(self.uneven_out, "parity.json"))
+    self.assertTrue(parity["pass"], parity["failures"])
+    self.assertEqual(parity["split"], [3, 1])
+    self.assertFalse(parity["simulated"])
+    self.assertTrue(parity["ranks_agree"])
+
+  def test_the_audit_lists_the_dropout_as_parity_safe(self):
+    self.assertEqual(self.uneven_run.returncode, 0, self.uneven_run.stderr[-3000:])
+    audit = support.load(os.path.join(self.uneven_out, "parity.json"))["audit"]
+    self.assertTrue(audit["clean"], audit["summary"])
+    self.assertEqual([(f["module"], f["kind"]) for f in audit["parity_safe"]],
+                     [("drop0", "keyed_dropout"), ("drop1", "keyed_dropout")])
+    self.assertIn("2 parity-safe", audit["summary"])
+
+  def test_the_dropout_acts(self):
+    """The first update's gradient differs from the same model's without
+    dropout: the masks are there, and parity holds with them."""
+    self.assertEqual(self.uneven_run.returncode, 0, self.uneven_run.stderr[-3000:])
+    plain = config(self.tmp, "plain", support.small_config(
+        world=2, batch=4, ids=24, views=2, epochs=2, model=PLAIN,
+        extra="local_batch_sizes: [3, 1]"))
+    plain_out = os.path.join(self.tmp, "plain")
+    result = train(plain, plain_out)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    grads = lambda out: support.load(os.path.join(out, "first_step.json"))["gradients"]
+    keyed, unkeyed = grads(self.uneven_out), grads(plain_out)
+    self.assertNotEqual(keyed["fc0.weight"]["values"], unkeyed["fc0.weight"]["values"])
+
+  def test_two_workers_on_a_masked_tail_pass_parity(self):
+    tmp = support.temp_dir("keyed_tail")
+    tail = config(tmp, "tail", support.small_config(world=2, batch=16, ids=12, model=KEYED))
+    out = os.path.join(tmp, "out")
+    result = train(tail, out)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    parity = support.load(os.path.join(out, "parity.json"))
+    self.assertTrue(parity["pass"], parity["failures"])
+    # 12 receipts, 9 of them training ones, in an update of 16 slots.
+    self.assertLess(parity["accepted_examples"], 16)
+
+  def test_a_resumed_run_ends_where_the_uninterrupted_one_does(self):
+    tmp = support.temp_dir("keyed_resume")
+    text = support.small_config(world=2, batch=4, ids=24, views=2, epochs=2, model=KEYED,
+                                extra="checkpoint { every_updates: 1 keep_last: 2 }")
+    whole = config(tmp, "whole", text.replace("log_every_updates: 1000",
+                                              "log_every_updates: 1000 max_updates: 6"))
+    part = config(tmp, "part", text.replace("log_every_updates: 1000",
+                                            "log_every_updates: 1000 max_updates: 3"))
+    whole_out, part_out = os.path.join(tmp, "whole"), os.path.join(tmp, "part")
+    for result in (train(whole, whole_out), train(part, part_out), train(whole, part_out)):
+      self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertEqual(support.load(os.path.join(part_out, "resume.json"))["update"], 3)
+    self.assertEqual(summary(part_out)["final_parameter_hash"],
+                     summary(whole_out)["final_parameter_hash"])
+
+  def test_a_probability_outside_0_1_is_refused_naming_the_field(self):
+    tmp = support.temp_dir("keyed_bad")
+    for p in ("1", "-0.5"):
+      bad = config(tmp, "bad", support.small_config(
+          world=2, model=PLAIN + " dropout: " + p))
+      result = train(bad, os.path.join(tmp, "out"))
+      self.assertEqual(result.returncode, 2, result.stderr[-2000:])
+      self.assertIn("model.dropout: " + p + " is outside [0, 1)", result.stderr)
+
+
+if __name__ == "__main__":
+  unittest.main()
