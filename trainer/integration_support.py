@@ -65,6 +65,19 @@ def train(config_path, out, *flags):
   return run_train("--config=" + config_path, "--out=" + out, *flags)
 
 
+def stopped_and_resumed(folder, text, stop_at, total):
+  """Trains config `text` (with checkpoints) to `total` updates at once into
+  FOLDER/whole, and to `stop_at` then again to `total` into FOLDER/part.
+  Returns (whole_out, part_out, the three results in that order)."""
+  def limited(name, updates):
+    return write_config(folder, name, text.replace(
+        "log_every_updates: 1000", "log_every_updates: 1000 max_updates: %d" % updates))
+  whole, part = limited("whole", total), limited("part", stop_at)
+  whole_out, part_out = os.path.join(folder, "whole"), os.path.join(folder, "part")
+  results = (train(whole, whole_out), train(part, part_out), train(whole, part_out))
+  return whole_out, part_out, results
+
+
 def run_train(*args, env=None, timeout=240):
   return run_train_binary(TRAIN, *args, env=env, timeout=timeout)
 

@@ -81,12 +81,8 @@ class KeyedDropoutTest(unittest.TestCase):
     tmp = support.temp_dir("keyed_resume")
     text = support.small_config(world=2, batch=4, ids=24, views=2, epochs=2, model=KEYED,
                                 extra="checkpoint { every_updates: 1 keep_last: 2 }")
-    whole = config(tmp, "whole", text.replace("log_every_updates: 1000",
-                                              "log_every_updates: 1000 max_updates: 6"))
-    part = config(tmp, "part", text.replace("log_every_updates: 1000",
-                                            "log_every_updates: 1000 max_updates: 3"))
-    whole_out, part_out = os.path.join(tmp, "whole"), os.path.join(tmp, "part")
-    for result in (train(whole, whole_out), train(part, part_out), train(whole, part_out)):
+    whole_out, part_out, results = support.stopped_and_resumed(tmp, text, 3, 6)
+    for result in results:
       self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     self.assertEqual(support.load(os.path.join(part_out, "resume.json"))["update"], 3)
     self.assertEqual(summary(part_out)["final_parameter_hash"],

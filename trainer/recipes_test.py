@@ -153,12 +153,8 @@ class ResumeTest(unittest.TestCase):
     text = (support.small_config(world=2, batch=4, epochs=2, ids=24).replace(
         "optimizer { sgd { learning_rate: 0.05 momentum: 0.9 } }", optimizer) +
             schedule + "\ncheckpoint { every_updates: 1 keep_last: 2 }\n")
-    whole = config(tmp, "whole", text.replace("log_every_updates: 1000",
-                                              "log_every_updates: 1000 max_updates: 6"))
-    part = config(tmp, "part", text.replace("log_every_updates: 1000",
-                                            "log_every_updates: 1000 max_updates: 3"))
-    whole_out, part_out = os.path.join(tmp, "whole"), os.path.join(tmp, "part")
-    for result in (train(whole, whole_out), train(part, part_out), train(whole, part_out)):
+    whole_out, part_out, results = support.stopped_and_resumed(tmp, text, 3, 6)
+    for result in results:
       self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     resume = support.load(os.path.join(part_out, "resume.json"))
     self.assertEqual(resume["update"], 3)
