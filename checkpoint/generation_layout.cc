@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "io/untrusted_file.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "logging/glog.h"
@@ -63,6 +64,7 @@ absl::StatusOr<std::vector<GenerationFolder>> ListGenerationFolders(
     folder.generation = *generation;
     folder.path = it->path().string();
     folder.has_manifest = fs::exists(it->path() / kManifestFileName, ec) && !ec;
+    folder.leaves_root = !ResolvesInside(folder.path, root);
     folders.push_back(folder);
   }
   if (ec) {

@@ -41,6 +41,9 @@ struct GenerationFolder {
   int64_t generation = 0;
   std::string path;
   bool has_manifest = false;
+  // A link whose target lies outside the root (io/untrusted_file.h
+  // ResolvesInside): nothing in it is trusted or touched.
+  bool leaves_root = false;
 };
 
 // Every gen-NNNNNN folder directly under `root`, oldest first; other entries

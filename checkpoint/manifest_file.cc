@@ -9,6 +9,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "io/atomic_file.h"
 #include "io/json_file.h"
+#include "io/untrusted_file.h"
 
 namespace receipt_parity {
 namespace {
@@ -77,8 +78,15 @@ absl::StatusOr<CheckpointManifest> ReadManifest(const std::string& gen_dir,
                                                 int64_t expected_generation) {
   const std::string path = ManifestPath(gen_dir);
   CheckpointManifest manifest;
-  absl::Status read = ReadJsonFile(path, &manifest);
-  if (absl::IsNotFound(read)) return read;
+  // Read as untrusted input: a regular file inside the generation folder,
+  // of at most kMaxManifestBytes, checked before it is opened.
+  UntrustedFileRules rules;
+  rules.within = gen_dir;
+  rules.max_bytes = kMaxManifestBytes;
+  absl::StatusOr<std::string> text = ReadUntrustedFile(path, rules);
+  if (absl::IsNotFound(text.status())) return text.status();
+  absl::Status read =
+      text.ok() ? ParseJsonFileText(path, *text, &manifest) : text.status();
   if (!read.ok()) {
     return absl::DataLossError(
         absl::StrCat(kManifestFileName, " unreadable: ", read.message()));

@@ -17,6 +17,10 @@ namespace receipt_parity {
 
 inline constexpr int32_t kManifestFormatVersion = 1;
 
+// The most a MANIFEST may hold: one shard entry per rank is some 200 bytes,
+// so 4096 ranks (the most a config allows) take under 1 MiB.
+inline constexpr int64_t kMaxManifestBytes = int64_t{16} << 20;
+
 // Crc32Checksum of the deterministic binary serialization of `manifest`
 // with manifest_checksum cleared.
 std::string ManifestChecksum(const CheckpointManifest& manifest);
@@ -33,7 +37,9 @@ absl::Status WriteManifest(const std::string& gen_dir,
                            CheckpointManifest manifest,
                            const WriteHooks& hooks = {});
 
-// Parses and checks GEN_DIR/MANIFEST: JSON parses with no unknown keys, the
+// Parses and checks GEN_DIR/MANIFEST, read as untrusted input first
+// (io/untrusted_file.h: a regular file inside GEN_DIR of at most
+// kMaxManifestBytes, checked before it is opened): JSON parses with no unknown keys, the
 // checksum matches, format_version is kManifestFormatVersion, generation
 // equals `expected_generation`, world_size >= 1 and CheckShardSet holds.
 // Reads no shard. Errors (DataLoss, or NotFound if there is no MANIFEST)

@@ -28,6 +28,15 @@ absl::StatusOr<CheckpointManifest> Verify(const GenerationFolder& folder) {
   return manifest;
 }
 
+// Why a generation folder that is a link out of the root is not resumed
+// from (nothing outside the run folder is trusted).
+absl::Status LinkLeavingRoot(const GenerationFolder& folder, const std::string& root) {
+  std::error_code ec;
+  return absl::FailedPreconditionError(absl::StrCat(
+      "a link leading out of ", root, " (to ", fs::weakly_canonical(folder.path, ec).string(),
+      "); nothing outside the run folder is resumed from"));
+}
+
 std::string JoinReasons(const std::vector<SkippedGeneration>& skipped) {
   return absl::StrJoin(skipped, "; ",
                        [](std::string* out, const SkippedGeneration& s) {
@@ -45,7 +54,7 @@ absl::StatusOr<RecoveryDecision> FindRestorable(
   RecoveryDecision decision;
   decision.root = root;
   for (const GenerationFolder& folder : *folders) {
-    if (!folder.has_manifest) {
+    if (!folder.has_manifest && !folder.leaves_root) {
       decision.partial_folders.push_back(
           GenerationFolderName(folder.generation));
     }
@@ -53,12 +62,13 @@ absl::StatusOr<RecoveryDecision> FindRestorable(
   bool saw_corruption = false;
   for (auto it = folders->rbegin(); it != folders->rend(); ++it) {
     const std::string name = GenerationFolderName(it->generation);
-    if (!it->has_manifest) {
+    if (!it->has_manifest && !it->leaves_root) {
       decision.skipped.push_back(
           {it->generation, absl::StrCat(name, ": no MANIFEST (partial save)")});
       continue;
     }
-    absl::StatusOr<CheckpointManifest> manifest = Verify(*it);
+    absl::StatusOr<CheckpointManifest> manifest =
+        it->leaves_root ? LinkLeavingRoot(*it, root) : Verify(*it);
     if (manifest.ok()) {
       decision.generation = it->generation;
       decision.manifest = *std::move(manifest);
@@ -119,6 +129,9 @@ absl::StatusOr<std::vector<std::string>> CleanUpPartialGenerations(
   std::vector<std::string> removed;
   std::error_code ec;
   for (const GenerationFolder& folder : *folders) {
+    // A link out of the root: its target is not ours to clean (set aside
+    // by SetAsideCorruptGenerations, which moves the link only).
+    if (folder.leaves_root) continue;
     if (!folder.has_manifest) {
       fs::remove_all(folder.path, ec);
       if (ec) break;
@@ -161,7 +174,10 @@ absl::StatusOr<std::vector<std::string>> SetAsideCorruptGenerations(
   for (const SkippedGeneration& skipped : decision.skipped) {
     const fs::path from = GenerationPath(decision.root, skipped.generation);
     std::error_code ec;
-    if (!fs::exists(fs::path(from) / kManifestFileName, ec)) continue;  // partial
+    // A link is moved itself (rename never follows it), its target untouched.
+    if (!fs::is_symlink(from, ec) && !fs::exists(fs::path(from) / kManifestFileName, ec)) {
+      continue;  // partial
+    }
     const std::string base = "corrupt-" + GenerationFolderName(skipped.generation);
     fs::path to = fs::path(decision.root) / base;
     for (int n = 2; fs::exists(to, ec); ++n) {

@@ -1,7 +1,11 @@
 #include "checkpoint/recovery.h"
 
+#include <sys/stat.h>
+#include <sys/types.h>
+
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -48,6 +52,8 @@ struct Corruption {
   std::function<void(const fs::path& gen_dir)> apply;
   // Expected in the reason, after "gen-000002: ".
   std::string reason;
+  // Also expected in the reason, anywhere (e.g. after the MANIFEST's path).
+  std::string detail;
 };
 
 void PrintTo(const Corruption& corruption, std::ostream* os) {
@@ -69,6 +75,7 @@ TEST_P(CorruptionTest, FallsBackToThePreviousGenerationNamingTheFile) {
   EXPECT_EQ(decision->skipped[0].generation, 2);
   EXPECT_THAT(decision->skipped[0].reason,
               HasSubstr("gen-000002: " + corruption.reason));
+  EXPECT_THAT(decision->skipped[0].reason, HasSubstr(corruption.detail));
   EXPECT_TRUE(decision->partial_folders.empty());
   for (int rank = 0; rank < kWorld; ++rank) {
     EXPECT_TRUE(*ReadShardBytes(*decision, rank) == TestShardBytes(1, rank));
@@ -130,8 +137,92 @@ INSTANTIATE_TEST_SUITE_P(
                      manifest.set_generation(generation + 100);
                      ASSERT_TRUE(WriteManifest(g.string(), manifest).ok());
                    },
-                   "MANIFEST: generation"}),
+                   "MANIFEST: generation"},
+        // Issue 26: files read as untrusted input, never a crash or a hang.
+        Corruption{"sparse_huge_shard",
+                   [](const fs::path& g) {
+                     fs::resize_file(Shard(g, 1), uintmax_t{64} << 30);
+                   },
+                   "shard-rank-00001.pt: size 68719476736 != manifest 40000"},
+        Corruption{"fifo_shard",
+                   [](const fs::path& g) {
+                     fs::remove(Shard(g, 0));
+                     ASSERT_EQ(mkfifo(Shard(g, 0).c_str(), 0600), 0);
+                   },
+                   "shard-rank-00000.pt is a FIFO, not a regular file"},
+        Corruption{"device_link_shard",
+                   [](const fs::path& g) {
+                     fs::remove(Shard(g, 0));
+                     fs::create_symlink("/dev/zero", Shard(g, 0));
+                   },
+                   "shard-rank-00000.pt: a link leading out of"},
+        Corruption{"shard_linked_outside",
+                   [](const fs::path& g) {
+                     // A byte-identical shard kept elsewhere: not trusted.
+                     const fs::path elsewhere = FreshTestDir(
+                         "elsewhere_" + g.filename().string() + "_" + g.parent_path().filename().string());
+                     fs::copy_file(Shard(g, 1), elsewhere / "shard");
+                     fs::remove(Shard(g, 1));
+                     fs::create_symlink(elsewhere / "shard", Shard(g, 1));
+                   },
+                   "shard-rank-00001.pt: a link leading out of"},
+        Corruption{"fifo_manifest",
+                   [](const fs::path& g) {
+                     fs::remove(g / kManifestFileName);
+                     ASSERT_EQ(mkfifo((g / kManifestFileName).c_str(), 0600), 0);
+                   },
+                   "MANIFEST unreadable: ", "MANIFEST is a FIFO, not a regular file"},
+        Corruption{"huge_manifest",
+                   [](const fs::path& g) {
+                     fs::resize_file(g / kManifestFileName, uintmax_t{1} << 30);
+                   },
+                   "MANIFEST unreadable: ",
+                   "MANIFEST: size 1073741824 is over the bound of 16777216 bytes"}),
     [](const auto& info) { return info.param.name; });
+
+// Every file under `dir`, by relative path, with its bytes.
+std::map<std::string, std::string> Files(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) {
+      files[fs::relative(e.path(), dir).string()] = *ReadFileToString(e.path().string());
+    }
+  }
+  return files;
+}
+
+// Issue 26: a generation folder that is a link to a generation kept
+// elsewhere is not resumed from; setting it aside moves the link, retention
+// deletes the link; the generation elsewhere stays byte for byte.
+TEST(RecoveryTest, AGenerationLinkedFromOutsideIsNeitherTrustedNorTouched) {
+  const std::string root = TwoGenerations("linked_generation");
+  const std::string kept = FreshTestDir("kept_elsewhere");
+  ASSERT_TRUE(SaveAllRanks(kept, 3, kWorld).ok());
+  const std::map<std::string, std::string> before = Files(kept);
+  fs::create_directory_symlink(GenerationPath(kept, 3), GenerationPath(root, 3));
+
+  absl::StatusOr<RecoveryDecision> decision = FindRestorable(root);
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_EQ(decision->generation, 2);
+  ASSERT_EQ(decision->skipped.size(), 1u);
+  EXPECT_THAT(decision->skipped[0].reason,
+              HasSubstr("gen-000003: a link leading out of " + root));
+  EXPECT_TRUE(decision->partial_folders.empty());
+  EXPECT_TRUE(CleanUpPartialGenerations(root).ok());
+  absl::StatusOr<std::vector<std::string>> moved = SetAsideCorruptGenerations(*decision);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_THAT(*moved, ElementsAre(HasSubstr("gen-000003 -> corrupt-gen-000003")));
+  EXPECT_TRUE(fs::is_symlink(fs::path(root) / "corrupt-gen-000003"));
+  EXPECT_EQ(Files(kept), before);
+
+  // An old generation that is a link: retention deletes the link only.
+  fs::remove_all(GenerationPath(root, 1));
+  fs::create_directory_symlink(GenerationPath(kept, 3), GenerationPath(root, 1));
+  ASSERT_TRUE(PruneGenerations(root, 1, 2).ok());
+  EXPECT_FALSE(fs::exists(fs::symlink_status(GenerationPath(root, 1))));
+  EXPECT_TRUE(fs::exists(GenerationPath(root, 2)));
+  EXPECT_EQ(Files(kept), before);
+}
 
 TEST(RecoveryTest, NoFlippedManifestByteIsEverTrusted) {
   const std::string root = TwoGenerations("manifest_every_byte");

@@ -144,8 +144,19 @@ absl::Status PruneGenerations(const std::string& root, int keep_last,
   for (auto it = folders->rbegin(); it != folders->rend(); ++it) {
     if (!it->has_manifest || it->generation > newest) continue;
     if (++kept <= keep_last) continue;
-    const fs::path manifest = fs::path(it->path) / kManifestFileName;
     std::error_code ec;
+    if (fs::is_symlink(it->path, ec)) {
+      // Never follow a link: remove it, never what it points to.
+      fs::remove(it->path, ec);
+      if (ec) {
+        return absl::InternalError(absl::StrCat("cannot delete the link ", it->path, ": ",
+                                                ec.message()));
+      }
+      LOG(INFO) << "checkpoint retention (keep_last " << keep_last
+                << "): deleted the link " << it->path << " (not its target)";
+      continue;
+    }
+    const fs::path manifest = fs::path(it->path) / kManifestFileName;
     fs::remove(manifest, ec);
     if (ec) {
       return absl::InternalError(absl::StrCat(

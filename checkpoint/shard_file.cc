@@ -6,10 +6,25 @@
 #include "checkpoint/checksum.h"
 #include "checkpoint/generation_layout.h"
 #include "io/atomic_file.h"
+#include "io/untrusted_file.h"
 
 namespace receipt_parity {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// `message` with "GEN_DIR/" taken out: the caller names the folder.
+std::string ShortenPath(absl::string_view message, const std::string& gen_dir) {
+  std::string text(message);
+  const std::string prefix = gen_dir + "/";
+  for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix)) {
+    text.erase(at, prefix.size());
+  }
+  return text;
+}
+
+}  // namespace
 
 absl::StatusOr<ShardInfo> WriteShard(const std::string& gen_dir,
                                      int64_t generation, int rank,
@@ -36,19 +51,20 @@ absl::StatusOr<ShardInfo> WriteShard(const std::string& gen_dir,
 
 absl::StatusOr<std::string> ReadVerifiedShard(const std::string& gen_dir,
                                               const ShardInfo& expected) {
+  // Read as untrusted input: a regular file inside the generation folder,
+  // of the MANIFEST's size, checked before anything is opened or allocated.
+  UntrustedFileRules rules;
+  rules.within = gen_dir;
+  rules.exact_bytes = expected.size_bytes();
+  rules.exact_bytes_source = "manifest";
   absl::StatusOr<std::string> bytes =
-      ReadFileToString((fs::path(gen_dir) / expected.file()).string());
+      ReadUntrustedFile((fs::path(gen_dir) / expected.file()).string(), rules);
   if (absl::IsNotFound(bytes.status())) {
     return absl::NotFoundError(absl::StrCat(expected.file(), ": missing"));
   }
   if (!bytes.ok()) {
-    return absl::DataLossError(
-        absl::StrCat(expected.file(), ": ", bytes.status().message()));
-  }
-  if (static_cast<int64_t>(bytes->size()) != expected.size_bytes()) {
-    return absl::DataLossError(absl::StrCat(expected.file(), ": size ",
-                                            bytes->size(), " != manifest ",
-                                            expected.size_bytes()));
+    // The message starts with the file's path; its folder is the caller's.
+    return absl::DataLossError(ShortenPath(bytes.status().message(), gen_dir));
   }
   const std::string checksum = Crc32Checksum(*bytes);
   if (checksum != expected.checksum()) {

@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "data/grayscale_image.h"
 #include "data/label_map.h"
+#include "io/untrusted_file.h"
 #include "logging/glog.h"
 #include "io/atomic_file.h"
 
@@ -39,24 +40,6 @@ struct FirstSeen {
   int line = 0;
   int label = 0;
 };
-
-// What a path that exists but is not a regular file is, for messages.
-const char* NonRegularKind(fs::file_type type) {
-  switch (type) {
-    case fs::file_type::directory:
-      return "a folder";
-    case fs::file_type::fifo:
-      return "a FIFO";
-    case fs::file_type::character:
-      return "a character device";
-    case fs::file_type::block:
-      return "a block device";
-    case fs::file_type::socket:
-      return "a socket";
-    default:
-      return "not a file";
-  }
-}
 
 // Checks with stat (following links), before anything opens `file`, that it
 // is a regular file: opening a FIFO would block, reading /dev/zero never

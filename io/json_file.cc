@@ -436,7 +436,13 @@ absl::Status ReadJsonFile(const std::string& path,
                           google::protobuf::Message* appended) {
   absl::StatusOr<std::string> text = ReadFileToString(path);
   if (!text.ok()) return text.status();
-  const absl::Status parsed = ParseJson(*text, message, appended);
+  return ParseJsonFileText(path, *text, message, appended);
+}
+
+absl::Status ParseJsonFileText(const std::string& path, const std::string& text,
+                               google::protobuf::Message* message,
+                               google::protobuf::Message* appended) {
+  const absl::Status parsed = ParseJson(text, message, appended);
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": not a valid ", message->GetDescriptor()->name(), ": ", parsed.message()));

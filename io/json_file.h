@@ -55,6 +55,13 @@ absl::Status ReadJsonFile(const std::string& path,
                           google::protobuf::Message* message,
                           google::protobuf::Message* appended = nullptr);
 
+// ReadJsonFile's parse, of `text` already read from `path` (named in
+// errors), for a caller that reads the file its own way
+// (io/untrusted_file.h).
+absl::Status ParseJsonFileText(const std::string& path, const std::string& text,
+                               google::protobuf::Message* message,
+                               google::protobuf::Message* appended = nullptr);
+
 }  // namespace receipt_parity
 
 #endif  // RECEIPT_PARITY_IO_JSON_FILE_H_
