@@ -223,13 +223,31 @@ std::string HostName() {
 
 // The decision for a folder that holds a run of this config (or one that
 // checkpoint.allow_* lets this config continue).
+// An unfinished run (or a finished one asked for more) with nothing to
+// resume from: it trains again from update 0, and says so.
+RunFolderDecision StartOver(const std::string& dir, int last_attempt, bool finished,
+                            const std::string& nothing_to_resume) {
+  RunFolderDecision decision;
+  decision.attempt = last_attempt + 1;
+  decision.start = AttemptStart::kStartOver;
+  decision.description = absl::StrCat(
+      dir, " holds ", finished ? "a finished" : "an unfinished", " run of this config (attempt ",
+      last_attempt, ") and nothing to resume from (", nothing_to_resume,
+      "): STARTING it again from update 0 as attempt ", decision.attempt);
+  return decision;
+}
+
 absl::StatusOr<RunFolderDecision> DecideHeldRun(const std::string& dir,
                                                 const TrainingConfig& config,
-                                                int last_attempt) {
+                                                int last_attempt,
+                                                const RunFolderRules& rules) {
   RunFolderDecision decision;
   decision.attempt = last_attempt + 1;
   const std::string finish_path = dir + "/" + kFinishRecordFile;
   if (!fs::exists(finish_path)) {
+    if (!rules.nothing_to_resume.empty()) {
+      return StartOver(dir, last_attempt, /*finished=*/false, rules.nothing_to_resume);
+    }
     decision.start = AttemptStart::kResume;
     decision.description = absl::StrCat(
         dir, " holds an unfinished run of this config (attempt ", last_attempt,
@@ -254,6 +272,9 @@ absl::StatusOr<RunFolderDecision> DecideHeldRun(const std::string& dir,
         "run.max_updates continues it");
     return decision;
   }
+  if (!rules.nothing_to_resume.empty()) {
+    return StartOver(dir, last_attempt, /*finished=*/true, rules.nothing_to_resume);
+  }
   decision.start = AttemptStart::kContinue;
   decision.description = absl::StrCat(
       dir, " holds this config's run, finished at update ", decision.finish.updates(),
@@ -272,6 +293,8 @@ absl::string_view AttemptStartName(AttemptStart start) {
       return "resume";
     case AttemptStart::kContinue:
       return "continue";
+    case AttemptStart::kStartOver:
+      return "start_over";
   }
   return "fresh";
 }
@@ -303,7 +326,7 @@ absl::StatusOr<RunFolderDecision> DecideRunFolder(const std::string& dir,
     if (absl::Status s = CheckLegacyFolder(dir, config); !s.ok()) return s;
   }
   absl::StatusOr<RunFolderDecision> decision =
-      DecideHeldRun(dir, config, has_state ? state->attempt() : 1);
+      DecideHeldRun(dir, config, has_state ? state->attempt() : 1, rules);
   if (!decision.ok() || !has_state || !rules.allow_recipe_change) return decision;
   decision->recipe_changes =
       ConfigDifferences(state->config(), config, /*without_recipe=*/false);

@@ -46,9 +46,11 @@ namespace receipt_parity {
 inline constexpr char kRunStateFile[] = "run_state.json";
 inline constexpr char kFinishRecordFile[] = "finished.json";
 
-enum class AttemptStart { kFresh, kResume, kContinue };
+// kStartOver: a folder's unfinished (or finished, asked for more) run taken
+// up with nothing to resume from: it trains again from update 0.
+enum class AttemptStart { kFresh, kResume, kContinue, kStartOver };
 
-// "fresh", "resume", "continue": AttemptRecord.start.
+// "fresh", "resume", "continue", "start_over": AttemptRecord.start.
 absl::string_view AttemptStartName(AttemptStart start);
 
 struct RunFolderDecision {
@@ -73,6 +75,11 @@ struct RunFolderRules {
   // its recipe (RecipeFreeConfig, config/config_loader.h) continues the
   // run instead of being refused.
   bool allow_recipe_change = false;
+  // Why a run in the folder cannot be resumed (it saves no checkpoints; its
+  // checkpoint folder holds no advertised generation), or empty when a
+  // generation is there: an unfinished run is then taken up as kStartOver,
+  // said so, never "RESUMING".
+  std::string nothing_to_resume;
 };
 
 // Reads DIR; writes nothing. `config` is the config about to run in DIR.

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "artifacts/artifact_stamp.h"
+#include "checkpoint/generation_layout.h"
+#include "config/checkpoint_plan.h"
 #include "io/json_file.h"
 #include "logging/glog.h"
 #include "collectives/collective_error.h"
@@ -51,8 +53,10 @@ TrainingConfig OneUpdateReference(const TrainingConfig& config) {
 absl::StatusOr<RunFolderDecision> DecideReference(const std::string& reference_dir,
                                                   const TrainingConfig& config,
                                                   const RunFolderRules& rules) {
+  RunFolderRules reference_rules = rules;
+  reference_rules.nothing_to_resume = "a reference saves no checkpoints";
   absl::StatusOr<RunFolderDecision> decision =
-      DecideRunFolder(reference_dir, OneUpdateReference(config), rules);
+      DecideRunFolder(reference_dir, OneUpdateReference(config), reference_rules);
   if (!decision.ok()) {
     return absl::Status(decision.status().code(),
                         absl::StrCat("this run's one-worker reference cannot be made: ",
@@ -122,7 +126,30 @@ void LogDecision(const RunFolderDecision& decision) {
   }
 }
 
+// A multi-worker run that saves no checkpoints: say at start what a restart
+// would do.
+void WarnIfARestartStartsOver(const TrainingConfig& config, const std::string& run_dir) {
+  if (config.world_size() <= 1 || PlanCheckpoints(config, run_dir).has_value()) return;
+  LOG(WARNING) << "this " << config.world_size()
+               << "-worker run saves no checkpoints (no checkpoint section): if a rank "
+                  "dies, a restart (torchrun --max_restarts, mpirun, or this command "
+                  "again) trains again from update 0; add checkpoint { every_updates: N } "
+                  "to resume instead";
+}
+
 }  // namespace
+
+std::string NothingToResume(const TrainingConfig& config, const std::string& run_dir) {
+  const std::optional<CheckpointPlan> plan = PlanCheckpoints(config, run_dir);
+  if (!plan.has_value()) return "this config saves no checkpoints (no checkpoint section)";
+  absl::StatusOr<std::vector<GenerationFolder>> folders = ListGenerationFolders(plan->folder);
+  if (folders.ok()) {
+    for (const GenerationFolder& folder : *folders) {
+      if (folder.has_manifest) return "";
+    }
+  }
+  return absl::StrCat("its checkpoint folder ", plan->folder, " holds no advertised generation");
+}
 
 absl::StatusOr<PreparedRunFolder> PrepareRunFolder(const RunFolderRequest& request) {
   const TrainingConfig& config = request.loaded->config;
@@ -143,6 +170,7 @@ absl::StatusOr<PreparedRunFolder> PrepareRunFolder(const RunFolderRequest& reque
   prepared.decision = *std::move(decision);
   LogDecision(prepared.decision);
   if (prepared.decision.finished) return prepared;
+  WarnIfARestartStartsOver(config, request.run_dir);
   if (!request.reference_dir.empty()) {
     absl::StatusOr<RunFolderDecision> reference =
         DecideReference(request.reference_dir, config, request.rules);

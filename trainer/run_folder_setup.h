@@ -27,6 +27,11 @@
 
 namespace receipt_parity {
 
+// RunFolderRules.nothing_to_resume for `config`'s run in `run_dir`: why
+// it cannot be resumed (no checkpoint section; no advertised generation in
+// its checkpoint folder), or empty. Reads the folder; writes nothing.
+std::string NothingToResume(const TrainingConfig& config, const std::string& run_dir);
+
 struct RunFolderRequest {
   const LoadedConfig* loaded = nullptr;
   // The --out folder.

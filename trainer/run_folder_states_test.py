@@ -146,6 +146,35 @@ class RunFolderStatesTest(unittest.TestCase):
     state = support.load(os.path.join(self.out, "run_state.json"))
     self.assertEqual([a["start"] for a in state["attempts"]], ["fresh", "resume"])
 
+  def test_without_checkpoints_a_restart_says_it_starts_over_never_resuming(self):
+    """Issue 26: a multi-worker run that saves no checkpoints warns at start;
+    killed and run again, it says it trains again from update 0 (never
+    "RESUMING"), and run_state.json records start_over; asked for more
+    updates after it finished, the same."""
+    plain = self.config("plain.pbtxt", support.small_config(world=2, epochs=2,
+                                                            run_extra="max_updates: 6"))
+    killed = support.run_train("--config=" + plain, "--out=" + self.out, "--kill_phase=allreduce",
+                               "--kill_rank=1", "--kill_update=3")
+    self.assertEqual(killed.returncode, 1, killed.stderr[-2000:])
+    self.assertIn("saves no checkpoints (no checkpoint section): if a rank dies, a restart",
+                  killed.stderr)
+    restarted = self.train(plain)
+    self.assertIn("nothing to resume from (this config saves no checkpoints (no checkpoint "
+                  "section)): STARTING it again from update 0 as attempt 2", restarted.stderr)
+    self.assertNotIn("RESUMING", restarted.stderr)
+    self.assertNotIn("resumed from", restarted.stderr)
+    state = support.load(os.path.join(self.out, "run_state.json"))
+    self.assertEqual([a["start"] for a in state["attempts"]], ["fresh", "start_over"])
+    summary = support.load(os.path.join(self.out, "run_summary.json"))
+    self.assertEqual(summary["first_update"], 0)
+
+    more = self.config("more.pbtxt", support.small_config(world=2, epochs=2,
+                                                          run_extra="max_updates: 10"))
+    extended = self.train(more)
+    self.assertIn("holds a finished run of this config (attempt 2) and nothing to resume "
+                  "from", extended.stderr)
+    self.assertNotIn("CONTINUING", extended.stderr)
+
   def test_more_updates_continue_a_finished_run_as_a_new_attempt(self):
     four = self.config("four.pbtxt", checkpointed(world=2, epochs=100, run_extra="max_updates: 4"))
     eight = self.config("eight.pbtxt", checkpointed(world=2, epochs=100, run_extra="max_updates: 8"))

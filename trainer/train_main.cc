@@ -179,10 +179,12 @@ absl::Status FillRunOptions(const LoadedConfig& loaded, const std::string& run_d
   return absl::OkStatus();
 }
 
-// What the flags ask of the run folder.
-RunFolderRules FolderRules() {
+// What the flags ask of the run folder `run_dir`, and whether its run
+// could be resumed.
+RunFolderRules FolderRules(const LoadedConfig& loaded, const std::string& run_dir) {
   RunFolderRules rules;
   rules.allow_recipe_change = absl::GetFlag(FLAGS_allow_recipe_change);
+  rules.nothing_to_resume = NothingToResume(loaded.config, run_dir);
   return rules;
 }
 
@@ -197,7 +199,7 @@ RunFolderRequest FolderRequest(const LoadedConfig& loaded, const std::string& ou
   request.run_dir = run_dir;
   request.reference_dir = reference_dir;
   request.overwrite = absl::GetFlag(FLAGS_overwrite);
-  request.rules = FolderRules();
+  request.rules = FolderRules(loaded, run_dir);
   return request;
 }
 
@@ -237,7 +239,8 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
   } else if (env.rank == 0) {
     // The launcher holds the lock and has decided; deciding again reads the
     // same folder (nothing was written since) and gives its decision.
-    absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(out, config, FolderRules());
+    absl::StatusOr<RunFolderDecision> decision =
+        DecideRunFolder(out, config, FolderRules(loaded, out));
     if (!decision.ok()) return Fail(decision.status());
     folder.emplace();
     folder->decision = *std::move(decision);

@@ -236,13 +236,14 @@ class RecipeExampleTest(unittest.TestCase):
       self.assertAlmostEqual(point["learning_rate"],
                              0.002 * min((u + 1) / 4, math.sqrt(4 / (u + 1))), places=15)
 
-    text = self.config_text()
+    # A generation after every update (the shipped config saves every 10).
+    text = self.config_text().replace("checkpoint { every_updates: 10 keep_last: 2 }",
+                                      "checkpoint { every_updates: 1 }")
     stopped = support.write(os.path.join(os.path.dirname(self.config), "stopped.pbtxt"),
                             text.replace("log_every_updates: 10",
-                                         "log_every_updates: 10 max_updates: 3") +
-                            "checkpoint { every_updates: 1 }\n")
+                                         "log_every_updates: 10 max_updates: 3"))
     resumed_config = support.write(os.path.join(os.path.dirname(self.config), "resumed.pbtxt"),
-                                   text + "checkpoint { every_updates: 1 }\n")
+                                   text)
     part = os.path.join(self.tmp, "part")
     self.train(stopped, part)
     resumed = self.train(resumed_config, part)
