@@ -1,9 +1,12 @@
 #include "model/model_config.h"
 
+#include <cmath>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "data/data_config.h"
 
 namespace receipt_parity {
 
@@ -64,7 +67,46 @@ absl::Status ValidateModelSettings(const ModelSettings& settings,
     return absl::InvalidArgumentError(absl::StrCat(
         field_prefix, "hidden_units: a linear model has no hidden layers"));
   }
-  return ValidateDropout(config, field_prefix);
+  if (absl::Status s = ValidateDropout(config, field_prefix); !s.ok()) return s;
+  return ValidateModelFitsInMemory(settings, field_prefix);
+}
+
+double BuiltInParameterCount(const ModelSettings& settings) {
+  const ModelConfig& config = settings.config;
+  double features = 1;
+  for (int64_t d : settings.input_shape) features *= static_cast<double>(d);
+  double parameters = 0;
+  if (config.architecture() == "cnn") {
+    double channels = static_cast<double>(settings.input_shape[0]);
+    double side = static_cast<double>(settings.input_shape[1]);
+    for (int c : config.conv_channels()) {
+      parameters += channels * c * 9 + c;
+      channels = c;
+      side = std::floor(side / 2);
+    }
+    features = channels * side * side;
+  }
+  if (config.architecture() != "linear") {
+    for (int h : config.hidden_units()) {
+      parameters += features * h + h;
+      features = h;
+    }
+  }
+  return parameters + features * settings.num_classes + settings.num_classes;
+}
+
+absl::Status ValidateModelFitsInMemory(const ModelSettings& settings,
+                                       const std::string& field_prefix) {
+  // Weights, gradients and two optimizer buffers (Adam's), in fp32.
+  const double parameters = BuiltInParameterCount(settings);
+  const double bytes = parameters * 4 * 4;
+  const double physical = static_cast<double>(PhysicalMemoryBytes());
+  if (bytes <= physical) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%shidden_units: a model of %.3g parameters needs about %.1f GiB for its "
+      "weights, gradients and optimizer state; this machine has %.1f GiB",
+      field_prefix, parameters, bytes / double(int64_t{1} << 30),
+      physical / double(int64_t{1} << 30)));
 }
 
 absl::Status ValidateDropout(const ModelConfig& config, const std::string& field_prefix) {

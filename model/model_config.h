@@ -41,6 +41,18 @@ absl::Status ValidateModelSettings(const ModelSettings& settings);
 absl::Status ValidateModelSettings(const ModelSettings& settings,
                                    const std::string& field_prefix);
 
+// A built-in model's parameter count, from its settings alone (nothing
+// allocated); a double, as it may not fit an int64.
+// REQUIRES: the settings' other checks passed.
+double BuiltInParameterCount(const ModelSettings& settings);
+
+// InvalidArgument naming `field_prefix` + "hidden_units" when the model's
+// weights, gradients and optimizer state (4 x 4 bytes a parameter) exceed
+// this machine's memory: refused at load, before LibTorch would fail to
+// allocate it.
+absl::Status ValidateModelFitsInMemory(const ModelSettings& settings,
+                                       const std::string& field_prefix);
+
 // InvalidArgument naming `field_prefix` + "dropout" for a probability
 // outside [0, 1) (NaN included) or a dropout on a model without hidden
 // layers (it would drop nothing).

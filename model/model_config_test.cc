@@ -25,6 +25,14 @@ ModelSettings Settings(const std::string& architecture,
   return s;
 }
 
+TEST(BuiltInParameterCountTest, CountsWeightsAndBiasesOfEveryLayer) {
+  // conv 1->8 (72 + 8), conv 8->16 (1152 + 16), 16 x 8 x 8 -> 32 (32768 +
+  // 32), 32 -> 4 (128 + 4).
+  EXPECT_DOUBLE_EQ(BuiltInParameterCount(Settings("cnn", {8, 16}, {32})),
+                   80 + 1168 + 32800 + 132);
+  EXPECT_DOUBLE_EQ(BuiltInParameterCount(Settings("linear", {}, {})), 1024 * 4 + 4);
+}
+
 TEST(ValidateModelSettingsTest, AcceptsEveryBuiltInArchitecture) {
   EXPECT_TRUE(ValidateModelSettings(Settings("cnn", {8, 16}, {32})).ok());
   EXPECT_TRUE(ValidateModelSettings(Settings("mlp", {}, {64, 8})).ok());
@@ -41,6 +49,10 @@ TEST(ValidateModelSettingsTest, EveryBadSettingNamesItsField) {
       {Settings("cnn", {4, 4, 4, 4, 4, 4}, {}), "S divisible by 64, got 1x32x32"},
       {Settings("linear", {}, {8}), "model.hidden_units: a linear model has no hidden layers"},
       {Settings("mlp", {}, {8}, 0), "model: input shape 1x0x0 has a non-positive side"},
+      // 2^31 - 1 units after 1024 inputs: 2.2e12 parameters, refused before
+      // LibTorch would try to allocate them.
+      {Settings("mlp", {}, {2147483647}),
+       "model.hidden_units: a model of 2.21e+12 parameters needs about"},
   };
   for (const auto& [settings, expected] : cases) {
     absl::Status status = ValidateModelSettings(settings);

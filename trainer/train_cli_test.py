@@ -338,6 +338,31 @@ def write_own_data(folder, rows=OWN_DATA_ROWS, config=OWN_DATA_CONFIG, sizes=Non
   return support.write(os.path.join(folder, "config.pbtxt"), config)
 
 
+class ExitCodeTest(unittest.TestCase):
+  """Issue 26, item 4: one exit code per cause, whichever process finds it."""
+
+  def test_the_readme_sequence_with_a_bad_row_found_by_the_workers_exits_2(self):
+    tmp = os.path.realpath(support.temp_dir("exit_codes"))
+    folder = os.path.join(tmp, "mydata")
+    one = write_own_data(folder)
+    two = support.write(os.path.join(folder, "two.pbtxt"), OWN_DATA_CONFIG + "world_size: 2\n")
+    out = os.path.join(tmp, "out")
+    # The reference first, on good data.
+    result = support.run_train("--config=" + one, "--out=" + out)
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    # The CSV gains a bad row; the two workers (not the launcher, which
+    # reuses the reference) find it.
+    with open(os.path.join(folder, "receipts.csv"), "a") as f:
+      f.write("r99,images/r00.pgm,smudged\n")
+    result = support.run_train("--config=" + two, "--out=" + out)
+    self.assertEqual(result.returncode, 2, result.stderr[-3000:])
+    self.assertIn("receipts.csv:16", result.stderr)
+    self.assertIn("smudged", result.stderr)
+    # The same on a fresh folder: 2 as well.
+    result = support.run_train("--config=" + two, "--out=" + os.path.join(tmp, "fresh"))
+    self.assertEqual(result.returncode, 2, result.stderr[-3000:])
+
+
 class ConfigPathsTest(unittest.TestCase):
   """Issue 15, item 2: every path in a config resolves against its folder."""
 

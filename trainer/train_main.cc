@@ -308,6 +308,24 @@ int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
   return code;
 }
 
+// The launcher's exit: the workers' cause, whichever rank found it. Bad
+// input found by any rank (a config or data error: exit 2) is 2; parity
+// that failed (rank 0's 3; under mpirun, mpirun's 3) is 3; anything else 1.
+// Ranks the launcher stopped after the first failure do not count.
+int LaunchExitCode(const LaunchResult& result, bool under_mpirun) {
+  auto exited_with = [&](int rank, int code) {
+    const int status = result.wait_status[rank];
+    return WIFEXITED(status) && WEXITSTATUS(status) == code;
+  };
+  for (int rank = 0; rank < static_cast<int>(result.wait_status.size()); ++rank) {
+    if (exited_with(rank, kExitBadInput)) return kExitBadInput;
+  }
+  if ((result.failed_rank == 0 || under_mpirun) && exited_with(0, kExitCheckFailed)) {
+    return kExitCheckFailed;
+  }
+  return kExitRunFailed;
+}
+
 int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
            char** argv) {
   const TrainingConfig& config = loaded.config;
@@ -341,13 +359,8 @@ int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
               << "/)" << std::endl;
     return 0;
   }
-  // Under mpirun, mpirun's exit is rank 0's 3 (only rank 0 judges parity).
-  if ((result.failed_rank == 0 || options.under_mpirun) && WIFEXITED(result.wait_status[0]) &&
-      WEXITSTATUS(result.wait_status[0]) == kExitCheckFailed) {
-    return kExitCheckFailed;
-  }
   std::cerr << "error: " << status.message() << std::endl;
-  return kExitRunFailed;
+  return LaunchExitCode(result, options.under_mpirun);
 }
 
 int Main(int argc, char** argv) {
