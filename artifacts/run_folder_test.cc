@@ -324,6 +324,33 @@ TEST(RunFolderTest, RemoveRunRemovesOnlyWhatRunsWrite) {
   EXPECT_TRUE(fs::exists(dir + "/LOCK"));
 }
 
+// Issue 26: --overwrite and stale-artifact clean-up never follow a link:
+// they remove the link, and what it points to outside the run folder stays.
+TEST(RunFolderTest, OverwriteAndCleanUpRemoveLinksNeverTheirTargets) {
+  const std::string dir = FreshDir("links");
+  const std::string elsewhere = FreshDir("links_elsewhere");
+  StartedRun(dir, Config(), 1);
+  Touch(elsewhere + "/checkpoints/gen-000001/MANIFEST");
+  Touch(elsewhere + "/reference/first_step.json");
+  Touch(elsewhere + "/parity.json");
+  Touch(elsewhere + "/run_summary.json");
+  fs::create_directory_symlink(elsewhere + "/checkpoints", dir + "/checkpoints");
+  fs::create_directory_symlink(elsewhere + "/reference", dir + "/reference");
+  fs::create_symlink(elsewhere + "/parity.json", dir + "/parity.json");
+  fs::create_symlink(elsewhere + "/run_summary.json", dir + "/run_summary.json");
+
+  ASSERT_TRUE(RemoveStaleArtifacts(dir, /*resumed=*/true).ok());
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir + "/parity.json")));
+  ASSERT_TRUE(RemoveRun(dir, /*keep_reference=*/false).ok());
+  for (const char* name : {"checkpoints", "reference", "run_summary.json"}) {
+    EXPECT_FALSE(fs::exists(fs::symlink_status(dir + "/" + name))) << name;
+  }
+  for (const char* name : {"checkpoints/gen-000001/MANIFEST", "reference/first_step.json",
+                           "parity.json", "run_summary.json"}) {
+    EXPECT_TRUE(fs::is_regular_file(elsewhere + "/" + name)) << name;
+  }
+}
+
 TEST(RunFolderTest, StaleArtifactsGoAFreshStartRemovesAllAResumeKeepsFirstStep) {
   const std::string dir = FreshDir("stale");
   const std::vector<std::string> written = {
