@@ -128,8 +128,9 @@ void LogDecision(const RunFolderDecision& decision) {
 
 // A multi-worker run that saves no checkpoints: say at start what a restart
 // would do.
-void WarnIfARestartStartsOver(const TrainingConfig& config, const std::string& run_dir) {
-  if (config.world_size() <= 1 || PlanCheckpoints(config, run_dir).has_value()) return;
+void WarnIfARestartStartsOver(const TrainingConfig& config,
+                              const std::optional<CheckpointPlan>& checkpoints) {
+  if (config.world_size() <= 1 || checkpoints.has_value()) return;
   LOG(WARNING) << "this " << config.world_size()
                << "-worker run saves no checkpoints (no checkpoint section): if a rank "
                   "dies, a restart (torchrun --max_restarts, mpirun, or this command "
@@ -139,16 +140,17 @@ void WarnIfARestartStartsOver(const TrainingConfig& config, const std::string& r
 
 }  // namespace
 
-std::string NothingToResume(const TrainingConfig& config, const std::string& run_dir) {
-  const std::optional<CheckpointPlan> plan = PlanCheckpoints(config, run_dir);
-  if (!plan.has_value()) return "this config saves no checkpoints (no checkpoint section)";
-  absl::StatusOr<std::vector<GenerationFolder>> folders = ListGenerationFolders(plan->folder);
+std::string NothingToResume(const std::optional<CheckpointPlan>& checkpoints) {
+  if (!checkpoints.has_value()) return "this config saves no checkpoints (no checkpoint section)";
+  absl::StatusOr<std::vector<GenerationFolder>> folders =
+      ListGenerationFolders(checkpoints->folder);
   if (folders.ok()) {
     for (const GenerationFolder& folder : *folders) {
       if (folder.has_manifest) return "";
     }
   }
-  return absl::StrCat("its checkpoint folder ", plan->folder, " holds no advertised generation");
+  return absl::StrCat("its checkpoint folder ", checkpoints->folder,
+                      " holds no advertised generation");
 }
 
 absl::StatusOr<PreparedRunFolder> PrepareRunFolder(const RunFolderRequest& request) {
@@ -170,7 +172,7 @@ absl::StatusOr<PreparedRunFolder> PrepareRunFolder(const RunFolderRequest& reque
   prepared.decision = *std::move(decision);
   LogDecision(prepared.decision);
   if (prepared.decision.finished) return prepared;
-  WarnIfARestartStartsOver(config, request.run_dir);
+  WarnIfARestartStartsOver(config, request.checkpoints);
   if (!request.reference_dir.empty()) {
     absl::StatusOr<RunFolderDecision> reference =
         DecideReference(request.reference_dir, config, request.rules);

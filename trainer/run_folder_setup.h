@@ -16,21 +16,24 @@
 #ifndef RECEIPT_PARITY_TRAINER_RUN_FOLDER_SETUP_H_
 #define RECEIPT_PARITY_TRAINER_RUN_FOLDER_SETUP_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "io/run_folder_lock.h"
 #include "runtime/process_group.h"
+#include "config/checkpoint_plan.h"
 #include "config/config_loader.h"
 #include "artifacts/run_folder.h"
 
 namespace receipt_parity {
 
-// RunFolderRules.nothing_to_resume for `config`'s run in `run_dir`: why
-// it cannot be resumed (no checkpoint section; no advertised generation in
-// its checkpoint folder), or empty. Reads the folder; writes nothing.
-std::string NothingToResume(const TrainingConfig& config, const std::string& run_dir);
+// RunFolderRules.nothing_to_resume for a run whose checkpoint plan is
+// `checkpoints` (config/checkpoint_plan.h): why it cannot be resumed (no
+// checkpoint section; no advertised generation in its checkpoint folder),
+// or empty. Reads the folder; writes nothing.
+std::string NothingToResume(const std::optional<CheckpointPlan>& checkpoints);
 
 struct RunFolderRequest {
   const LoadedConfig* loaded = nullptr;
@@ -40,6 +43,9 @@ struct RunFolderRequest {
   std::string run_dir;
   // The reference this run is compared with; empty: none.
   std::string reference_dir;
+  // The run's checkpoint plan (PlanCheckpoints of the config and run_dir):
+  // nullopt when it saves none.
+  std::optional<CheckpointPlan> checkpoints;
   // --overwrite (ignored, with a warning, on a torchrun restart: a restart
   // continues what its first attempt started).
   bool overwrite = false;

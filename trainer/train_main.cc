@@ -179,12 +179,12 @@ absl::Status FillRunOptions(const LoadedConfig& loaded, const std::string& run_d
   return absl::OkStatus();
 }
 
-// What the flags ask of the run folder `run_dir`, and whether its run
-// could be resumed.
-RunFolderRules FolderRules(const LoadedConfig& loaded, const std::string& run_dir) {
+// What the flags ask of the run folder, and whether a run with the
+// checkpoint plan `checkpoints` could be resumed there.
+RunFolderRules FolderRules(const std::optional<CheckpointPlan>& checkpoints) {
   RunFolderRules rules;
   rules.allow_recipe_change = absl::GetFlag(FLAGS_allow_recipe_change);
-  rules.nothing_to_resume = NothingToResume(loaded.config, run_dir);
+  rules.nothing_to_resume = NothingToResume(checkpoints);
   return rules;
 }
 
@@ -199,7 +199,8 @@ RunFolderRequest FolderRequest(const LoadedConfig& loaded, const std::string& ou
   request.run_dir = run_dir;
   request.reference_dir = reference_dir;
   request.overwrite = absl::GetFlag(FLAGS_overwrite);
-  request.rules = FolderRules(loaded, run_dir);
+  request.checkpoints = PlanCheckpoints(loaded.config, run_dir);
+  request.rules = FolderRules(request.checkpoints);
   return request;
 }
 
@@ -240,7 +241,7 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
     // The launcher holds the lock and has decided; deciding again reads the
     // same folder (nothing was written since) and gives its decision.
     absl::StatusOr<RunFolderDecision> decision =
-        DecideRunFolder(out, config, FolderRules(loaded, out));
+        DecideRunFolder(out, config, FolderRules(PlanCheckpoints(config, out)));
     if (!decision.ok()) return Fail(decision.status());
     folder.emplace();
     folder->decision = *std::move(decision);
