@@ -46,8 +46,12 @@ bool IsUpdateRecord(const std::string& name) {
          absl::SimpleAtoi(rest, &k);
 }
 
+// trajectory/ (artifacts/parity_trajectory.h kTrajectoryFolder): the
+// parameters after each checked update.
+constexpr char kTrajectory[] = "trajectory";
+
 bool IsArtifact(const std::string& name) {
-  return ArtifactFiles().count(name) > 0 || IsUpdateRecord(name);
+  return ArtifactFiles().count(name) > 0 || IsUpdateRecord(name) || name == kTrajectory;
 }
 
 std::vector<std::string> EntryNames(const std::string& dir) {
@@ -178,6 +182,9 @@ absl::Status AnotherConfig(const std::string& dir, const std::string& file,
 // Whether a finished run already reached what `config` asks for.
 bool FinishCovers(const FinishRecord& finish, const TrainingConfig& config) {
   if (finish.stopped_by() == "epochs") return true;
+  // A run its failed first update stopped (parity.stop_on_failure) would
+  // stop there again; without stop_on_failure it goes on.
+  if (finish.stopped_by() == "parity_failed") return config.parity().stop_on_failure();
   const int64_t asked = config.run().max_updates();
   return asked > 0 && asked <= finish.updates();
 }
@@ -285,6 +292,10 @@ absl::StatusOr<RunFolderDecision> DecideHeldRun(const std::string& dir,
 
 }  // namespace
 
+absl::StatusOr<RunFolderState> ReadRunFolderState(const std::string& dir) {
+  return ReadState(dir);
+}
+
 absl::string_view AttemptStartName(AttemptStart start) {
   switch (start) {
     case AttemptStart::kFresh:
@@ -345,7 +356,7 @@ absl::StatusOr<std::vector<std::string>> RemoveRun(const std::string& dir,
   return RemoveEntries(dir, "--overwrite: cannot remove", [&](const std::string& name) {
     return IsArtifact(name) || name == kRunStateFile || name == kFinishRecordFile ||
            name == "checkpoints" || absl::StartsWith(name, "corrupt-gen-") ||
-           (name == "reference" && !keep_reference);
+           ((name == "reference" || name == "drift_reference") && !keep_reference);
   });
 }
 
@@ -382,7 +393,8 @@ absl::Status BeginAttempt(const std::string& dir, const TrainingConfig& config,
 absl::StatusOr<std::vector<std::string>> RemoveStaleArtifacts(const std::string& dir,
                                                               bool resumed) {
   return RemoveEntries(dir, "cannot remove the stale", [&](const std::string& name) {
-    const bool kept = resumed && (name == "first_step.json" || IsUpdateRecord(name));
+    const bool kept = resumed && (name == "first_step.json" || IsUpdateRecord(name) ||
+                                  name == kTrajectory);
     return (IsArtifact(name) || name == kFinishRecordFile) && !kept;
   });
 }

@@ -6,8 +6,10 @@
 //   finished.json    FinishRecord: written last, after every artifact, when
 //                    the run reached its stopping point
 //   the run's artifacts (artifacts/run_artifacts.h), update-K.json,
+//   trajectory/ (artifacts/parity_trajectory.h),
 //   world_size_change.json, checkpoints/, and for a multi-worker run
-//   reference/ (the one-worker reference's own run folder).
+//   reference/ (the one-worker reference's own run folder) and
+//   drift_reference/ (its drift twin's, trainer/run_folder_setup.h).
 //
 // The states, as DecideRunFolder reads them:
 //   empty (nothing a run wrote)   a fresh run, attempt 1
@@ -82,6 +84,10 @@ struct RunFolderRules {
   std::string nothing_to_resume;
 };
 
+// DIR's run_state.json (an empty state when there is none). Errors:
+// InvalidArgument naming the file when it is unreadable.
+absl::StatusOr<RunFolderState> ReadRunFolderState(const std::string& dir);
+
 // Reads DIR; writes nothing. `config` is the config about to run in DIR.
 // Errors: InvalidArgument (exit 2) "DIR holds a run of another config
 // (DIR/run_state.json): <field>: <old> -> <new>; ..." when the configs
@@ -94,8 +100,9 @@ absl::StatusOr<RunFolderDecision> DecideRunFolder(const std::string& dir,
                                                   const RunFolderRules& rules = {});
 
 // --overwrite: removes what runs write in DIR (the files above, the
-// artifacts, checkpoints/ and corrupt-gen-*, and reference/ unless
-// `keep_reference`), never LOCK nor anything a run did not write. Returns
+// artifacts, checkpoints/ and corrupt-gen-*, and reference/ and
+// drift_reference/ unless `keep_reference`), never LOCK nor anything a run
+// did not write. Returns
 // the names removed. Internal naming the entry on a failure.
 absl::StatusOr<std::vector<std::string>> RemoveRun(const std::string& dir,
                                                    bool keep_reference);
@@ -110,9 +117,9 @@ absl::Status BeginAttempt(const std::string& dir, const TrainingConfig& config,
 // Rank 0, once it knows whether the attempt resumed a generation: removes
 // what earlier attempts wrote that this attempt would otherwise leave stale
 // beside its own, and finished.json. A fresh start removes every artifact;
-// a resume keeps first_step.json and update-K.json (each names the attempt
-// that wrote it; the resumed run cannot recompute them) and removes the
-// others, which this attempt writes anew. Returns the names removed.
+// a resume keeps first_step.json, update-K.json and trajectory/ (each
+// names the attempt that wrote it; the resumed run cannot recompute them)
+// and removes the others, which this attempt writes anew. Returns the names removed.
 absl::StatusOr<std::vector<std::string>> RemoveStaleArtifacts(const std::string& dir,
                                                               bool resumed);
 

@@ -41,12 +41,21 @@ EpochLosses AddLossCurve(const RunTotals& totals,
   EpochLosses epoch_loss;
   for (int64_t u = 0; u < updates; ++u) {
     double loss = 0;
-    for (const RankReport& report : reports) loss += report.update_loss(u);
+    double accepted_loss = 0;
+    bool every_rank_sent_it = true;
+    for (const RankReport& report : reports) {
+      loss += report.update_loss(u);
+      every_rank_sent_it = every_rank_sent_it && u < report.update_accepted_loss_sum_size();
+      if (every_rank_sent_it) accepted_loss += report.update_accepted_loss_sum(u);
+    }
     seen += totals.accepted_per_update[u];
     LossPoint* point = summary->add_loss_curve();
     point->set_update(static_cast<int32_t>(u));
     point->set_examples_seen(static_cast<int32_t>(seen));
     point->set_loss(loss);
+    if (every_rank_sent_it && totals.accepted_per_update[u] > 0) {
+      point->set_mean_loss(accepted_loss / static_cast<double>(totals.accepted_per_update[u]));
+    }
     point->set_learning_rate(reports[0].update_learning_rate(u));
     point->set_gradient_norm(reports[0].update_gradient_norm(u));
     point->set_clip_factor(reports[0].update_clip_factor(u));

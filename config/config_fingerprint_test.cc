@@ -42,6 +42,11 @@ const std::vector<Pinned>& PinnedFingerprints() {
       {"configs/two_worker_keyed_dropout.pbtxt",
        "786385d704d52a10b98a9a54975708ad6ca6a647",
        "b62ac662db69295bc84e0c211cc6111f05fbcb4e"},
+      // Every recipe and layer at once (issue 25): pinned from the day it
+      // was added.
+      {"configs/two_worker_all_recipes.pbtxt",
+       "2c15f4c9122ef55c1ba88a75f362c6c31b6dff79",
+       "a6ad11ec447bbf852173c61172cdc57d6f8189e3"},
       {"configs/two_worker_duplicate_pad.pbtxt",
        "22c931f32b18adeabb2de137a05797645afce3a3",
        "35b57c38ac0db3e1fb92e6384b1aac96199f4f1a"},

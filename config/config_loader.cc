@@ -385,6 +385,7 @@ void ApplyDefaults(TrainingConfig* c) {
   ParityConfig* parity = c->mutable_parity();
   if (!parity->has_rtol()) parity->set_rtol(1e-6);
   if (!parity->has_atol()) parity->set_atol(1e-7);
+  if (!parity->has_stop_on_failure()) parity->set_stop_on_failure(true);
   if (!c->checkpoint().has_keep_last()) c->mutable_checkpoint()->set_keep_last(2);
   RunOptions* run = c->mutable_run();
   if (!run->has_log_every_updates()) run->set_log_every_updates(10);
@@ -420,6 +421,12 @@ absl::Status ValidateConfig(const TrainingConfig& c) {
     return Invalid("parity.batch_dependent_layers",
                    absl::StrCat("must be \"report\" or \"refuse\", got \"",
                                 c.parity().batch_dependent_layers(), "\""));
+  }
+  for (int32_t update : c.parity().check_updates()) {
+    if (update < 0) {
+      return Invalid("parity.check_updates",
+                     absl::StrCat(update, " is not an update (the run's updates count from 0)"));
+    }
   }
   if (absl::Status s = ValidateClipping(c); !s.ok()) return s;
   if (absl::Status s = ValidateCheckpoint(c.checkpoint()); !s.ok()) return s;

@@ -1,5 +1,5 @@
 // Test only: the model plugin "test_batch_norm_cnn", linked (alwayslink)
-// into //trainer:train_with_batch_norm_model and the layer policy's test: a
+// into //trainer:train_with_test_plugins and the layer policy's test: a
 // small CNN with batch norm, 3x3 conv (1 -> 4 channels, padding 1) "conv",
 // BatchNorm2d "bn" (training mode), ReLU, flatten, "out". What the layer
 // audit, parity and the buffer comparison do with such a model is tested

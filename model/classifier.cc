@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/hash.h>
+#include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/keyed_dropout.h"
+#include "model/sync_batch_norm.h"
 
 namespace receipt_parity {
 namespace {
@@ -22,7 +24,8 @@ class ConfiguredClassifier : public Classifier {
       : architecture_(config.architecture()),
         input_shape_(input_shape),
         num_classes_(num_classes),
-        dropout_(config.dropout()) {
+        dropout_(config.dropout()),
+        batch_norm_(config.batch_norm()) {
     int64_t features = 1;
     for (int64_t d : input_shape) features *= d;
     if (architecture_ == "cnn") {
@@ -33,7 +36,10 @@ class ConfiguredClassifier : public Classifier {
             absl::StrCat("conv", i),
             torch::nn::Conv2d(torch::nn::Conv2dOptions(
                                   channels, config.conv_channels(i), 3)
-                                  .padding(1))));
+                                  .padding(1)
+                                  // A batch norm after it removes any bias.
+                                  .bias(batch_norm_.empty()))));
+        AddBatchNorm(i, config.conv_channels(i));
         channels = config.conv_channels(i);
         side /= 2;
       }
@@ -58,6 +64,22 @@ class ConfiguredClassifier : public Classifier {
     }
   }
 
+  // The batch norm of conv i, when the config asks for one.
+  void AddBatchNorm(int i, int64_t channels) {
+    const std::string name = absl::StrCat("bn", i);
+    if (batch_norm_ == "sync") {
+      sync_norms_.push_back(register_module(name, SyncBatchNorm2d(channels, i)));
+    } else if (batch_norm_ == "per_rank") {
+      rank_norms_.push_back(register_module(name, torch::nn::BatchNorm2d(channels)));
+    }
+  }
+
+  at::Tensor Normalized(size_t i, const at::Tensor& x) {
+    if (i < sync_norms_.size()) return sync_norms_[i]->forward(x);
+    if (i < rank_norms_.size()) return rank_norms_[i]->forward(x);
+    return x;
+  }
+
   at::Tensor forward(const at::Tensor& images) override {
     return ForwardForUpdate(images, at::Tensor());
   }
@@ -66,8 +88,8 @@ class ConfiguredClassifier : public Classifier {
   at::Tensor ForwardForUpdate(const at::Tensor& images,
                               const at::Tensor& update_keys) override {
     at::Tensor x = images;
-    for (auto& conv : convs_) {
-      x = at::max_pool2d(at::relu(conv->forward(x)), {2, 2});
+    for (size_t i = 0; i < convs_.size(); ++i) {
+      x = at::max_pool2d(at::relu(Normalized(i, convs_[i]->forward(x))), {2, 2});
     }
     x = x.flatten(1);
     for (size_t i = 0; i < hidden_.size(); ++i) {
@@ -83,6 +105,7 @@ class ConfiguredClassifier : public Classifier {
                         ";in=", absl::StrJoin(input_shape_, "x"),
                         ";classes=", num_classes_,
                         dropout_ > 0 ? absl::StrCat(";keyed_dropout=", dropout_) : "",
+                        batch_norm_.empty() ? "" : absl::StrCat(";batch_norm=", batch_norm_),
                         ")");
   }
 
@@ -95,7 +118,10 @@ class ConfiguredClassifier : public Classifier {
   std::vector<torch::nn::Conv2d> convs_;
   std::vector<torch::nn::Linear> hidden_;
   double dropout_;
+  std::string batch_norm_;
   std::vector<KeyedDropout> dropouts_;
+  std::vector<SyncBatchNorm2d> sync_norms_;
+  std::vector<torch::nn::BatchNorm2d> rank_norms_;
   torch::nn::Linear out_{nullptr};
 };
 

@@ -2,7 +2,10 @@
 // the built-in architectures' builder, and a model's revision.
 //
 // The built-in architectures (ModelConfig.architecture):
-//   "cnn"    [N, 1, S, S] -> per conv_channels: 3x3 conv (padding 1), ReLU,
+//   "cnn"    [N, 1, S, S] -> per conv_channels: 3x3 conv (padding 1),
+//            with batch_norm a batch norm ("bn<i>": synchronized,
+//            model/sync_batch_norm.h, or torch's per-rank BatchNorm2d; the
+//            conv then has no bias, which the norm would remove), ReLU,
 //            2x2 max pool -> flatten -> hidden_units (ReLU) -> classes
 //   "mlp"    flatten -> hidden_units (ReLU) -> classes
 // With dropout p > 0, each hidden layer's ReLU is followed by a keyed

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/keyed_dropout.h"
+#include "model/sync_batch_norm.h"
 
 namespace receipt_parity {
 namespace {
@@ -57,7 +58,12 @@ std::string EffectOf(const std::string& kind) {
       {kKeyedDropout,
        "keyed dropout: the mask of an example is drawn from its key and the "
        "update (model/keyed_dropout.h), not from a rank's generator, so every "
-       "rank and the one-worker reference drop the same elements of it"}};
+       "rank and the one-worker reference drop the same elements of it"},
+      {kSyncBatchNorm,
+       "synchronized batch norm: normalizes by the statistics of the whole "
+       "update's accepted examples on every rank and in every micro-batch "
+       "(model/sync_batch_norm.h), so its output, its gradient and its running "
+       "statistics are the one-worker reference's, the same on every rank"}};
   auto it = effects->find(kind);
   return it == effects->end() ? "" : it->second;
 }
@@ -142,6 +148,7 @@ std::pair<std::string, std::string> ClassifyModule(const torch::nn::Module& m) {
   using namespace torch::nn;  // NOLINT: the module types read better bare.
   if (!m.is_training() || DropsNothing(m)) return {"", ""};
   if (Is<KeyedDropoutImpl>(m)) return {kKeyedDropout, "KeyedDropout"};
+  if (Is<SyncBatchNorm2dImpl>(m)) return {kSyncBatchNorm, "SyncBatchNorm2d"};
   if (Is<BatchNorm1dImpl>(m)) return {kBatchNormTraining, "BatchNorm1d"};
   if (Is<BatchNorm2dImpl>(m)) return {kBatchNormTraining, "BatchNorm2d"};
   if (Is<BatchNorm3dImpl>(m)) return {kBatchNormTraining, "BatchNorm3d"};
@@ -460,7 +467,9 @@ std::string DescribeFinding(const LayerFinding& finding) {
                       finding.module_type(), "): ", finding.effect());
 }
 
-bool IsParitySafe(const std::string& kind) { return kind == kKeyedDropout; }
+bool IsParitySafe(const std::string& kind) {
+  return kind == kKeyedDropout || kind == kSyncBatchNorm;
+}
 
 bool HasFinding(const LayerAudit& audit, const std::string& kind) {
   for (const LayerFinding& f : audit.findings()) {

@@ -51,6 +51,9 @@ inline constexpr char kBufferUpdate[] = "buffer_update";
 inline constexpr char kModuleWithBuffers[] = "module_with_buffers";
 // Parity-safe kinds (LayerAudit.parity_safe).
 inline constexpr char kKeyedDropout[] = "keyed_dropout";
+// Parity-safe: synchronized batch norm (model/sync_batch_norm.h), whose
+// statistics are the whole update's.
+inline constexpr char kSyncBatchNorm[] = "sync_batch_norm";
 
 // A kind listed in parity_safe: it does not make the audit unclean.
 bool IsParitySafe(const std::string& kind);

@@ -68,6 +68,7 @@ absl::Status ValidateModelSettings(const ModelSettings& settings,
         field_prefix, "hidden_units: a linear model has no hidden layers"));
   }
   if (absl::Status s = ValidateDropout(config, field_prefix); !s.ok()) return s;
+  if (absl::Status s = ValidateBatchNorm(config, field_prefix); !s.ok()) return s;
   return ValidateModelFitsInMemory(settings, field_prefix);
 }
 
@@ -120,6 +121,27 @@ absl::Status ValidateDropout(const ModelConfig& config, const std::string& field
     return absl::InvalidArgumentError(absl::StrCat(
         field_prefix, "dropout: keyed dropout follows each hidden layer, and this ",
         config.architecture(), " has none (hidden_units is empty)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace receipt_parity
+
+namespace receipt_parity {
+
+absl::Status ValidateBatchNorm(const ModelConfig& config, const std::string& field_prefix) {
+  const std::string& kind = config.batch_norm();
+  if (kind.empty()) return absl::OkStatus();
+  if (kind != "sync" && kind != "per_rank") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field_prefix, "batch_norm: unknown \"", kind,
+        "\"; known: \"sync\" (synchronized over the update, keeps parity), \"per_rank\" "
+        "(each rank's own statistics, breaks it)"));
+  }
+  if (config.architecture() != "cnn") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field_prefix, "batch_norm: a batch norm follows each conv layer, and this ",
+        config.architecture(), " has none"));
   }
   return absl::OkStatus();
 }

@@ -32,7 +32,8 @@ struct ModelSettings {
 // linear; conv_channels or hidden_units not positive; a cnn without conv
 // layers or on inputs that are not [C, S, S] with S divisible by
 // 2^len(conv_channels); a linear model with hidden units; no classes; an
-// empty or non-positive input shape; what ValidateDropout refuses.
+// empty or non-positive input shape; what ValidateDropout and
+// ValidateBatchNorm refuse.
 absl::Status ValidateModelSettings(const ModelSettings& settings);
 
 // The same checks, each field named `field_prefix` + its name: "model."
@@ -57,6 +58,11 @@ absl::Status ValidateModelFitsInMemory(const ModelSettings& settings,
 // outside [0, 1) (NaN included) or a dropout on a model without hidden
 // layers (it would drop nothing).
 absl::Status ValidateDropout(const ModelConfig& config, const std::string& field_prefix);
+
+// InvalidArgument naming `field_prefix` + "batch_norm" for a kind other
+// than "", "sync" and "per_rank", or a batch norm on a model without conv
+// layers.
+absl::Status ValidateBatchNorm(const ModelConfig& config, const std::string& field_prefix);
 
 }  // namespace receipt_parity
 

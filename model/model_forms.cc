@@ -27,6 +27,9 @@ absl::Status CheckNoArchitectureFields(const ModelConfig& config) {
   if (config.dropout() != 0) {
     return Invalid("model.dropout", absl::StrCat("dropout", kHint));
   }
+  if (!config.batch_norm().empty()) {
+    return Invalid("model.batch_norm", absl::StrCat("batch_norm", kHint));
+  }
   return absl::OkStatus();
 }
 
@@ -52,7 +55,7 @@ absl::Status CheckModelForm(const ModelConfig& config) {
                    absl::StrCat("options belong to the plugin form (model { name: ... "
                                 "options { ... } }); the architecture form (model."
                                 "architecture \"", config.architecture(),
-                                "\") takes conv_channels, hidden_units and dropout"));
+                                "\") takes conv_channels, hidden_units, dropout and batch_norm"));
   }
   if (architecture) return absl::OkStatus();
   if (config.has_name()) return CheckNoArchitectureFields(config);
@@ -71,6 +74,7 @@ ModelConfig ArchitectureForm(const CnnModelOptions& options) {
   *config.mutable_conv_channels() = options.conv_channels();
   *config.mutable_hidden_units() = options.hidden_units();
   config.set_dropout(options.dropout());
+  config.set_batch_norm(options.batch_norm());
   return config;
 }
 
@@ -90,7 +94,8 @@ ModelConfig ArchitectureForm(const LinearModelOptions&) {
 
 ModelConfig ArchitectureFormOf(const ModelConfig& config) {
   if (!IsPluginForm(config) || config.conv_channels_size() > 0 ||
-      config.hidden_units_size() > 0 || config.dropout() != 0) {
+      config.hidden_units_size() > 0 || config.dropout() != 0 ||
+      !config.batch_norm().empty()) {
     return config;
   }
   if (CnnModelOptions cnn; config.name() == "cnn" && UnpackOptions(config, &cnn)) {

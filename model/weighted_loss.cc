@@ -23,36 +23,48 @@ absl::StatusOr<WeightedBackwardResult> WeightedBackward(
   }
   WeightedBackwardResult result;
   try {
-    for (at::Tensor& p : model.parameters()) {
-      if (!p.grad().defined()) {
-        p.mutable_grad() = at::zeros_like(p);
-      } else if (start == GradientStart::kZero) {
-        p.mutable_grad().zero_();
-      }
-    }
+    PrepareGradients(model, start);
     if (n == 0) return result;
-    // The weights rounded to float here, as .to(at::kFloat) rounds them: one
-    // tensor made instead of a double one and its float copy.
-    const std::vector<float> weights_as_float(weights.begin(), weights.end());
-    at::Tensor w = at::tensor(at::ArrayRef<float>(weights_as_float));
-    if (w.device() != images.device()) w = w.to(images.device());
-    at::Tensor loss;
-    {
-      const AutocastScope autocast(images.device().type(), bf16);
-      at::Tensor logits = model.ForwardForUpdate(images, update_keys);
-      // Under autocast the logits may be bfloat16: the loss in fp32.
-      if (logits.scalar_type() == at::kBFloat16) logits = logits.to(at::kFloat);
-      at::Tensor per_example = at::cross_entropy_loss(
-          logits, labels, /*weight=*/{}, at::Reduction::None);
-      loss = (per_example * w).sum();
-    }
-    loss.backward();
-    result.weighted_loss = loss.item<double>();
+    WeightedLoss loss = WeightedLossOf(model, images, labels, weights, bf16, update_keys);
+    loss.weighted.backward();
+    result.weighted_loss = loss.weighted.item<double>();
+    result.accepted_loss_sum = loss.accepted_loss_sum;
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("weighted backward: ",
                                             e.what_without_backtrace()));
   }
   return result;
+}
+
+void PrepareGradients(Classifier& model, GradientStart start) {
+  for (at::Tensor& p : model.parameters()) {
+    if (!p.grad().defined()) {
+      p.mutable_grad() = at::zeros_like(p);
+    } else if (start == GradientStart::kZero) {
+      p.mutable_grad().zero_();
+    }
+  }
+}
+
+WeightedLoss WeightedLossOf(Classifier& model, const at::Tensor& images, const at::Tensor& labels,
+                            const std::vector<double>& weights, bool bf16,
+                            const at::Tensor& update_keys) {
+  // The weights rounded to float here, as .to(at::kFloat) rounds them: one
+  // tensor made instead of a double one and its float copy.
+  const std::vector<float> weights_as_float(weights.begin(), weights.end());
+  at::Tensor w = at::tensor(at::ArrayRef<float>(weights_as_float));
+  if (w.device() != images.device()) w = w.to(images.device());
+  const AutocastScope autocast(images.device().type(), bf16);
+  at::Tensor logits = model.ForwardForUpdate(images, update_keys);
+  // Under autocast the logits may be bfloat16: the loss in fp32.
+  if (logits.scalar_type() == at::kBFloat16) logits = logits.to(at::kFloat);
+  at::Tensor per_example =
+      at::cross_entropy_loss(logits, labels, /*weight=*/{}, at::Reduction::None);
+  WeightedLoss loss;
+  loss.weighted = (per_example * w).sum();
+  loss.accepted_loss_sum =
+      (per_example.detach().to(at::kDouble) * (w != 0)).sum().item<double>();
+  return loss;
 }
 
 std::vector<at::Tensor> Gradients(Classifier& model) {

@@ -19,6 +19,11 @@ namespace receipt_parity {
 struct WeightedBackwardResult {
   // sum_i w_i * loss_i (this rank's contribution to the update's loss).
   double weighted_loss = 0;
+  // sum_i loss_i over the examples with a non-zero weight (the accepted
+  // ones: a masked slot weighs zero), whatever the weighting: with the
+  // update's accepted count, the update's mean loss, the one quantity every
+  // weighting and reducer agree on.
+  double accepted_loss_sum = 0;
 };
 
 // Where a backward starts: from zero gradients (in place), or adding to the
@@ -41,6 +46,26 @@ absl::StatusOr<WeightedBackwardResult> WeightedBackward(
     Classifier& model, const at::Tensor& images, const at::Tensor& labels,
     const std::vector<double>& weights, GradientStart start = GradientStart::kZero,
     bool bf16 = false, const at::Tensor& update_keys = at::Tensor());
+
+// What WeightedBackward starts with: every parameter's gradient defined,
+// zeroed for kZero. Throws what LibTorch throws.
+void PrepareGradients(Classifier& model, GradientStart start);
+
+// One forward's loss: sum_i w_i * loss_i in fp32, a scalar with its graph
+// (the backward is the caller's), and WeightedBackwardResult's
+// accepted_loss_sum.
+struct WeightedLoss {
+  at::Tensor weighted;
+  double accepted_loss_sum = 0;
+};
+
+// The forward pass (ForwardForUpdate with `update_keys`, under bfloat16
+// autocast with `bf16`) and its WeightedLoss. REQUIRES: sizes as
+// WeightedBackward checks them, at least one example. Throws what LibTorch
+// throws.
+WeightedLoss WeightedLossOf(Classifier& model, const at::Tensor& images, const at::Tensor& labels,
+                            const std::vector<double>& weights, bool bf16,
+                            const at::Tensor& update_keys);
 
 // The parameters' gradients in registration order (not copies).
 std::vector<at::Tensor> Gradients(Classifier& model);

@@ -38,6 +38,12 @@
 
 namespace receipt_parity {
 
+// A model with synchronized batch norm (model/sync_batch_norm.h): each
+// gradient's atol is at least this many times the fp32 reference's own
+// error against fp64 (two fp32 computations by different passes may differ
+// by twice it; twice that for slack, as trainer/bf16_tolerance.h).
+inline constexpr double kSyncBatchNormSafetyFactor = 4;
+
 // ParityReport.note of every simulated check.
 inline constexpr char kSimulatedParityNote[] =
     "simulated: ranks are threads of one process sharing a real Gloo process "

@@ -166,6 +166,48 @@ TEST(SimulatedParityTest, SeedExamplePassesAndSaysItIsSimulated) {
   }
 }
 
+// n random 8x8 receipts for a cnn with two synchronized batch norms.
+Batch SyncBatchNormBatch(int n, uint64_t seed) {
+  Batch b;
+  at::manual_seed(seed);
+  b.inputs = at::rand({n, 1, 8, 8});
+  b.labels = at::randint(0, 3, {n}, at::kLong);
+  b.class_counts = {10, 10, 10};
+  b.model.set_architecture("cnn");
+  b.model.add_conv_channels(4);
+  b.model.add_conv_channels(6);
+  b.model.add_hidden_units(8);
+  b.model.set_batch_norm("sync");
+  b.input_shape = {1, 8, 8};
+  b.classes = 3;
+  b.init_seed = seed + 1;
+  return b;
+}
+
+// The ranks' statistics are summed over the Gloo group of threads, so each
+// rank's batch norm normalizes by the whole update's; the tolerance is
+// derived against fp64, per tensor. Per-rank batch norm on the same split
+// does not pass.
+TEST(SimulatedParityTest, SynchronizedBatchNormPassesOnUnevenSplits) {
+  for (const std::vector<int>& split : {std::vector<int>{3, 1}, std::vector<int>{2, 1, 1}}) {
+    ParityReport report = MustRun(SyncBatchNormBatch(4, 5), split, Check());
+    EXPECT_TRUE(report.pass()) << Describe(split, report);
+    EXPECT_THAT(report.tolerance_reason(), HasSubstr("derived (synchronized batch norm)"));
+    ASSERT_GT(report.gradients_size(), 0);
+    EXPECT_TRUE(report.gradients(0).has_atol());
+    EXPECT_GE(report.gradients(0).atol(), 1e-7);
+  }
+  Batch per_rank = SyncBatchNormBatch(4, 5);
+  per_rank.model.set_batch_norm("per_rank");
+  ParityReport report = MustRun(per_rank, {3, 1}, Check());
+  EXPECT_FALSE(report.pass()) << Describe({3, 1}, report);
+  // The partition-matched reference does not apply to it.
+  absl::StatusOr<ParityReport> matched =
+      RunParity(SyncBatchNormBatch(4, 5), {3, 1}, {"global_count", "allreduce_sum", true});
+  EXPECT_EQ(matched.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(matched.status().message(), HasSubstr("synchronized batch norm"));
+}
+
 TEST(SimulatedParityTest, SeedExampleWithDdpAveragingFails) {
   const std::vector<int> split = {3, 1};
   ParityReport report = MustRun(

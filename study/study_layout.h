@@ -17,6 +17,10 @@ inline constexpr char kTwoWorkerDir[] = "two_worker";
 inline constexpr char kTwoWorkerMpiDir[] = "two_worker_mpi";
 // The two-worker run with bf16 forward passes (configs/two_worker_bf16).
 inline constexpr char kTwoWorkerBf16Dir[] = "two_worker_bf16";
+// The two-worker run with every recipe and layer at once.
+inline constexpr char kTwoWorkerAllRecipesDir[] = "two_worker_all_recipes";
+// What a run folder says of its config (artifacts/run_folder.h).
+inline constexpr char kRunState[] = "run_state.json";
 inline constexpr char kFaultDrillDir[] = "fault_drill";
 // The checkpoints of the drill's killed-and-resumed run, inside its folder.
 inline constexpr char kFaultDrillCheckpointsDir[] = "interrupted/checkpoints";

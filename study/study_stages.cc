@@ -22,6 +22,7 @@ constexpr char kTwoWorkerConfig[] = "two_worker_masked_tail.pbtxt";
 constexpr char kTwoWorkerMpiConfig[] = "two_worker_mpi.pbtxt";
 constexpr char kTwoWorkerMpiStage[] = "two_worker_mpi";
 constexpr char kTwoWorkerBf16Config[] = "two_worker_bf16.pbtxt";
+constexpr char kTwoWorkerAllRecipesConfig[] = "two_worker_all_recipes.pbtxt";
 constexpr int kAuditIds = 47;
 constexpr int kAuditRanks = 3;
 constexpr int kAuditEpochs = 2;
@@ -33,7 +34,8 @@ ExitMeanings TrainExitMeanings() {
   return {
       {1, "a run failed: a rank died or a peer timed out"},
       {2, "bad input: flags, config or data"},
-      {3, "first-step parity with the one-worker reference failed"},
+      {3, "parity with the one-worker reference failed (the first update or the whole "
+          "run; see the run's parity.json)"},
   };
 }
 
@@ -266,6 +268,21 @@ absl::Status RunTwoWorkerBf16(const StudyPrograms& programs,
   return RequireRunArtifacts(run_out);
 }
 
+// The two-worker run with every recipe and layer at once, against the
+// reference of its own config (made in its folder, trained through the run
+// for the whole-run verdict beside its drift twin).
+absl::Status RunTwoWorkerAllRecipes(const StudyPrograms& programs,
+                                    const StudyOptions& options) {
+  const std::string run_out = Path(options.out_dir, layout::kTwoWorkerAllRecipesDir);
+  if (absl::Status s = TrainMultiWorker(programs, kTwoWorkerAllRecipesConfig, run_out,
+                                        LogPath(options, "two_worker_all_recipes"));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = RequireRunArtifacts(run_out); !s.ok()) return s;
+  return RequireFile(Path(run_out, layout::kRunState));
+}
+
 absl::Status RunFaultDrill(const StudyPrograms& programs,
                            const StudyOptions& options) {
   const std::string out = Path(options.out_dir, layout::kFaultDrillDir);
@@ -335,7 +352,8 @@ std::vector<std::string> StudyConfigs(const StudyPrograms& programs) {
   return {Path(programs.configs_dir, kOneWorkerConfig),
           Path(programs.configs_dir, kTwoWorkerConfig),
           Path(programs.configs_dir, kTwoWorkerMpiConfig),
-          Path(programs.configs_dir, kTwoWorkerBf16Config)};
+          Path(programs.configs_dir, kTwoWorkerBf16Config),
+          Path(programs.configs_dir, kTwoWorkerAllRecipesConfig)};
 }
 
 std::vector<Stage> StudyStages(const StudyPrograms& programs,
@@ -360,6 +378,10 @@ std::vector<Stage> StudyStages(const StudyPrograms& programs,
        "the two-worker run with bf16 forward passes "
        "(configs/two_worker_bf16.pbtxt)",
        [=] { return RunTwoWorkerBf16(programs, options); }},
+      {"two_worker_all_recipes",
+       "the two-worker run with every recipe and layer at once, judged over the whole run "
+       "(configs/two_worker_all_recipes.pbtxt)",
+       [=] { return RunTwoWorkerAllRecipes(programs, options); }},
       {"fault_drill", "fault drill: kill a rank mid-save, restart, compare",
        [=] { return RunFaultDrill(programs, options); }},
       {"trade_report", "trade report: trade_report.json, .md and .svg",

@@ -90,7 +90,7 @@ TEST(StudyStagesTest, RunsTheDesignedStagesInOrder) {
   EXPECT_THAT(names, ::testing::ElementsAre("one_worker", "parity_simulated",
                                             "sampler_audit", "two_worker",
                                             "two_worker_mpi", "two_worker_bf16",
-                                            "fault_drill",
+                                            "two_worker_all_recipes", "fault_drill",
                                             "trade_report"));
 }
 
@@ -109,16 +109,16 @@ TEST(StudyStagesTest, AMissingProgramStopsTheStudyAtTheFirstStage) {
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(status.message(), HasSubstr("stage 'one_worker' failed"));
   EXPECT_THAT(status.message(), HasSubstr("/nonexistent/trainer/train"));
-  EXPECT_THAT(progress.str(), Not(HasSubstr("[2/8]")));
+  EXPECT_THAT(progress.str(), Not(HasSubstr("[2/9]")));
 }
 
 // Fake programs that write stand-in artifacts where the real ones do:
 // the one-worker run, the parity check, the audits and the fault drill
 // succeed; the two-worker run exits `two_worker_exit` (3: parity failed,
 // like the trainer), the one over MPI `mpi_exit` (1: mpirun failed), the
-// one in bf16 `bf16_exit`.
+// one in bf16 `bf16_exit`, the one with every recipe `all_recipes_exit`.
 StudyPrograms FakePrograms(const std::string& bin, int two_worker_exit,
-                           int mpi_exit = 0, int bf16_exit = 0) {
+                           int mpi_exit = 0, int bf16_exit = 0, int all_recipes_exit = 0) {
   StudyPrograms programs;
   programs.train = FakeProgram(bin, "train", absl::StrCat(R"(
 case "$config" in
@@ -138,6 +138,14 @@ case "$config" in
     for f in first_step parity run_summary validation; do echo '{}' > "$out/$f.json"; done
     echo "bf16 run ends" >&2
     exit )", bf16_exit, R"(;;
+  */two_worker_all_recipes.pbtxt)
+    test -e "$out/reference" && echo "reference handed over"
+    mkdir -p "$out"
+    for f in first_step parity run_summary validation run_state; do
+      echo '{}' > "$out/$f.json"
+    done
+    echo "all-recipes run ends" >&2
+    exit )", all_recipes_exit, R"(;;
   *)
     test -f "$out/reference/first_step.json" && echo "reference reused"
     for f in first_step parity run_summary validation; do echo '{}' > "$out/$f.json"; done
@@ -169,12 +177,12 @@ TEST(StudyStagesTest, ATwoWorkerParityFailureStopsTheStudyNamingTheStage) {
   EXPECT_EQ(status.code(), absl::StatusCode::kAborted);
   EXPECT_THAT(status.message(), HasSubstr("stage 'two_worker' failed"));
   EXPECT_THAT(status.message(),
-              HasSubstr("exited with status 3 (first-step parity with the "
-                        "one-worker reference failed)"));
+              HasSubstr("exited with status 3 (parity with the one-worker reference "
+                        "failed (the first update or the whole run"));
   EXPECT_THAT(status.message(), HasSubstr("two-worker run ends"));
   EXPECT_THAT(status.message(), HasSubstr("see " + out + "/two_worker/parity.json"));
-  EXPECT_THAT(progress.str(), HasSubstr("[3/8] sampler_audit: done"));
-  EXPECT_THAT(progress.str(), HasSubstr("[4/8] two_worker: FAILED"));
+  EXPECT_THAT(progress.str(), HasSubstr("[3/9] sampler_audit: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[4/9] two_worker: FAILED"));
   EXPECT_THAT(progress.str(), Not(HasSubstr("fault_drill")));
   EXPECT_FALSE(fs::exists(out + "/fault_drill"));
 
@@ -209,7 +217,7 @@ TEST(StudyStagesTest, EveryStageLeavesItsArtifactsAtTheTop) {
   EXPECT_THAT(status.message(), HasSubstr("stage 'trade_report' failed"));
   EXPECT_THAT(status.message(),
               HasSubstr("one_worker/reference/run_summary.json: world_size is 0"));
-  EXPECT_THAT(progress.str(), HasSubstr("[7/8] fault_drill: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[8/9] fault_drill: done"));
   for (const char* artifact :
        {"reference/run_manifest.json", "reference/first_step.json",
         "first_step.json", "parity.json", "sampler_audit.json",
@@ -255,10 +263,10 @@ class ScopedMpirun {
   std::optional<std::string> old_;
 };
 
-// Stage 5 of 8, before the bf16 run and the fault drill.
+// Stage 5 of 9, before the bf16 run and the fault drill.
 TEST(StudyStagesTest, TheMpiStageFollowsTheTwoWorkerRun) {
   std::vector<Stage> stages = StudyStages({}, {});
-  ASSERT_EQ(stages.size(), 8u);
+  ASSERT_EQ(stages.size(), 9u);
   EXPECT_EQ(stages[4].name, "two_worker_mpi");
   EXPECT_EQ(stages[3].name, "two_worker");
 }
@@ -272,11 +280,11 @@ TEST(StudyStagesTest, WithoutMpirunTheMpiStageSucceedsWithoutRunning) {
   std::ostringstream progress;
   RunStages(StudyStages(programs, {out, 0}), &progress).IgnoreError();
   EXPECT_THAT(progress.str(),
-              HasSubstr("[5/8] two_worker_mpi: the two-worker run over OpenMPI "
+              HasSubstr("[5/9] two_worker_mpi: the two-worker run over OpenMPI "
                         "(configs/two_worker_mpi.pbtxt): not run, OpenMPI's "
                         "mpirun is not installed"));
-  EXPECT_THAT(progress.str(), HasSubstr("[5/8] two_worker_mpi: done"));
-  EXPECT_THAT(progress.str(), HasSubstr("[7/8] fault_drill: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[5/9] two_worker_mpi: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[8/9] fault_drill: done"));
   EXPECT_FALSE(fs::exists(out + "/two_worker_mpi"));
   EXPECT_THAT(*ReadFileToString(out + "/logs/two_worker_mpi.log"),
               HasSubstr("not run: OpenMPI's mpirun is not installed "
@@ -290,7 +298,7 @@ TEST(StudyStagesTest, WithMpirunTheMpiStageTrainsItsConfigIntoItsFolder) {
   ASSERT_TRUE(PrepareStudyFolder(out).ok());
   std::ostringstream progress;
   RunStages(StudyStages(programs, {out, 0}), &progress).IgnoreError();
-  EXPECT_THAT(progress.str(), HasSubstr("[5/8] two_worker_mpi: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[5/9] two_worker_mpi: done"));
   EXPECT_THAT(progress.str(), Not(HasSubstr("not run")));
   EXPECT_THAT(*ReadFileToString(out + "/logs/two_worker_mpi.log"),
               HasSubstr("--config=/configs/two_worker_mpi.pbtxt --out=" + out +
@@ -316,7 +324,7 @@ TEST(StudyStagesTest, AnInstalledMpirunThatFailsFailsTheStudy) {
               HasSubstr("exited with status 1 (a run failed: a rank died or a "
                         "peer timed out)"));
   EXPECT_THAT(status.message(), HasSubstr("mpirun exited with status"));
-  EXPECT_THAT(progress.str(), HasSubstr("[5/8] two_worker_mpi: FAILED"));
+  EXPECT_THAT(progress.str(), HasSubstr("[5/9] two_worker_mpi: FAILED"));
   EXPECT_THAT(progress.str(), Not(HasSubstr("fault_drill")));
 }
 
@@ -327,9 +335,9 @@ TEST(StudyStagesTest, TheBf16StageTrainsItsConfigIntoItsFolderWithItsOwnReferenc
   std::ostringstream progress;
   RunStages(StudyStages(programs, {out, 0}), &progress).IgnoreError();
   EXPECT_THAT(progress.str(),
-              HasSubstr("[6/8] two_worker_bf16: the two-worker run with bf16 "
+              HasSubstr("[6/9] two_worker_bf16: the two-worker run with bf16 "
                         "forward passes (configs/two_worker_bf16.pbtxt)"));
-  EXPECT_THAT(progress.str(), HasSubstr("[6/8] two_worker_bf16: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[6/9] two_worker_bf16: done"));
   const std::string log = *ReadFileToString(out + "/logs/two_worker_bf16.log");
   EXPECT_THAT(log, HasSubstr("--config=/configs/two_worker_bf16.pbtxt --out=" +
                              out + "/two_worker_bf16"));
@@ -349,10 +357,37 @@ TEST(StudyStagesTest, ABf16ParityFailureFailsTheStudyPointingAtItsParity) {
   absl::Status status = RunStages(StudyStages(programs, {out, 0}), &progress);
   EXPECT_EQ(status.code(), absl::StatusCode::kAborted);
   EXPECT_THAT(status.message(), HasSubstr("stage 'two_worker_bf16' failed"));
-  EXPECT_THAT(status.message(), HasSubstr("exited with status 3 (first-step parity"));
+  EXPECT_THAT(status.message(), HasSubstr("exited with status 3 (parity with the"));
   EXPECT_THAT(status.message(), HasSubstr("bf16 run ends"));
   EXPECT_THAT(status.message(),
               HasSubstr("see " + out + "/two_worker_bf16/parity.json"));
+  EXPECT_THAT(progress.str(), Not(HasSubstr("fault_drill")));
+}
+
+TEST(StudyStagesTest, TheAllRecipesStageTrainsItsConfigWithItsOwnReference) {
+  const std::string out = FreshDir("fake_study_all");
+  const StudyPrograms programs = FakePrograms(FreshDir("fake_bin_all"), 0);
+  ASSERT_TRUE(PrepareStudyFolder(out).ok());
+  std::ostringstream progress;
+  RunStages(StudyStages(programs, {out, 0}), &progress).IgnoreError();
+  EXPECT_THAT(progress.str(), HasSubstr("[7/9] two_worker_all_recipes: the two-worker run "
+                                        "with every recipe and layer at once"));
+  EXPECT_THAT(progress.str(), HasSubstr("[7/9] two_worker_all_recipes: done"));
+  const std::string log = *ReadFileToString(out + "/logs/two_worker_all_recipes.log");
+  EXPECT_THAT(log, HasSubstr("--config=/configs/two_worker_all_recipes.pbtxt --out=" + out +
+                             "/two_worker_all_recipes"));
+  EXPECT_THAT(log, Not(HasSubstr("reference handed over")));
+}
+
+TEST(StudyStagesTest, AnAllRecipesParityFailureFailsTheStudyPointingAtItsParity) {
+  const std::string out = FreshDir("fake_study_all_fails");
+  const StudyPrograms programs =
+      FakePrograms(FreshDir("fake_bin_all_fails"), 0, 0, 0, /*all_recipes_exit=*/3);
+  ASSERT_TRUE(PrepareStudyFolder(out).ok());
+  std::ostringstream progress;
+  absl::Status status = RunStages(StudyStages(programs, {out, 0}), &progress);
+  EXPECT_THAT(status.message(), HasSubstr("stage 'two_worker_all_recipes' failed"));
+  EXPECT_THAT(status.message(), HasSubstr("see " + out + "/two_worker_all_recipes/parity.json"));
   EXPECT_THAT(progress.str(), Not(HasSubstr("fault_drill")));
 }
 
@@ -365,7 +400,8 @@ TEST(StudyStagesTest, StudyConfigsAreTheConfigsTheStagesPass) {
             (std::vector<std::string>{"/configs/one_worker.pbtxt",
                                       "/configs/two_worker_masked_tail.pbtxt",
                                       "/configs/two_worker_mpi.pbtxt",
-                                      "/configs/two_worker_bf16.pbtxt"}));
+                                      "/configs/two_worker_bf16.pbtxt",
+                                      "/configs/two_worker_all_recipes.pbtxt"}));
 }
 
 }  // namespace

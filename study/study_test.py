@@ -52,7 +52,27 @@ class StudyTest(unittest.TestCase):
     self.assertGreater(bf16["over_fp32_examples_per_second"], 0)
     self.assertLess(bf16["derived"]["largest_share_of_one_update"], 0.5)
     with open(os.path.join(out, "trade_report.md")) as f:
-      self.assertIn("## fp32 against bf16\n\n|  | two workers, fp32 |", f.read())
+      markdown = f.read()
+    self.assertIn("## fp32 against bf16\n\n|  | two workers, fp32 |", markdown)
+    # The two-worker run is judged over its whole run, and passes.
+    with open(os.path.join(out, "parity.json")) as f:
+      whole = json.load(f)["whole_run"]
+    self.assertEqual(whole["mode"], "drift_budget")
+    self.assertTrue(whole["pass"])
+    self.assertEqual(whole["judged_updates"], len(whole["check_updates"]))
+    # Every recipe at once passes, at its first update and over its run.
+    with open(os.path.join(out, "two_worker_all_recipes", "parity.json")) as f:
+      all_parity = json.load(f)
+    self.assertTrue(all_parity["pass"], all_parity.get("failures"))
+    self.assertTrue(all_parity["whole_run"]["pass"], all_parity["whole_run"])
+    with open(os.path.join(out, "trade_report.json")) as f:
+      all_recipes = json.load(f)["two_workers_all_recipes"]
+    self.assertEqual(all_recipes["status"], "measured")
+    self.assertEqual(all_recipes["parity_verdict"], "pass")
+    for recipe in ("accumulation_steps 2", "lr_schedule linear_warmup_cosine", "precision bf16",
+                   "batch_norm sync", "local_batch_sizes 20+12"):
+      self.assertIn(recipe, all_recipes["recipes"])
+    self.assertIn("## Every recipe at once", markdown)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace receipt_parity {
 namespace {
@@ -96,6 +98,23 @@ absl::StatusOr<RunFigures> SummariseRun(const RunArtifacts& run) {
   return figures;
 }
 
+// "whole run (drift_budget): 5 of 5 checked updates judged, pass, largest
+// 29 % of a budget", or empty without a whole-run verdict.
+std::string WholeRunPhrase(const WholeRunParity& whole) {
+  if (whole.mode().empty()) return "";
+  if (whole.mode() == "not_judged") {
+    return absl::StrCat("whole run not judged: ", whole.not_judged());
+  }
+  double share = 0;
+  for (const UpdateParity& u : whole.updates()) {
+    if (u.judged()) share = std::max(share, u.largest_share_of_budget());
+  }
+  return absl::StrCat("whole run (", whole.mode(), "): ", whole.judged_updates(), " of ",
+                      whole.check_updates_size(), " checked updates judged, ",
+                      whole.pass() ? kPass : kFail, ", largest ",
+                      absl::StrFormat("%.0f", 100 * share), " % of a budget");
+}
+
 ParityFigures SummariseParity(const Sourced<ParityReport>& parity) {
   const ParityReport& p = parity.message;
   ParityFigures figures;
@@ -112,6 +131,7 @@ ParityFigures SummariseParity(const Sourced<ParityReport>& parity) {
   figures.set_bitwise_equal(p.bitwise_equal());
   figures.set_ranks_agree(p.ranks_agree());
   *figures.mutable_failures() = p.failures();
+  figures.set_whole_run(WholeRunPhrase(p.whole_run()));
   return figures;
 }
 
@@ -253,6 +273,72 @@ absl::StatusOr<PrecisionFigures> SummariseBf16(
   return figures;
 }
 
+// One phrase per recipe or layer `config` uses beyond a plain run
+// (AllRecipesFigures.recipes).
+std::vector<std::string> RecipePhrases(const TrainingConfig& config) {
+  std::vector<std::string> phrases;
+  if (config.accumulation_steps() > 1) {
+    phrases.push_back(absl::StrCat("accumulation_steps ", config.accumulation_steps()));
+  }
+  if (config.has_lr_schedule() && config.lr_schedule().name() != "constant") {
+    phrases.push_back(absl::StrCat("lr_schedule ", config.lr_schedule().name()));
+  }
+  if (config.has_clip_grad_norm()) {
+    phrases.push_back(absl::StrCat(
+        "clip_grad_norm ", config.clip_grad_norm().max_norm(), " (",
+        config.clip_grad_norm().scope().empty() ? "global" : config.clip_grad_norm().scope(),
+        ")"));
+  }
+  if (config.precision() == "bf16") phrases.push_back("precision bf16");
+  if (config.model().dropout() > 0) {
+    phrases.push_back(absl::StrCat("keyed dropout ", config.model().dropout()));
+  }
+  if (!config.model().batch_norm().empty()) {
+    phrases.push_back(absl::StrCat("batch_norm ", config.model().batch_norm()));
+  }
+  if (config.local_batch_sizes_size() > 0) {
+    phrases.push_back(
+        absl::StrCat("local_batch_sizes ", absl::StrJoin(config.local_batch_sizes(), "+")));
+  }
+  if (!config.sampler().name().empty()) {
+    phrases.push_back(absl::StrCat("sampler ", config.sampler().name()));
+  }
+  return phrases;
+}
+
+absl::StatusOr<AllRecipesFigures> SummariseAllRecipes(
+    const std::optional<AllRecipesRunArtifacts>& all, const RunFigures& fp32) {
+  AllRecipesFigures figures;
+  if (!all.has_value()) {
+    figures.set_status(kNotMeasured);
+    figures.set_note(kNoAllRecipesRun);
+    return figures;
+  }
+  if (all->run.parity.message.whole_run().mode().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        all->run.parity.source,
+        ": no whole-run verdict; the run with every recipe is judged over its whole run"));
+  }
+  absl::StatusOr<RunFigures> run =
+      SummariseMultiWorkerRun(all->run.run, "with every recipe");
+  if (!run.ok()) return run.status();
+  figures.set_status(kMeasured);
+  figures.set_source(all->run.run.source);
+  *figures.mutable_run() = *std::move(run);
+  for (const std::string& phrase : RecipePhrases(all->config)) figures.add_recipes(phrase);
+  if (fp32.examples_per_second() > 0) {
+    figures.set_over_fp32_examples_per_second(figures.run().examples_per_second() /
+                                              fp32.examples_per_second());
+  }
+  figures.set_peak_rss_mib(LargestPeakRss(figures.run()));
+  figures.set_macro_f1_minus_fp32(figures.run().validation().macro_f1() -
+                                  fp32.validation().macro_f1());
+  *figures.mutable_parity() = SummariseParity(all->run.parity);
+  figures.set_parity_verdict(figures.parity().verdict());
+  *figures.mutable_whole_run() = all->run.parity.message.whole_run();
+  return figures;
+}
+
 double LossCurvesMaxAbsDiff(const RunFigures& a, const RunFigures& b) {
   const int common = std::min(a.loss_curve_size(), b.loss_curve_size());
   if (common == 0) return -1;
@@ -313,6 +399,10 @@ absl::StatusOr<TradeReport> BuildTradeReport(const TradeReportInputs& inputs) {
       SummariseBf16(inputs.two_workers_bf16, report.two_workers());
   if (!bf16.ok()) return bf16.status();
   *report.mutable_two_workers_bf16() = *std::move(bf16);
+  absl::StatusOr<AllRecipesFigures> all =
+      SummariseAllRecipes(inputs.two_workers_all_recipes, report.two_workers());
+  if (!all.ok()) return all.status();
+  *report.mutable_two_workers_all_recipes() = *std::move(all);
   report.set_picture(inputs.picture);
   return report;
 }

@@ -14,6 +14,7 @@
 #include "study/trade_report.pb.h"
 #include "artifacts/artifact_stamp.pb.h"
 #include "artifacts/run_summary.pb.h"
+#include "config/config.pb.h"
 #include "drill/drill_report.pb.h"
 
 namespace receipt_parity {
@@ -57,6 +58,16 @@ using PrecisionRunArtifacts = RunWithParityArtifacts;
 // the stage existed, or one whose stage did not run).
 inline constexpr char kNoBf16Run[] = "the study has no two_worker_bf16 run";
 
+// The two-worker run with every recipe: its run, its parity.json, and the
+// config its run_state.json holds.
+struct AllRecipesRunArtifacts {
+  RunWithParityArtifacts run;
+  TrainingConfig config;
+};
+
+// Why a study has no all-recipes run (as kNoBf16Run).
+inline constexpr char kNoAllRecipesRun[] = "the study has no two_worker_all_recipes run";
+
 // Why a study has no two-worker run over MPI: its stage runs only where
 // OpenMPI's mpirun is installed.
 inline constexpr char kMpirunNotInstalled[] = "OpenMPI's mpirun is not installed";
@@ -77,6 +88,9 @@ struct TradeReportInputs {
   std::optional<MpiRunArtifacts> two_workers_mpi;
   // The two-worker run in bf16, or nullopt when the study did not run it.
   std::optional<PrecisionRunArtifacts> two_workers_bf16;
+  // The two-worker run with every recipe, or nullopt when the study did
+  // not run it.
+  std::optional<AllRecipesRunArtifacts> two_workers_all_recipes;
   // File name of the picture, recorded in the report.
   std::string picture = "trade_report.svg";
 };
@@ -90,8 +104,9 @@ struct TradeReportInputs {
 // Errors: InvalidArgument naming the source when an input contradicts what
 // it must be: one_worker with world_size != 1, two_workers, the MPI run or
 // the bf16 run with world_size < 2, a bf16 run whose parity.json is not of
-// precision bf16 (no derived tolerance), a run whose timing does not hold one entry per rank,
-// a run with no updates.
+// precision bf16 (no derived tolerance), an all-recipes run whose
+// parity.json has no whole-run verdict, a run whose timing does not hold
+// one entry per rank, a run with no updates.
 absl::StatusOr<TradeReport> BuildTradeReport(const TradeReportInputs& inputs);
 
 }  // namespace receipt_parity

@@ -46,6 +46,7 @@ TEST(TradeReportBuilderTest, EveryKeyOfTheFormatIsWritten) {
       Sourced<CheckpointCost>{"run_summary.json", TestCheckpointCost()};
   inputs.two_workers_mpi = TestMpiRun();
   inputs.two_workers_bf16 = TestBf16Run();
+  inputs.two_workers_all_recipes = TestAllRecipesRun();
   const std::string json = ToJson(Build(inputs));
   std::set<const Descriptor*> visited;
   std::set<std::string> names;
@@ -278,6 +279,32 @@ TEST(TradeReportBuilderTest, CarriesTheBf16RunBesideFp32) {
   inputs.two_workers_bf16->parity.message.set_pass(false);
   bf16 = Build(inputs).two_workers_bf16();
   EXPECT_EQ(bf16.parity_verdict(), kFail);
+}
+
+TEST(TradeReportBuilderTest, CarriesTheAllRecipesRunWithItsRecipesAndWholeRun) {
+  EXPECT_EQ(Build(TestInputs()).two_workers_all_recipes().note(), kNoAllRecipesRun);
+  TradeReportInputs inputs = TestInputs();
+  inputs.two_workers_all_recipes = TestAllRecipesRun();
+  const AllRecipesFigures all = Build(inputs).two_workers_all_recipes();
+  EXPECT_EQ(all.status(), kMeasured);
+  EXPECT_EQ(all.source(), "two_worker_all_recipes");
+  EXPECT_THAT(all.recipes(),
+              ::testing::ElementsAre("accumulation_steps 2", "lr_schedule linear_warmup_cosine",
+                                     "clip_grad_norm 1 (global)", "precision bf16",
+                                     "keyed dropout 0.1", "batch_norm sync",
+                                     "local_batch_sizes 20+12", "sampler masked_tail"));
+  EXPECT_DOUBLE_EQ(all.over_fp32_examples_per_second(), 900.5 / 2000.5);
+  EXPECT_EQ(all.parity_verdict(), kPass);
+  EXPECT_EQ(all.whole_run().updates_size(), 2);
+  EXPECT_EQ(all.parity().whole_run(),
+            "whole run (drift_budget): 1 of 2 checked updates judged, pass, largest 40 % of a "
+            "budget");
+  // A parity.json without a whole-run verdict is refused, naming it.
+  inputs.two_workers_all_recipes->run.parity.message.clear_whole_run();
+  absl::StatusOr<TradeReport> report = BuildTradeReport(inputs);
+  EXPECT_EQ(report.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(report.status().message(),
+              HasSubstr("two_worker_all_recipes/parity.json: no whole-run verdict"));
 }
 
 TEST(TradeReportBuilderTest, RejectsABf16RunOfTheWrongShapeNamingTheFile) {

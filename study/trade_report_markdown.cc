@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "study/markdown_table.h"
+#include "study/trade_report_all_recipes.h"
 #include "study/trade_report_builder.h"
 #include "drill/drill_report.pb.h"
 #include "artifacts/run_summary.pb.h"
@@ -14,15 +16,13 @@
 namespace receipt_parity {
 namespace {
 
-constexpr char kDash[] = "—";
-
-std::string Fixed(double value, int digits) {
-  return absl::StrFormat("%.*f", digits, value);
-}
-
-std::string Percent(double share) { return Fixed(100 * share, 1) + " %"; }
-
-std::string Ms(double seconds) { return Fixed(1000 * seconds, 3); }
+using markdown::Fixed;
+using markdown::HeaderRow;
+using markdown::kDash;
+using markdown::Ms;
+using markdown::Percent;
+using markdown::Row;
+using markdown::YesNo;
 
 // "rank 1, last to the gradient reduction in 12 of 40 timed updates
 // (median lateness 0.400 ms, p90 1.200 ms)", or why none is named.
@@ -35,20 +35,6 @@ std::string StragglerText(const RunFigures& run) {
                         " ms, p90 ", Ms(rank.p90_lateness_seconds()), " ms)");
   }
   return "none named (no rank came last at a timed update)";
-}
-
-std::string YesNo(bool value) { return value ? "yes" : "no"; }
-
-std::string Row(const std::vector<std::string>& cells) {
-  return absl::StrCat("| ", absl::StrJoin(cells, " | "), " |\n");
-}
-
-std::string HeaderRow(const std::vector<std::string>& cells,
-                      const std::string& first_align = ":---") {
-  std::string out = Row(cells);
-  std::vector<std::string> rule(cells.size(), "---:");
-  rule[0] = first_align;
-  return out + Row(rule);
 }
 
 std::string CheckpointCostLine(const CheckpointFigures& figures) {
@@ -311,6 +297,10 @@ void AppendParity(const TradeReport& report, std::string* md) {
     checks.push_back({"two-worker run in bf16 (real processes)",
                       &report.two_workers_bf16().parity()});
   }
+  if (report.two_workers_all_recipes().status() == kMeasured) {
+    checks.push_back({"two-worker run with every recipe (real processes)",
+                      &report.two_workers_all_recipes().parity()});
+  }
   for (const auto& [name, p] : checks) {
     absl::StrAppend(
         md, Row({absl::StrCat(name, " `", p->source(), "`"),
@@ -322,6 +312,7 @@ void AppendParity(const TradeReport& report, std::string* md) {
                  absl::StrFormat("%.g / %.g", p->rtol(), p->atol())}));
   }
   for (const auto& [name, p] : checks) {
+    if (!p->whole_run().empty()) absl::StrAppend(md, "\n- ", name, ": ", p->whole_run());
     for (const std::string& failure : p->failures()) {
       absl::StrAppend(md, "\n- ", name, ": ", failure);
     }
@@ -467,6 +458,8 @@ std::string TradeReportHeadline(const TradeReport& report) {
                   MpiLine(report.two_workers_mpi()), "\n");
   absl::StrAppend(&out, "two workers in bf16: ",
                   Bf16Line(report.two_workers_bf16()), "\n");
+  absl::StrAppend(&out, "two workers, every recipe: ",
+                  AllRecipesLine(report.two_workers_all_recipes()), "\n");
   absl::StrAppend(&out, "recovery: ", report.recovery().verdict(), "\n");
   absl::StrAppend(&out, "checkpoint cost: ",
                   CheckpointCostLine(report.checkpoint_cost()), "\n");
@@ -482,6 +475,7 @@ std::string TradeReportMarkdown(const TradeReport& report) {
   AppendThroughput(report, &md);
   AppendMpi(report, &md);
   AppendBf16(report, &md);
+  AppendAllRecipes(report, &md);
   AppendValidation(report, &md);
   AppendParity(report, &md);
   AppendSamplerAudits(report, &md);

@@ -187,6 +187,27 @@ TEST(TradeReportMarkdownTest, ShowsTheBf16RunBesideFp32) {
                             "`two_worker_bf16/parity.json` | **pass** |"));
 }
 
+TEST(TradeReportMarkdownTest, ShowsTheAllRecipesRunAndEachCheckedUpdate) {
+  EXPECT_THAT(TradeReportMarkdown(Build(TestInputs())),
+              HasSubstr("## Every recipe at once\n\n**not measured** (the study has no "
+                        "two_worker_all_recipes run)."));
+  TradeReportInputs inputs = TestInputs();
+  inputs.two_workers_all_recipes = TestAllRecipesRun();
+  const TradeReport report = Build(inputs);
+  const std::string md = TradeReportMarkdown(report);
+  EXPECT_THAT(TradeReportHeadline(report),
+              HasSubstr("\ntwo workers, every recipe: 900.5 examples/s, 0.45× the fp32 run; "
+                        "parity pass (whole run (drift_budget): 1 of 2 checked updates "
+                        "judged, pass, largest 40 % of a budget)\n"));
+  EXPECT_THAT(md, HasSubstr("uses: accumulation_steps 2, lr_schedule linear_warmup_cosine"));
+  EXPECT_THAT(md, HasSubstr("| examples/s | 2000.5 | 900.5 |"));
+  EXPECT_THAT(md, HasSubstr("| 0 | yes | pass | 40.0 % |"));
+  EXPECT_THAT(md, HasSubstr("| 9 | no | — | — |"));
+  EXPECT_THAT(md, HasSubstr("- update 9: the drift twin's drift outgrew what training moved"));
+  EXPECT_THAT(md, HasSubstr("| two-worker run with every recipe (real processes) "
+                            "`two_worker_all_recipes/parity.json` | **pass** |"));
+}
+
 TEST(TradeReportMarkdownTest, ShowsSamplerAudits) {
   const std::string md = TradeReportMarkdown(Build(TestInputs()));
   EXPECT_THAT(md, HasSubstr("| duplicate_pad | 5 | 2 | 2 | 6 | 2 | r-0, r-3 | "

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "io/atomic_file.h"
 #include "artifacts/artifact_stamp.h"
+#include "artifacts/run_folder_state.pb.h"
 #include "io/json_file.h"
 #include "study/study_layout.h"
 #include "study/trade_report_markdown.h"
@@ -64,6 +65,25 @@ absl::Status ReadRunWithParity(const std::string& study_dir,
   return absl::OkStatus();
 }
 
+// The run with every recipe, and the config its run_state.json holds.
+absl::Status ReadAllRecipesRun(const std::string& study_dir,
+                               std::optional<AllRecipesRunArtifacts>* artifacts) {
+  std::optional<RunWithParityArtifacts> run;
+  if (absl::Status s = ReadRunWithParity(study_dir, layout::kTwoWorkerAllRecipesDir, &run);
+      !s.ok() || !run.has_value()) {
+    return s;
+  }
+  RunFolderState state;
+  if (absl::Status s = ReadJsonFile(
+          Join(study_dir, absl::StrCat(layout::kTwoWorkerAllRecipesDir, "/", layout::kRunState)),
+          &state);
+      !s.ok()) {
+    return s;
+  }
+  *artifacts = AllRecipesRunArtifacts{*std::move(run), state.config()};
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<TradeReportInputs> LoadTradeReportInputs(
@@ -119,6 +139,9 @@ absl::StatusOr<TradeReportInputs> LoadTradeReportInputs(
   if (absl::Status s = ReadRunWithParity(study_dir, layout::kTwoWorkerBf16Dir,
                                          &inputs.two_workers_bf16);
       !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ReadAllRecipesRun(study_dir, &inputs.two_workers_all_recipes); !s.ok()) {
     return s;
   }
   inputs.picture = layout::kTradeReportPicture;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "artifacts/artifact_stamp.h"
+#include "artifacts/run_folder_state.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/atomic_file.h"
@@ -145,6 +146,24 @@ TEST(TradeReportStageTest, ReadsTheBf16RunFromItsFolderOrSaysNotMeasured) {
   report = WriteTradeReport(dir);
   EXPECT_EQ(report.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(report.status().message(), HasSubstr("two_worker_bf16/validation.json"));
+}
+
+TEST(TradeReportStageTest, ReadsTheAllRecipesRunAndItsConfigFromItsFolder) {
+  const std::string dir = MakeStudyDir("with_all_recipes");
+  const AllRecipesRunArtifacts all = TestAllRecipesRun();
+  WriteRunWithParity(dir, layout::kTwoWorkerAllRecipesDir, all.run);
+  // Without its run_state.json the run's config is unknown: named.
+  absl::StatusOr<TradeReport> report = WriteTradeReport(dir);
+  EXPECT_THAT(report.status().message(), HasSubstr("two_worker_all_recipes/run_state.json"));
+  RunFolderState state;
+  *state.mutable_config() = all.config;
+  ASSERT_TRUE(WriteJsonFile(dir + "/two_worker_all_recipes/run_state.json", state).ok());
+  report = WriteTradeReport(dir);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->two_workers_all_recipes().status(), kMeasured);
+  EXPECT_EQ(report->two_workers_all_recipes().recipes(0), "accumulation_steps 2");
+  EXPECT_THAT(*ReadFileToString(dir + "/trade_report.md"),
+              HasSubstr("## Every recipe at once\n\n`two_worker_all_recipes` uses:"));
 }
 
 TEST(TradeReportStageTest, AMissingArtifactIsNamed) {

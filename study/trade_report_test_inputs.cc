@@ -34,6 +34,7 @@ RunArtifacts TestRun(int world_size, double loss_offset) {
     p->set_update(u);
     p->set_examples_seen(8 * (u + 1));
     p->set_loss(losses[u] + (u == 2 ? loss_offset : 0));
+    p->set_mean_loss(p->loss());
     p->set_learning_rate(rates[u]);
   }
   for (int r = 0; r < world_size; ++r) {
@@ -227,6 +228,45 @@ PrecisionRunArtifacts TestBf16Run() {
   derived.set_far_below_one_update(true);
   derived.add_tensors()->set_name("fc.weight");
   return bf16;
+}
+
+AllRecipesRunArtifacts TestAllRecipesRun() {
+  AllRecipesRunArtifacts all;
+  all.run.run = TestRun(2, 2e-3);
+  all.run.run.source = "two_worker_all_recipes";
+  all.run.run.summary.set_examples_per_second(900.5);
+  all.run.parity = {"two_worker_all_recipes/parity.json", TestParity(false)};
+  WholeRunParity& whole = *all.run.parity.message.mutable_whole_run();
+  whole.set_mode("drift_budget");
+  whole.set_method("the drift twin measured it");
+  whole.add_check_updates(0);
+  whole.add_check_updates(9);
+  whole.set_judged_updates(1);
+  whole.set_pass(true);
+  UpdateParity& first = *whole.add_updates();
+  first.set_update(0);
+  first.set_judged(true);
+  first.set_pass(true);
+  first.set_largest_share_of_budget(0.4);
+  TensorParity& weight = *first.add_parameters();
+  weight.set_name("fc.weight");
+  weight.add_shape(2);
+  weight.set_atol(1e-6);
+  UpdateParity& last = *whole.add_updates();
+  last.set_update(9);
+  last.set_not_judged("the drift twin's drift outgrew what training moved");
+  TrainingConfig& config = all.config;
+  config.set_accumulation_steps(2);
+  config.mutable_lr_schedule()->set_name("linear_warmup_cosine");
+  config.mutable_clip_grad_norm()->set_max_norm(1);
+  config.mutable_clip_grad_norm()->set_scope("global");
+  config.set_precision("bf16");
+  config.mutable_model()->set_dropout(0.1f);
+  config.mutable_model()->set_batch_norm("sync");
+  config.add_local_batch_sizes(20);
+  config.add_local_batch_sizes(12);
+  config.mutable_sampler()->set_name("masked_tail");
+  return all;
 }
 
 TradeReportInputs TestInputs() {

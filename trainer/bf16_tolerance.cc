@@ -10,9 +10,11 @@
 #include <torch/nn/utils/clip_grad.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "artifacts/first_step_record.h"
 #include "collectives/collective_error.h"
 #include "model/keyed_dropout.h"
+#include "model/sync_batch_norm.h"
 #include "model/weighted_loss.h"
 #include "optimizers/optimizer_plugin.h"
 
@@ -85,6 +87,14 @@ void Summarise(DerivedTolerance* derived) {
       derived->set_largest_share_of_one_update(share);
     }
   }
+  for (TensorBudget& t : *derived->mutable_tensors()) {
+    t.set_judged(t.share_of_one_update() < kMostShareOfOneUpdate);
+    if (t.judged()) {
+      derived->set_judged_tensors(derived->judged_tensors() + 1);
+    } else {
+      derived->add_not_judged_tensors(t.name());
+    }
+  }
 }
 
 // The reference's update in fp64 from its recorded starting parameters:
@@ -103,6 +113,14 @@ absl::Status StepInDouble(const Bf16UpdateInputs& in, const NamedTensors& before
   model.to(at::kDouble);
   const ReferenceBatch batch = BatchOf(in);
   const ExampleTensors examples = SelectSlots(*in.examples, batch.slots);
+  // A synchronized batch norm normalizes by the valid examples of the
+  // update, as the reference's did.
+  SyncBatchNormPass direct;
+  direct.phase = BatchNormPhase::kDirect;
+  std::vector<uint8_t> valid;
+  for (const Slot& slot : batch.slots) valid.push_back(slot.valid ? 1 : 0);
+  direct.valid = at::tensor(at::ArrayRef<uint8_t>(valid)).to(at::kBool);
+  const SyncBatchNormPassScope scope(&direct);
   // first_step.json is update 0: its keyed layers draw update 0's masks.
   absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
       model, examples.images.to(at::kCPU).to(at::kDouble), examples.labels.to(at::kCPU),
@@ -148,21 +166,30 @@ absl::StatusOr<DerivedTolerance> DeriveBf16Tolerance(const Bf16UpdateInputs& in)
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, "bf16 tolerance: LibTorch");
   }
+  derived.set_derived_for(in.derived_for);
   derived.set_safety_factor(kBf16SafetyFactor);
   derived.set_most_share_of_one_update(kMostShareOfOneUpdate);
   Summarise(&derived);
   const double share = derived.largest_share_of_one_update();
   derived.set_far_below_one_update(share < kMostShareOfOneUpdate);
   derived.set_method(absl::StrCat(
-      "the reference's first update (bf16 autocast, one worker) against the same update "
+      "the reference's first update (",
+      in.derived_for == "bf16" ? "bf16 autocast" : "fp32, its batch norm in one pass",
+      ", one worker) against the same update "
       "in fp64 (same initial parameters, batch, weights, clipping, optimizer and rate), "
       "tensor by tensor: largest error ", derived.gradient_error(), " in a gradient and ",
       derived.parameter_error(), " in a parameter after the step; each tensor's budget ",
-      kBf16SafetyFactor, " x its error (two bf16 updates may differ by twice it); "
+      kBf16SafetyFactor, " x its error (two such updates may differ by twice it); "
       "the largest budget is ", share * 100, "% of what one update changes of its tensor, ",
       share < kMostShareOfOneUpdate ? "below" : "NOT below", " the gate of ",
       kMostShareOfOneUpdate * 100, "% (a run that did not train, or stepped half an update "
-      "wrong, differs by more)"));
+      "wrong, differs by more)",
+      derived.not_judged_tensors().empty()
+          ? ""
+          : absl::StrCat("; ", derived.not_judged_tensors_size(), " of ",
+                         derived.tensors_size(), " tensors are not judged, the precision's "
+                         "rounding too large a share of their update: ",
+                         absl::StrJoin(derived.not_judged_tensors(), ", "))));
   return derived;
 }
 

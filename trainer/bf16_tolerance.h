@@ -21,11 +21,20 @@
 // On the study's model bf16's error is 0.2-7% of one update per tensor
 // (docs/recipes.md), so its budgets are at most about 27% of it.
 //
+// The same derivation serves an fp32 model with synchronized batch norm
+// (model/sync_batch_norm.h): a run that cuts its updates across ranks or
+// micro-batches computes the batch norm's gradient by other passes than the
+// reference's single backward (model/sync_batch_norm_update.h), whose fp32
+// rounding differs by about the reference's own fp32 error against fp64 (a
+// small batch's normalization amplifies it past the config's default
+// tolerance), so each tensor's budget is kBf16SafetyFactor times that error.
+//
 // Thread safety: a pure function of its inputs (it builds its own model).
 #ifndef RECEIPT_PARITY_TRAINER_BF16_TOLERANCE_H_
 #define RECEIPT_PARITY_TRAINER_BF16_TOLERANCE_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -53,6 +62,10 @@ struct Bf16UpdateInputs {
   const std::vector<int64_t>* class_counts = nullptr;
   const LossWeighting* weighting = nullptr;
   const LearningRateSchedule* schedule = nullptr;
+  // Why the tolerance is derived (DerivedTolerance.derived_for): "bf16"
+  // (the reference computed under bf16 autocast) or "synchronized batch
+  // norm" (in fp32).
+  std::string derived_for = "bf16";
 };
 
 // The derivation, every field of DerivedTolerance set (`tensors` in the

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The layer audit end to end: real runs of the trainer on a model with batch
-norm (//trainer:train_with_batch_norm_model: `train` with the test model
+norm (//trainer:train_with_test_plugins: `train` with the test model
 plugin "test_batch_norm_cnn", a small CNN with BatchNorm2d "bn"), two worker
 processes on an uneven split: refused before anything trains, or trained with the finding reported and a
 failed parity that says why; the buffers compared across ranks. The real
@@ -16,7 +16,7 @@ PLAIN_TRAIN = os.path.abspath(sys.argv.pop(1))
 UNEVEN = "local_batch_sizes: [3, 1]"
 
 
-# The test plugin linked into train_with_batch_norm_model.
+# The test plugin linked into train_with_test_plugins.
 BATCH_NORM_MODEL = 'name: "test_batch_norm_cnn"'
 BUILT_IN_CNN = 'architecture: "cnn" conv_channels: [4] hidden_units: [8]'
 

@@ -6,7 +6,10 @@ check is //parity_check:parity_cli_test's), its dropout does act (the
 gradient is not the model's without it), a run stopped and resumed ends
 bitwise where the uninterrupted run does, and the layer audit lists the
 dropout as parity-safe. A probability outside [0, 1) is refused naming the
-field."""
+field. Synchronized batch norm passes parity over the whole run on a 3+1
+split and with micro-batches on a masked tail, keeps its running
+statistics equal on every rank and resumes bitwise; torch's per-rank batch
+norm fails at the first update, which stops the run."""
 import os
 import unittest
 
@@ -96,6 +99,100 @@ class KeyedDropoutTest(unittest.TestCase):
       result = train(bad, os.path.join(tmp, "out"))
       self.assertEqual(result.returncode, 2, result.stderr[-2000:])
       self.assertIn("model.dropout: " + p + " is outside [0, 1)", result.stderr)
+
+
+SYNC_BN = 'architecture: "cnn" conv_channels: [4, 8] hidden_units: [8] batch_norm: "sync"'
+RANK_BN = 'architecture: "cnn" conv_channels: [4, 8] hidden_units: [8] batch_norm: "per_rank"'
+
+
+def batch_norm_config(model, **kw):
+  args = dict(world=2, batch=4, ids=24, views=2, epochs=2, model=model,
+              extra="local_batch_sizes: [3, 1]")
+  args.update(kw)
+  return support.small_config(**args)
+
+
+class SyncBatchNormTest(unittest.TestCase):
+  """Synchronized batch norm: statistics over the update's accepted
+  examples on every rank and in every micro-batch."""
+
+  @classmethod
+  def setUpClass(cls):
+    cls.tmp = support.temp_dir("sync_bn")
+    cls.uneven_out = os.path.join(cls.tmp, "uneven")
+    cls.uneven = train(config(cls.tmp, "uneven", batch_norm_config(SYNC_BN)), cls.uneven_out)
+
+  def test_two_workers_on_a_3_1_split_pass_parity_over_the_whole_run(self):
+    self.assertEqual(self.uneven.returncode, 0, self.uneven.stderr[-3000:])
+    parity = support.load(os.path.join(self.uneven_out, "parity.json"))
+    self.assertTrue(parity["pass"], parity["failures"])
+    self.assertEqual(parity["split"], [3, 1])
+    self.assertEqual(parity["whole_run"]["mode"], "drift_budget")
+    self.assertTrue(parity["whole_run"]["pass"])
+    self.assertIn("bn1.weight", [t["name"] for t in parity["gradients"]])
+
+  def test_the_running_statistics_are_the_same_on_every_rank(self):
+    self.assertEqual(self.uneven.returncode, 0, self.uneven.stderr[-3000:])
+    buffers = summary(self.uneven_out)["buffers"]
+    self.assertTrue(buffers["equal"], buffers)
+    self.assertEqual(buffers["ranks"], 2)
+    self.assertEqual(buffers["compared"], 6)  # bn0 and bn1: mean, var, count
+
+  def test_the_audit_lists_the_batch_norms_as_parity_safe(self):
+    self.assertEqual(self.uneven.returncode, 0, self.uneven.stderr[-3000:])
+    audit = support.load(os.path.join(self.uneven_out, "parity.json"))["audit"]
+    self.assertTrue(audit["clean"], audit["summary"])
+    self.assertEqual([(f["module"], f["kind"]) for f in audit["parity_safe"]],
+                     [("bn0", "sync_batch_norm"), ("bn1", "sync_batch_norm")])
+
+  def test_micro_batches_on_a_masked_tail_pass_parity(self):
+    tmp = support.temp_dir("sync_bn_micro")
+    text = batch_norm_config(SYNC_BN, batch=8, ids=12, views=1,
+                             extra="local_batch_sizes: [6, 2]\naccumulation_steps: 2")
+    out = os.path.join(tmp, "out")
+    result = train(config(tmp, "micro", text), out)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    parity = support.load(os.path.join(out, "parity.json"))
+    self.assertTrue(parity["pass"], parity["failures"])
+    self.assertTrue(parity["whole_run"]["pass"], parity["whole_run"])
+    # The last update's tail is masked, and the whole run checks it.
+    accepted = support.load(os.path.join(out, "run_manifest.json"))[
+        "accepted_examples_per_update"]
+    self.assertLess(accepted[-1], 8)
+    self.assertEqual(parity["whole_run"]["check_updates"][-1], len(accepted) - 1)
+
+  def test_a_resumed_run_ends_where_the_uninterrupted_one_does(self):
+    tmp = support.temp_dir("sync_bn_resume")
+    text = batch_norm_config(SYNC_BN, extra="local_batch_sizes: [3, 1]\n"
+                             "checkpoint { every_updates: 1 keep_last: 2 }")
+    whole_out, part_out, results = support.stopped_and_resumed(tmp, text, 3, 6)
+    for result in results:
+      self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertEqual(summary(part_out)["final_parameter_hash"],
+                     summary(whole_out)["final_parameter_hash"])
+    resumed = support.load(os.path.join(part_out, "parity.json"))
+    self.assertTrue(resumed["whole_run"]["pass"], resumed["whole_run"])
+
+  def test_per_rank_batch_norm_fails_parity_at_the_first_update_and_stops(self):
+    tmp = support.temp_dir("rank_bn")
+    out = os.path.join(tmp, "out")
+    result = train(config(tmp, "rank", batch_norm_config(RANK_BN)), out)
+    self.assertEqual(result.returncode, 3, result.stderr[-3000:])
+    parity = support.load(os.path.join(out, "parity.json"))
+    self.assertFalse(parity["pass"])
+    self.assertEqual([f["module"] for f in parity["audit"]["findings"]], ["bn0", "bn1"])
+    self.assertEqual(summary(out)["total_updates"], 1)
+
+  def test_a_batch_norm_the_model_cannot_hold_is_refused_naming_the_field(self):
+    tmp = support.temp_dir("bn_bad")
+    for model, message in (
+        (PLAIN + ' batch_norm: "global"', 'model.batch_norm: unknown "global"'),
+        ('architecture: "mlp" hidden_units: [8] batch_norm: "sync"',
+         "model.batch_norm: a batch norm follows each conv layer, and this mlp has none")):
+      result = train(config(tmp, "bad", support.small_config(world=2, model=model)),
+                     os.path.join(tmp, "out"))
+      self.assertEqual(result.returncode, 2, result.stderr[-2000:])
+      self.assertIn(message, result.stderr)
 
 
 if __name__ == "__main__":

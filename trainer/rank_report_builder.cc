@@ -17,6 +17,7 @@ RankReportBuilder::RankReportBuilder(int rank, int world_size,
 void RankReportBuilder::AddUpdate(const UpdateResult& result, int epoch,
                                   double update_seconds) {
   report_.add_update_loss(result.weighted_loss);
+  report_.add_update_accepted_loss_sum(result.accepted_loss_sum);
   report_.add_update_learning_rate(result.learning_rate);
   report_.add_update_gradient_norm(result.gradient_norm);
   report_.add_update_clip_factor(result.clip_factor);

@@ -12,7 +12,7 @@ import unittest
 
 import integration_support as support
 
-# //trainer:train_with_batch_norm_model: train with the test-only models.
+# //trainer:train_with_test_plugins: train with the test-only plugins.
 TRAIN_WITH_TEST_MODELS = os.path.abspath(sys.argv.pop(1))
 
 # 12 identities, a quarter to validation: about 9 training receipts, so one

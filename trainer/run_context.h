@@ -5,6 +5,7 @@
 #define RECEIPT_PARITY_TRAINER_RUN_CONTEXT_H_
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct RunInputs {
   std::shared_ptr<Classifier> model;
   // The model's layer audit, its policy applied (config/layer_policy.h).
   LayerAudit audit;
+  // The run's checked updates (parity/whole_run_parity.h CheckUpdates):
+  // recorded into trajectory/ on the writer, their loss summed over ranks.
+  std::set<int64_t> check_updates;
+  // The updates the run trains (every epoch's, or run.max_updates).
+  int64_t run_length = 0;
 };
 
 // The receipts as the loop and validation use them.
@@ -44,6 +50,10 @@ struct RunData {
 
 // Everything a run holds from its start to its artifacts. Rank 0 is the
 // writer.
+// Run.stopped_by of a run stopped after a first update that failed parity
+// (parity.stop_on_failure); finished.json's stopped_by.
+inline constexpr char kStoppedByParity[] = "parity_failed";
+
 struct Run {
   const TrainingRunOptions* options = nullptr;
   const TrainingConfig* config = nullptr;
@@ -60,6 +70,9 @@ struct Run {
   RunCheckpointContext checkpoints;
   TrainingCursor cursor;
   ResumeRecord resume;
+  // What stopped the update loop before its schedule ended
+  // (UpdateLoopEnd.stopped_by); empty when nothing did.
+  std::string stopped_by;
 
   bool writer() const { return options->rank == 0; }
   ArtifactStamp stamp() const {

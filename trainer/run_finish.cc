@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,11 +13,13 @@
 #include "logging/glog.h"
 #include "model/buffer_comparison.h"
 #include "model/layer_audit.h"
+#include "model/sync_batch_norm.h"
 #include "collectives/collective_error.h"
 #include "runtime/heap_trim.h"
 #include "runtime/process_group.h"
 #include "samplers/audit.h"
 #include "artifacts/first_step_record.h"
+#include "artifacts/parity_trajectory.h"
 #include "config/layer_policy.h"
 #include "trainer/bf16_tolerance.h"
 #include "trainer/progress_log.h"
@@ -84,19 +87,21 @@ absl::StatusOr<ValidationReport> Validate(Run& run, int64_t completed_updates) {
   return RunValidation(run.model(), val);
 }
 
-// parity.json's content: the first update against the reference, and
-// whether every rank ended with rank 0's parameters.
-absl::StatusOr<ParityReport> CheckParity(const Run& run,
-                                         const std::vector<RankReport>& reports,
-                                         const FirstStep& first_step) {
-  bool ranks_agree = true;
-  for (const RankReport& r : reports) {
-    ranks_agree &= r.final_parameter_hash() == reports[0].final_parameter_hash();
-  }
+}  // namespace
+
+absl::StatusOr<ParityReport> FirstUpdateParity(const Run& run, const FirstStep& first_step,
+                                               bool ranks_agree) {
   DeriveTolerance derive;
-  if (run.config->precision() == "bf16") {
-    derive = [&run](const FirstStep& reference) {
+  // A synchronized batch norm cut across ranks or micro-batches computes its
+  // gradient by other passes than the reference's one backward.
+  const bool synchronized_cut =
+      !SyncBatchNorms(run.model()).empty() &&
+      (run.options->world_size > 1 || run.config->accumulation_steps() > 1);
+  if (run.config->precision() == "bf16" || synchronized_cut) {
+    const std::string why = run.config->precision() == "bf16" ? "bf16" : "synchronized batch norm";
+    derive = [&run, why](const FirstStep& reference) {
       Bf16UpdateInputs in;
+      in.derived_for = why;
       in.loaded = run.options->loaded;
       in.reference = &reference;
       in.examples = &run.data.train;
@@ -107,8 +112,22 @@ absl::StatusOr<ParityReport> CheckParity(const Run& run,
       return DeriveBf16Tolerance(in);
     };
   }
-  absl::StatusOr<ParityReport> report = CheckRunParity(
-      first_step, run.options->reference_dir, *run.config, ranks_agree, derive);
+  return CheckRunParity(first_step, run.options->reference_dir, *run.config, ranks_agree,
+                        derive);
+}
+
+namespace {
+
+// parity.json's content: the first update against the reference, and
+// whether every rank ended with rank 0's parameters.
+absl::StatusOr<ParityReport> CheckParity(const Run& run,
+                                         const std::vector<RankReport>& reports,
+                                         const FirstStep& first_step) {
+  bool ranks_agree = true;
+  for (const RankReport& r : reports) {
+    ranks_agree &= r.final_parameter_hash() == reports[0].final_parameter_hash();
+  }
+  absl::StatusOr<ParityReport> report = FirstUpdateParity(run, first_step, ranks_agree);
   if (!report.ok()) return report;
   // Every update reduces the same tensors: per update is the total / N.
   const RankTiming& timing = reports[0].timing();
@@ -141,28 +160,104 @@ absl::StatusOr<ParityReport> CheckParity(const Run& run,
   return report;
 }
 
+// The checked updates this attempt judges: its own, from where it started,
+// and below that the points earlier attempts recorded (an attempt of
+// another length recorded other updates).
+std::vector<int64_t> JudgedCheckUpdates(const Run& run) {
+  const int64_t start = run.cursor.total_updates;
+  std::set<int64_t> judged;
+  for (int64_t u : run.inputs.check_updates) {
+    if (u >= start) judged.insert(u);
+  }
+  for (int64_t u : RecordedTrajectoryUpdates(run.options->artifact_dir)) {
+    if (u < start) judged.insert(u);
+  }
+  judged.insert(0);
+  return {judged.begin(), judged.end()};
+}
+
+// Why the whole run cannot be judged against one reference, or empty: an
+// attempt that changed the recipe (--allow_recipe_change) trained another
+// recipe than the reference.
+std::string WhyNotJudged(const Run& run, const ParityReport& first_update) {
+  if (!run.options->whole_run_references) {
+    return "this run was asked for no whole-run verdict (train --whole_run_parity=false)";
+  }
+  const auto kind = [](const std::string& device) { return device.substr(0, device.find(':')); };
+  if (kind(first_update.device()) != kind(first_update.reference_device())) {
+    return absl::StrCat("the run (", first_update.device(), ") and its reference (",
+                        first_update.reference_device(),
+                        ") compute on different kinds of device, whose rounding differs by "
+                        "more than a reduction order; the first update is judged with the "
+                        "cross-device tolerance");
+  }
+  absl::StatusOr<RunFolderState> state = ReadRunFolderState(run.options->artifact_dir);
+  if (!state.ok()) return std::string(state.status().message());
+  std::set<int> world_sizes;
+  for (const AttemptRecord& attempt : state->attempts()) world_sizes.insert(attempt.world_size());
+  if (world_sizes.size() > 1) {
+    return absl::StrCat(
+        "the run's attempts trained on ", absl::StrJoin(world_sizes, " and "),
+        " workers (checkpoint.allow_world_size_change), with a sampler whose order depends "
+        "on the world size, so from the change on it trained other examples than the "
+        "reference (world_size_change.json says which); the first update is judged");
+  }
+  for (const AttemptRecord& attempt : state->attempts()) {
+    if (attempt.recipe_changes_size() > 0) {
+      return absl::StrCat("attempt ", attempt.attempt(),
+                          " changed the recipe (--allow_recipe_change), so the run trained "
+                          "more than one recipe and its reference one; the first update, "
+                          "taken with the first recipe, is judged");
+    }
+  }
+  return "";
+}
+
+// The whole run against its references, made at this point when needed.
+absl::StatusOr<WholeRunParity> JudgeWholeRun(const Run& run, const ParityReport& first_update) {
+  const std::vector<int64_t> checks = JudgedCheckUpdates(run);
+  if (run.stopped_by == kStoppedByParity) {
+    return NotJudged(checks,
+                     "the first update failed parity and parity.stop_on_failure stopped the "
+                     "run there");
+  }
+  const std::string why_not = WhyNotJudged(run, first_update);
+  if (!why_not.empty()) return NotJudged(checks, why_not);
+  WholeRunRequest request;
+  request.check_updates = checks;
+  request.run_length = run.inputs.run_length;
+  absl::StatusOr<WholeRunReferences> references = run.options->whole_run_references(request);
+  if (!references.ok()) return references.status();
+  return CheckWholeRunParity(run.options->artifact_dir, run.options->loaded->fingerprint,
+                             *references, checks, run.config->parity());
+}
+
 // The parity of the run's first update with the reference's: this
 // attempt's, or, on a resume, the one its first attempt recorded (none when
 // that attempt left no first_step.json). The first attempt's record is read
 // here and freed on return, before the sampler audit is built.
 absl::StatusOr<std::optional<ParityReport>> CheckFirstStepParity(
     const Run& run, const std::vector<RankReport>& reports, const FirstStep& recorded) {
+  absl::StatusOr<ParityReport> parity;
   if (run.fresh()) {
-    absl::StatusOr<ParityReport> parity = CheckParity(run, reports, recorded);
+    parity = CheckParity(run, reports, recorded);
     if (!parity.ok()) return parity.status();
     parity->set_first_step_attempt(run.options->attempt);
-    return std::optional<ParityReport>(*std::move(parity));
+  } else {
+    FirstStep earlier;
+    const std::string path = run.options->artifact_dir + "/first_step.json";
+    ArtifactStamp earlier_stamp;
+    if (absl::Status s = ReadArtifact(path, &earlier, &earlier_stamp); !s.ok()) {
+      LOG(WARNING) << "parity not checked: this attempt resumed and " << s.message();
+      return std::optional<ParityReport>();
+    }
+    parity = CheckParity(run, reports, earlier);
+    if (!parity.ok()) return parity.status();
+    parity->set_first_step_attempt(earlier_stamp.attempt());
   }
-  FirstStep earlier;
-  const std::string path = run.options->artifact_dir + "/first_step.json";
-  ArtifactStamp earlier_stamp;
-  if (absl::Status s = ReadArtifact(path, &earlier, &earlier_stamp); !s.ok()) {
-    LOG(WARNING) << "parity not checked: this attempt resumed and " << s.message();
-    return std::optional<ParityReport>();
-  }
-  absl::StatusOr<ParityReport> parity = CheckParity(run, reports, earlier);
-  if (!parity.ok()) return parity.status();
-  parity->set_first_step_attempt(earlier_stamp.attempt());
+  absl::StatusOr<WholeRunParity> whole_run = JudgeWholeRun(run, *parity);
+  if (!whole_run.ok()) return whole_run.status();
+  AddWholeRunVerdict(*std::move(whole_run), &*parity);
   return std::optional<ParityReport>(*std::move(parity));
 }
 
@@ -172,8 +267,9 @@ absl::Status RecordFinish(const Run& run, int64_t total_updates) {
   FinishRecord finish;
   finish.set_updates(static_cast<int32_t>(total_updates));
   const int64_t max_updates = config.run().max_updates();
-  finish.set_stopped_by(max_updates > 0 && total_updates >= max_updates ? "max_updates"
-                                                                        : "epochs");
+  finish.set_stopped_by(!run.stopped_by.empty() ? run.stopped_by
+                        : max_updates > 0 && total_updates >= max_updates ? "max_updates"
+                                                                          : "epochs");
   finish.set_max_updates(static_cast<int32_t>(max_updates));
   finish.set_epochs(config.epochs());
   return WriteFinishRecord(run.options->artifact_dir, run.stamp(), finish);
@@ -219,6 +315,7 @@ absl::StatusOr<TrainingOutcome> WriteArtifacts(
     parity = **std::move(checked);
     outcome.parity_checked = true;
     outcome.parity_pass = parity.pass();
+    outcome.parity_verdict = ParityVerdictLine(parity);
     summary.set_parity(parity.pass() ? "pass" : "fail");
     artifacts.parity = &parity;
   }

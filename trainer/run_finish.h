@@ -9,11 +9,18 @@
 #include "absl/status/statusor.h"
 #include "artifacts/first_step.pb.h"
 #include "artifacts/run_summary.pb.h"
+#include "parity/parity_report.pb.h"
 #include "trainer/rank_report_builder.h"
 #include "trainer/run_context.h"
 #include "trainer/training_run_options.h"
 
 namespace receipt_parity {
+
+// The first update (`first_step`, rank 0's record) against the reference's
+// first_step.json, with the config's tolerance or, for bf16, the derived
+// one; `ranks_agree` as the caller knows it. Errors: CheckRunParity's.
+absl::StatusOr<ParityReport> FirstUpdateParity(const Run& run, const FirstStep& first_step,
+                                               bool ranks_agree);
 
 // After the run's last update. `first_step` is what this attempt's
 // recorder holds (empty on a resume); `cost` what its saves cost. Errors:

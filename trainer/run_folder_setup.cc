@@ -1,8 +1,11 @@
 #include "trainer/run_folder_setup.h"
 
+#include <algorithm>
 #include <exception>
 #include <filesystem>
+#include <iterator>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -10,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "artifacts/artifact_stamp.h"
+#include "artifacts/parity_trajectory.h"
 #include "checkpoint/generation_layout.h"
 #include "config/checkpoint_plan.h"
 #include "io/json_file.h"
@@ -39,10 +43,12 @@ bool LegacyReferenceMatches(const std::string& reference_dir, const TrainingConf
   return stamp.config_fingerprint() == ConfigFingerprint(ReferenceConfig(config));
 }
 
-// The config of the one-update reference of `config`.
+// The config of the one-update reference of `config`: its first update is
+// its only checked one.
 TrainingConfig OneUpdateReference(const TrainingConfig& config) {
   TrainingConfig reference = ReferenceConfig(config);
   reference.mutable_run()->set_max_updates(1);
+  reference.mutable_parity()->clear_check_updates();
   return reference;
 }
 
@@ -105,8 +111,10 @@ absl::Status Overwrite(const RunFolderRequest& request) {
         DecideReference(request.reference_dir, config, request.rules);
     keep_reference = reference.ok() && reference->finished;
     if (!keep_reference) {
-      absl::StatusOr<std::vector<std::string>> removed = RemoveRun(request.reference_dir, false);
-      if (!removed.ok()) return removed.status();
+      for (const std::string& dir : {request.reference_dir, DriftReferenceDir(request.out)}) {
+        absl::StatusOr<std::vector<std::string>> removed = RemoveRun(dir, false);
+        if (!removed.ok()) return removed.status();
+      }
     }
   }
   absl::StatusOr<std::vector<std::string>> removed =
@@ -138,7 +146,132 @@ void WarnIfARestartStartsOver(const TrainingConfig& config,
                   "to resume instead";
 }
 
+// The smallest number of micro-batches above 1 that cuts `batch` into
+// equal parts (the batch itself when it is prime; 0 for a batch of 1).
+int SmallestSplit(int batch) {
+  for (int d = 2; d <= batch; ++d) {
+    if (batch % d == 0) return d;
+  }
+  return 0;
+}
+
+// The drift twin's config: the reference's with every update's gradient
+// summed over `micro_batches` micro-batches. A weighting that depends on
+// the micro-batches (micro_batch_mean) is global_count, which it equals with
+// one micro-batch, so the twin differs from the reference in its order only.
+TrainingConfig DriftTwinConfig(const TrainingConfig& reference, int micro_batches) {
+  TrainingConfig twin = reference;
+  twin.set_accumulation_steps(micro_batches);
+  if (twin.loss_weighting().name() == "micro_batch_mean") {
+    twin.mutable_loss_weighting()->Clear();
+    twin.mutable_loss_weighting()->set_name("global_count");
+  }
+  return twin;
+}
+
+bool HoldsEveryPoint(const std::string& dir, const std::vector<int64_t>& needed) {
+  const std::vector<int64_t> held = RecordedTrajectoryUpdates(dir);
+  return std::includes(held.begin(), held.end(), needed.begin(), needed.end());
+}
+
+// `dir` holds a finished run of `config` with a trajectory point at every
+// update of `needed`, or is made to, training `config` again from update 0
+// (as long as the run there was, recording its points too).
+// A folder of another config is refused, unless `derived` (the drift twin's
+// folder, which holds nothing but what this function made): then it is made
+// again.
+absl::Status EnsureTrajectory(const LoadedConfig& loaded, const std::string& dir,
+                              TrainingConfig config, const std::vector<int64_t>& needed,
+                              const std::string& purpose, bool derived) {
+  RunFolderRules rules;
+  rules.nothing_to_resume = "a reference saves no checkpoints";
+  absl::StatusOr<RunFolderDecision> held = DecideRunFolder(dir, config, rules);
+  if (!held.ok() && derived && held.status().code() == absl::StatusCode::kInvalidArgument) {
+    LOG(INFO) << "whole-run parity: " << dir << " held the drift twin of another config ("
+              << held.status().message() << "): made again";
+    absl::StatusOr<std::vector<std::string>> removed = RemoveRun(dir, /*keep_reference=*/true);
+    if (!removed.ok()) return removed.status();
+    held = DecideRunFolder(dir, config, rules);
+  }
+  if (!held.ok()) return held.status();
+  if (held->finished && HoldsEveryPoint(dir, needed)) return absl::OkStatus();
+  std::set<int64_t> points(needed.begin(), needed.end());
+  for (int64_t u : RecordedTrajectoryUpdates(dir)) points.insert(u);
+  int64_t length = config.run().max_updates();
+  if (held->finished) length = std::max<int64_t>(length, held->finish.updates());
+  for (auto it = points.begin(); it != points.end();) {
+    it = *it < length ? std::next(it) : points.erase(it);
+  }
+  config.mutable_run()->set_max_updates(length);
+  config.mutable_parity()->clear_check_updates();
+  for (int64_t u : points) config.mutable_parity()->add_check_updates(static_cast<int32_t>(u));
+  LOG(INFO) << "whole-run parity: training " << dir << " from update 0 through update "
+            << length - 1 << " (" << purpose << "), recording updates "
+            << absl::StrJoin(points, ", ");
+  absl::StatusOr<std::vector<std::string>> removed = RemoveRun(dir, /*keep_reference=*/true);
+  if (!removed.ok()) return removed.status();
+  absl::StatusOr<RunFolderDecision> fresh = DecideRunFolder(dir, config, rules);
+  if (!fresh.ok()) return fresh.status();
+  const LoadedConfig changed = WithTrainingConfig(loaded, config);
+  TrainingRunOptions options;
+  options.loaded = &changed;
+  options.artifact_dir = dir;
+  options.attempt = fresh->attempt;
+  options.folder = &*fresh;
+  options.purpose = purpose;
+  return RunTraining(options).status();
+}
+
 }  // namespace
+
+std::string DriftReferenceDir(const std::string& out) { return out + "/drift_reference"; }
+
+absl::StatusOr<WholeRunReferences> EnsureWholeRunReferences(const LoadedConfig& loaded,
+                                                            const std::string& out,
+                                                            const WholeRunRequest& request) {
+  const TrainingConfig& config = loaded.config;
+  WholeRunReferences references;
+  references.reference_dir = out + "/reference";
+  TrainingConfig reference = ReferenceConfig(config);
+  // As far as the last checked update (by default the run's last).
+  const int64_t through =
+      request.check_updates.empty() ? request.run_length : request.check_updates.back() + 1;
+  reference.mutable_run()->set_max_updates(through);
+  references.reference_fingerprint = ConfigFingerprint(reference);
+  if (absl::Status s = EnsureTrajectory(
+          loaded, references.reference_dir, reference, request.check_updates,
+          "the one-worker reference of the multi-worker run in the folder above, "
+          "trained through the run for its whole-run parity verdict",
+          /*derived=*/false);
+      !s.ok()) {
+    return s;
+  }
+  const bool bitwise = config.world_size() == 1 && config.accumulation_steps() == 1;
+  if (bitwise) return references;
+  references.twin_micro_batches = SmallestSplit(config.global_batch());
+  if (references.twin_micro_batches == 0) {
+    return absl::InvalidArgumentError(
+        "whole-run parity: a global batch of 1 has no other reduction order to measure the "
+        "drift with");
+  }
+  references.twin_dir = DriftReferenceDir(out);
+  absl::StatusOr<RunFolderLock> lock = RunFolderLock::Acquire(references.twin_dir);
+  if (!lock.ok()) return lock.status();
+  const TrainingConfig twin = DriftTwinConfig(reference, references.twin_micro_batches);
+  references.twin_fingerprint = ConfigFingerprint(twin);
+  if (absl::Status s = EnsureTrajectory(
+          loaded, references.twin_dir, twin, request.check_updates,
+          absl::StrCat("the drift twin of the reference in the folder above: the same run "
+                       "with every update's gradient summed over ",
+                       references.twin_micro_batches,
+                       " micro-batches, measuring how one reduction order's rounding grows "
+                       "(parity.json whole_run)"),
+          /*derived=*/true);
+      !s.ok()) {
+    return s;
+  }
+  return references;
+}
 
 std::string NothingToResume(const std::optional<CheckpointPlan>& checkpoints) {
   if (!checkpoints.has_value()) return "this config saves no checkpoints (no checkpoint section)";

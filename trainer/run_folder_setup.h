@@ -10,7 +10,10 @@
 //                            that a multi-worker run on DIR compares with)
 //   multi-worker config      the run folder is DIR; DIR/reference is its
 //                            reference, made (one update) when it does not
-//                            hold a finished reference of this config
+//                            hold a finished reference of this config, and
+//                            trained through the run at its end for the
+//                            whole-run verdict, beside its drift twin in
+//                            DIR/drift_reference (EnsureWholeRunReferences)
 // Every process that prepares DIR takes DIR/LOCK and then
 // DIR/reference/LOCK, and holds both until it exits.
 #ifndef RECEIPT_PARITY_TRAINER_RUN_FOLDER_SETUP_H_
@@ -26,6 +29,7 @@
 #include "config/checkpoint_plan.h"
 #include "config/config_loader.h"
 #include "artifacts/run_folder.h"
+#include "trainer/training_run_options.h"
 
 namespace receipt_parity {
 
@@ -76,6 +80,26 @@ struct PreparedRunFolder {
 // InvalidArgument (another config, here or in the reference); the
 // reference run's errors.
 absl::StatusOr<PreparedRunFolder> PrepareRunFolder(const RunFolderRequest& request);
+
+// The drift twin's folder beside `out`/reference: `out`/drift_reference.
+std::string DriftReferenceDir(const std::string& out);
+
+// Rank 0 of a multi-worker run in --out=`out`, at its end: makes sure that
+// `out`/reference holds the one-worker reference trained through the last
+// checked update (by default the run's last) with a trajectory point at
+// every checked update, and that, unless
+// the run computes each update as the reference does (one rank, one
+// micro-batch: bitwise mode), `out`/drift_reference holds its drift twin
+// (parity/whole_run_parity.h): the reference's config with every update's
+// gradient summed over the smallest number of micro-batches above 1 that
+// divides the global batch, with the same points. A folder whose run lacks
+// a point is trained again from update 0 (the reference at least as long
+// as it was, its earlier points recorded again), said in the log.
+// Errors: those of training them; InvalidArgument when a folder holds a run
+// of another config.
+absl::StatusOr<WholeRunReferences> EnsureWholeRunReferences(const LoadedConfig& loaded,
+                                                            const std::string& out,
+                                                            const WholeRunRequest& request);
 
 // Rank 0 tells every rank whether the run is finished (nothing to train),
 // through the process group's store; returns that for this rank. Rank 0

@@ -62,6 +62,14 @@ class RunFolderStatesTest(unittest.TestCase):
     finished = found["finished.json"]
     self.assertEqual(finished["attempt"], attempt)
     for name in finished["artifacts"]:
+      if name == "trajectory":
+        # The parameters after each checked update, each point stamped.
+        points = artifacts(os.path.join(folder, name))
+        self.assertGreater(len(points), 0)
+        for point_name, point in points.items():
+          self.assertEqual(point["config_fingerprint"], set(fingerprints.values()).pop(),
+                           point_name)
+        continue
       self.assertIn(name, found)
       if name != "first_step.json" and not name.startswith("update-"):
         self.assertEqual(found[name]["attempt"], attempt, name)
@@ -190,7 +198,8 @@ class RunFolderStatesTest(unittest.TestCase):
 
   def test_the_artifacts_say_what_they_mean(self):
     # issue 15's findings on artifacts, on a real two-worker run and the
-    # one-update reference it made.
+    # reference it made (one update first; at its end trained through the
+    # run for the whole-run verdict).
     two = self.config("two.pbtxt", support.small_config(world=2, epochs=2, views=2))
     self.train(two)
     found = artifacts(self.out)
@@ -216,10 +225,14 @@ class RunFolderStatesTest(unittest.TestCase):
     self.assertEqual(found["run_summary.json"]["purpose"], "training run")
     reference = artifacts(os.path.join(self.out, "reference"))
     for name in ("run_manifest.json", "run_summary.json", "validation.json"):
-      self.assertIn("one-update reference", reference[name]["purpose"], name)
-    self.assertEqual(reference["run_summary.json"]["updates"], 1)
-    self.assertEqual(reference["run_summary.json"]["epochs_completed"], 0)
+      self.assertIn("trained through the run for its whole-run parity verdict",
+                    reference[name]["purpose"], name)
+    self.assertEqual(reference["run_summary.json"]["updates"],
+                     found["run_summary.json"]["total_updates"])
+    self.assertEqual(reference["run_summary.json"]["epochs_completed"], 2)
     self.assertNotIn("share", reference["first_step.json"]["loss_meaning"])
+    twin = artifacts(os.path.join(self.out, "drift_reference"))
+    self.assertIn("drift twin", twin["run_manifest.json"]["purpose"])
 
   def test_a_torchrun_restart_after_the_finish_exits_zero_and_keeps_the_run(self):
     two = self.config("two.pbtxt", checkpointed(world=2))

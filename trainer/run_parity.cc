@@ -1,9 +1,13 @@
 #include "trainer/run_parity.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <map>
 #include <set>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -12,7 +16,9 @@
 #include "parity/cross_device_tolerance.h"
 #include "parity/tensor_comparison.h"
 #include "artifacts/first_step_record.h"
+#include "artifacts/parity_trajectory.h"
 #include "artifacts/run_manifest.pb.h"
+#include "artifacts/run_summary.pb.h"
 
 namespace receipt_parity {
 namespace {
@@ -66,9 +72,9 @@ void SetTolerance(const TrainingConfig& config, const std::string& reference_dir
 
 void DescribeFailures(const TensorListComparison& comparison,
                       const std::string& what, double rtol, double atol,
-                      ParityReport* report) {
+                      const std::set<std::string>& not_judged, ParityReport* report) {
   for (const TensorComparison& t : comparison.tensors) {
-    if (t.within_tolerance) continue;
+    if (t.within_tolerance || not_judged.count(t.name) > 0) continue;
     report->add_failures(absl::StrFormat(
         "%s of %s differs by up to %.3g (relative %.3g; tolerance rtol %g, "
         "atol %g%s; largest reference value %.3g)",
@@ -102,15 +108,21 @@ absl::Status ApplyDerived(const DerivedTolerance& derived, const std::vector<std
   report->set_rtol(0);
   report->set_atol(derived.gradient_atol());
   report->set_tolerance_reason(absl::StrCat(
-      "derived (bf16), per tensor (each tensor's atol is in gradients[] and "
+      "derived (", derived.derived_for().empty() ? "bf16" : derived.derived_for(),
+      "), per tensor (each tensor's atol is in gradients[] and "
       "parameters_after_step[], and with its figures in derived.tensors[]; atol here is "
       "the largest), rtol 0: ", derived.method()));
-  if (!derived.far_below_one_update()) {
+  if (!derived.far_below_one_update() && derived.judged_tensors() == 0) {
     report->add_failures(absl::StrCat(
-        "the derived bf16 tolerance is not below ", derived.most_share_of_one_update() * 100,
-        "% of what one update changes of every tensor (largest: ",
+        "the derived tolerance is not below ", derived.most_share_of_one_update() * 100,
+        "% of what one update changes of any tensor (largest: ",
         derived.largest_share_of_one_update() * 100,
         "%): a run that did not train could pass; parity is not judged"));
+  } else if (!derived.far_below_one_update()) {
+    absl::StrAppend(report->mutable_tolerance_reason(), "; not judged, their budget not below ",
+                    derived.most_share_of_one_update() * 100,
+                    "% of what one update changes of them: ",
+                    absl::StrJoin(derived.not_judged_tensors(), ", "));
   }
   return absl::OkStatus();
 }
@@ -160,6 +172,10 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
       return s;
     }
   }
+  // Tensors a derived tolerance cannot judge: their differences do not
+  // count.
+  const std::set<std::string> not_judged(report.derived().not_judged_tensors().begin(),
+                                         report.derived().not_judged_tensors().end());
   report.set_accepted_examples(run.accepted_examples());
   report.set_ranks_agree(ranks_agree);
 
@@ -181,12 +197,15 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
                    : CompareTensors(*a, *b, report.rtol(), report.atol());
     if (!comparison.ok()) return comparison.status();
     AppendTensorParity(*comparison, out);
+    if (per_tensor) {
+      for (TensorParity& t : *out) t.set_judged(not_judged.count(t.name()) == 0);
+    }
     report.set_max_abs_diff(std::max(report.max_abs_diff(), comparison->max_abs_diff));
     report.set_max_rel_diff(std::max(report.max_rel_diff(), comparison->max_rel_diff));
     if (std::string(what) == "gradient") {
       report.set_bitwise_equal(comparison->bitwise_equal);
     }
-    DescribeFailures(*comparison, what, report.rtol(), report.atol(), &report);
+    DescribeFailures(*comparison, what, report.rtol(), report.atol(), not_judged, &report);
   }
   if (AcceptedIds(run) != AcceptedIds(reference)) {
     report.add_failures(
@@ -198,6 +217,174 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
   }
   report.set_pass(report.failures_size() == 0);
   return report;
+}
+
+namespace {
+
+// The point of `update` in `dir`, or the reason it cannot be read.
+absl::StatusOr<CheckedPoint> PointOf(const std::string& dir, int64_t update,
+                                     const std::string& fingerprint, const char* whose) {
+  absl::StatusOr<TrajectoryPoint> point = ReadTrajectoryPoint(dir, update, fingerprint);
+  if (!point.ok()) {
+    return absl::Status(point.status().code(),
+                        absl::StrCat("update ", update, ": ", whose, " trajectory point: ",
+                                     point.status().message()));
+  }
+  return std::move(point->checked);
+}
+
+// Update -> the largest |twin loss - reference loss| over the updates up to
+// it, from the two runs' loss curves (run_summary.json); empty when either
+// is unreadable (each update's budget then uses its own loss alone).
+std::map<int64_t, double> LossDriftEnvelope(const std::string& reference_dir,
+                                            const std::string& twin_dir) {
+  RunSummary reference, twin;
+  if (!ReadArtifact(reference_dir + "/run_summary.json", &reference).ok() ||
+      !ReadArtifact(twin_dir + "/run_summary.json", &twin).ok()) {
+    return {};
+  }
+  // A curve counts its attempt's updates from the attempt's first; the loss
+  // compared is the mean over the accepted examples (a summary from before
+  // it was recorded gives none).
+  std::map<int64_t, double> twin_loss;
+  for (const LossPoint& p : twin.loss_curve()) {
+    if (p.has_mean_loss()) twin_loss[twin.first_update() + p.update()] = p.mean_loss();
+  }
+  std::map<int64_t, double> envelope;
+  double largest = 0;
+  for (const LossPoint& p : reference.loss_curve()) {
+    auto it = twin_loss.find(reference.first_update() + p.update());
+    if (it == twin_loss.end() || !p.has_mean_loss()) continue;
+    largest = std::max(largest, std::fabs(it->second - p.mean_loss()));
+    envelope[it->first] = largest;
+  }
+  return envelope;
+}
+
+UpdateParity Unjudged(int64_t update, const absl::Status& why) {
+  UpdateParity failed;
+  failed.set_update(static_cast<int32_t>(update));
+  failed.add_failures(std::string(why.message()));
+  return failed;
+}
+
+}  // namespace
+
+absl::StatusOr<WholeRunParity> CheckWholeRunParity(const std::string& run_dir,
+                                                   const std::string& run_fingerprint,
+                                                   const WholeRunReferences& references,
+                                                   const std::vector<int64_t>& check_updates,
+                                                   const ParityConfig& parity) {
+  WholeRunParity verdict = WholeRunHeader(check_updates, references.twin_micro_batches);
+  verdict.set_reference_dir(references.reference_dir);
+  verdict.set_twin_dir(references.twin_dir);
+  const bool bitwise = references.twin_dir.empty();
+  absl::StatusOr<CheckedPoint> reference_first =
+      PointOf(references.reference_dir, 0, references.reference_fingerprint, "the reference's");
+  const std::map<int64_t, double> loss_drift =
+      bitwise ? std::map<int64_t, double>()
+              : LossDriftEnvelope(references.reference_dir, references.twin_dir);
+  double drift = 0;
+  for (int64_t update : check_updates) {
+    absl::StatusOr<CheckedPoint> run = PointOf(run_dir, update, run_fingerprint, "the run's");
+    absl::StatusOr<CheckedPoint> reference =
+        update == 0 ? reference_first
+                    : PointOf(references.reference_dir, update,
+                              references.reference_fingerprint, "the reference's");
+    absl::StatusOr<CheckedPoint> twin =
+        bitwise ? absl::StatusOr<CheckedPoint>(CheckedPoint())
+                : PointOf(references.twin_dir, update, references.twin_fingerprint,
+                          "the drift twin's");
+    for (const absl::StatusOr<CheckedPoint>* point : {&run, &reference, &twin}) {
+      if (!point->ok()) {
+        AddCheckedUpdate(Unjudged(update, point->status()), &verdict);
+        break;
+      }
+    }
+    if (!run.ok() || !reference.ok() || !twin.ok()) continue;
+    UpdateComparisonInputs in;
+    in.run = &*run;
+    in.reference = &*reference;
+    in.twin = bitwise ? nullptr : &*twin;
+    in.reference_first = reference_first.ok() ? &*reference_first : nullptr;
+    in.rtol = parity.rtol();
+    in.atol = parity.atol();
+    in.earlier_drift = drift;
+    auto envelope = loss_drift.upper_bound(update);
+    if (envelope != loss_drift.begin()) in.loss_drift_envelope = std::prev(envelope)->second;
+    absl::StatusOr<UpdateComparison> compared = CompareUpdate(in);
+    if (!compared.ok()) {
+      AddCheckedUpdate(Unjudged(update, compared.status()), &verdict);
+      continue;
+    }
+    drift = compared->drift;
+    AddCheckedUpdate(std::move(compared->parity), &verdict);
+  }
+  return verdict;
+}
+
+void AddWholeRunVerdict(WholeRunParity whole_run, ParityReport* report) {
+  *report->mutable_whole_run() = std::move(whole_run);
+  const WholeRunParity& verdict = report->whole_run();
+  if (verdict.mode() == "not_judged" || verdict.pass()) return;
+  int failing = 0;
+  std::string first;
+  for (const UpdateParity& u : verdict.updates()) {
+    if (u.pass()) continue;
+    ++failing;
+    if (first.empty() && u.failures_size() > 0) first = u.failures(0);
+  }
+  report->add_failures(absl::StrCat("whole run: ", failing, " of ",
+                                    verdict.check_updates_size(),
+                                    " checked updates fail parity (", verdict.mode(),
+                                    "); the first: ", first));
+  report->set_pass(false);
+}
+
+std::string ParityVerdictLine(const ParityReport& report) {
+  const WholeRunParity& whole = report.whole_run();
+  std::string whole_part;
+  if (whole.mode() == "not_judged") {
+    whole_part = absl::StrCat("whole run not judged (", whole.not_judged(), ")");
+  } else {
+    int passing = 0;
+    double share = 0;
+    std::vector<int32_t> not_judged;
+    for (const UpdateParity& u : whole.updates()) {
+      passing += u.pass() ? 1 : 0;
+      if (u.pass()) share = std::max(share, u.largest_share_of_budget());
+      if (!u.judged() && !u.not_judged().empty()) not_judged.push_back(u.update());
+    }
+    whole_part = absl::StrCat(
+        "whole run: ", passing, " of ", whole.check_updates_size(), " checked updates (",
+        absl::StrJoin(whole.check_updates(), ", "), ") within ",
+        whole.mode() == "bitwise" ? "bitwise equality"
+                                  : absl::StrFormat("the drift budget (largest %.0f%% of "
+                                                    "it)",
+                                                    100 * share),
+        not_judged.empty()
+            ? ""
+            : absl::StrCat(", ", not_judged.size(), " not judged (",
+                           absl::StrJoin(not_judged, ", "),
+                           ": the drift twin's drift outgrew half of what training moved)"));
+  }
+  bool first_pass = true;
+  for (const std::string& f : report.failures()) {
+    first_pass = first_pass && absl::StartsWith(f, "whole run:");
+  }
+  const auto& not_judged = report.derived().not_judged_tensors();
+  return absl::StrCat(
+      report.pass() ? "parity PASSED: " : "parity FAILED: ", "first update ",
+      first_pass ? absl::StrFormat("within tolerance (largest difference %.3g)",
+                                   report.max_abs_diff())
+                 : absl::StrCat("fails: ", report.failures(0)),
+      not_judged.empty()
+          ? ""
+          : absl::StrCat(", ", not_judged.size(), " tensors not judged (",
+                         report.derived().derived_for(),
+                         "'s rounding too large a share of their update: ",
+                         absl::StrJoin(not_judged, ", "), ")"),
+      "; ", whole_part);
 }
 
 namespace {

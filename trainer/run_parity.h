@@ -5,6 +5,7 @@
 #define RECEIPT_PARITY_TRAINER_RUN_PARITY_H_
 
 #include <functional>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include "parity/parity_report.pb.h"
 #include "artifacts/first_step.pb.h"
 #include "config/config.pb.h"
+#include "parity/whole_run_parity.h"
+#include "trainer/whole_run_references.h"
 
 namespace receipt_parity {
 
@@ -39,6 +42,28 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
                                             const TrainingConfig& config,
                                             bool ranks_agree,
                                             const DeriveTolerance& derive = nullptr);
+
+// The whole-run verdict (parity/whole_run_parity.h) of the run whose
+// trajectory is in `run_dir` (stamped `run_fingerprint`) against
+// `references`, at every update of `check_updates` (sorted, 0 first), with
+// the config's parity rtol and atol as the floor of every budget. A point
+// that is missing or damaged (the run's, the reference's or the twin's)
+// fails its update, saying why. Errors: Internal on a LibTorch error.
+absl::StatusOr<WholeRunParity> CheckWholeRunParity(const std::string& run_dir,
+                                                   const std::string& run_fingerprint,
+                                                   const WholeRunReferences& references,
+                                                   const std::vector<int64_t>& check_updates,
+                                                   const ParityConfig& parity);
+
+// `report` gains `whole_run`; its pass then also requires the whole run's,
+// unless the whole run was not judged (mode "not_judged", where a
+// first-update failure or the reason it gives stands), and a failing whole
+// run adds one sentence to `failures` naming its first failure.
+void AddWholeRunVerdict(WholeRunParity whole_run, ParityReport* report);
+
+// One line for the console: "parity PASSED: ..." or "parity FAILED: ...",
+// the first update's verdict and the whole run's.
+std::string ParityVerdictLine(const ParityReport& report);
 
 // When `report` fails and the config's recipe holds a kept mistake that
 // explains it, adds a `failures` sentence saying why, and returns the

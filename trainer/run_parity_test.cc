@@ -162,6 +162,47 @@ TEST_F(RunParityTest, ABudgetThatWouldPassARunThatDidNotTrainIsRefused) {
   EXPECT_THAT(report->failures(0), HasSubstr("not below 50% of what one update changes"));
 }
 
+// A tensor above the gate is not judged, and the others still are: its
+// difference, however large, does not fail the run; theirs does.
+TEST_F(RunParityTest, ATensorTheBudgetCannotResolveIsNotJudged) {
+  ReferenceOn("cpu");
+  auto two_tensors = [](const std::vector<float>& w, const std::vector<float>& b) {
+    FirstStep step = Step(w);
+    step.add_parameter_order("b");
+    const NamedTensors tensor = {{"b", at::tensor(b)}};
+    StoreNamedTensors(tensor, step.mutable_gradients());
+    StoreNamedTensors(tensor, step.mutable_parameters_after());
+    return step;
+  };
+  ASSERT_TRUE(WriteArtifact(dir_ + "/first_step.json", MakeArtifactStamp("f", 1),
+                            two_tensors({1.0f, -2.0f}, {0.5f}))
+                  .ok());
+  auto derive = [](const FirstStep&) {
+    DerivedTolerance derived = Derived(1e-3, 1e-3, /*far_below=*/false);
+    derived.mutable_tensors(0)->set_judged(true);
+    TensorBudget* b = derived.add_tensors();
+    b->set_name("b");
+    b->set_gradient_atol(1e-3);
+    b->set_parameter_atol(1e-3);
+    derived.set_judged_tensors(1);
+    derived.add_not_judged_tensors("b");
+    return derived;
+  };
+  absl::StatusOr<ParityReport> b_off =
+      CheckRunParity(two_tensors({1.0f, -2.0f}, {0.9f}), dir_, Config("cpu"), true, derive);
+  ASSERT_TRUE(b_off.ok()) << b_off.status();
+  EXPECT_TRUE(b_off->pass()) << b_off->failures(0);
+  EXPECT_FALSE(b_off->gradients(1).judged());
+  EXPECT_FALSE(b_off->gradients(1).pass());
+  EXPECT_TRUE(b_off->gradients(0).judged());
+  EXPECT_THAT(b_off->tolerance_reason(), HasSubstr("not judged, their budget not below 50%"));
+  absl::StatusOr<ParityReport> w_off =
+      CheckRunParity(two_tensors({1.1f, -2.0f}, {0.5f}), dir_, Config("cpu"), true, derive);
+  ASSERT_TRUE(w_off.ok());
+  EXPECT_FALSE(w_off->pass());
+  EXPECT_THAT(w_off->failures(0), HasSubstr("gradient of w"));
+}
+
 TEST_F(RunParityTest, TwoGpusAreTheSameKind) {
   ReferenceOn("cuda:0");
   absl::StatusOr<ParityReport> report =

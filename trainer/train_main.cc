@@ -84,6 +84,11 @@ ABSL_FLAG(bool, allow_recipe_change, false,
           "Continue the run held in --out although this config changes its recipe "
           "(the optimizer's settings, lr_schedule, clip_grad_norm; nothing else): "
           "the new attempt in run_state.json records each change.");
+ABSL_FLAG(bool, whole_run_parity, true,
+          "Judge the whole run against a whole one-worker reference and its drift "
+          "twin at the end of a parity run (parity.check_updates, docs/parity.md); "
+          "false: only the first update is judged, and parity.json's whole_run says "
+          "so (the fault drill's runs, compared with each other, pass false).");
 ABSL_FLAG(bool, list_plugins, false,
           "Print every registered plugin as kind/name and exit; with --config, "
           "also those its plugin_library entries add, each marked with its file.");
@@ -211,9 +216,16 @@ bool IsOverwriteFlag(const std::string& arg) {
          arg == "--overwrite=1" || arg == "-overwrite=true";
 }
 
-// What a finished run prints instead of training.
+// What a finished run prints instead of training; one its failed first
+// update stopped (parity.stop_on_failure) exits as it did, 3.
 int ReportFinished(const RunFolderDecision& decision) {
   std::cout << decision.description << std::endl;
+  if (decision.finish.stopped_by() == "parity_failed") {
+    std::cerr << "parity FAILED: this run stopped after its first update failed parity; see "
+                 "its parity.json"
+              << std::endl;
+    return kExitCheckFailed;
+  }
   return 0;
 }
 
@@ -288,13 +300,19 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
   options.process_group = &*group;
   options.artifact_dir = out;
   options.reference_dir = reference_dir;
+  if (compares && absl::GetFlag(FLAGS_whole_run_parity)) {
+    options.whole_run_references = [&loaded, out](const WholeRunRequest& request) {
+      return EnsureWholeRunReferences(loaded, out, request);
+    };
+  }
   absl::StatusOr<TrainingOutcome> outcome = RunTraining(options);
   if (!outcome.ok()) return Fail(outcome.status());
   if (outcome->parity_checked && !outcome->parity_pass) {
-    std::cerr << "parity FAILED: the multi-worker first update differs from "
-                 "the one-worker reference; see "
-              << out << "/parity.json" << std::endl;
+    std::cerr << outcome->parity_verdict << "; see " << out << "/parity.json" << std::endl;
     return kExitCheckFailed;
+  }
+  if (outcome->parity_checked) {
+    std::cout << outcome->parity_verdict << "; see " << out << "/parity.json" << std::endl;
   }
   return 0;
 }

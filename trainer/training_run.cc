@@ -1,11 +1,16 @@
 #include "trainer/training_run.h"
 
+#include <algorithm>
 #include <exception>
 #include <memory>
+#include <optional>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include <c10/util/hash.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/optim/optimizer.h>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +20,7 @@
 #include "data/receipt_dataset.h"
 #include "logging/glog.h"
 #include "model/classifier.h"
+#include "parity/whole_run_parity.h"
 #include "collectives/collective_error.h"
 #include "reducers/gradient_reducer.h"
 #include "samplers/sampler_policy.h"
@@ -62,15 +68,29 @@ UpdateSchedule RunSchedule(const TrainingConfig& config, const SamplerPolicy& sa
 // warmup longer than the run is refused, naming the option; run.max_updates
 // only says where an attempt stops, as a multi-worker run's one-update
 // reference does).
-absl::Status CheckScheduleFitsRun(const LoadedConfig& loaded, const RunInputs& inputs) {
-  absl::StatusOr<int64_t> updates = RunUpdateCount(
-      RunSchedule(loaded.config, *inputs.plugins.sampler,
-                  static_cast<int64_t>(inputs.data.train.size()), loaded.config.world_size()));
-  if (!updates.ok()) return updates.status();
-  const absl::Status fits = inputs.plugins.schedule->CheckRun(*updates);
+absl::Status CheckScheduleFitsRun(const LoadedConfig& loaded, int64_t epoch_updates,
+                                  const RunInputs& inputs) {
+  const absl::Status fits = inputs.plugins.schedule->CheckRun(epoch_updates);
   if (fits.ok()) return fits;
   return loaded.locator->Locate(
       absl::Status(fits.code(), absl::StrCat("lr_schedule.options: ", fits.message())));
+}
+
+// The updates this run trains: every epoch's, or run.max_updates when fewer.
+int64_t RunLength(const TrainingConfig& config, int64_t epoch_updates) {
+  const int64_t max_updates = config.run().max_updates();
+  return max_updates > 0 ? std::min(max_updates, epoch_updates) : epoch_updates;
+}
+
+// The run's checked updates (parity.check_updates or the default), each
+// inside the run.
+absl::StatusOr<std::vector<int64_t>> RunCheckUpdates(const LoadedConfig& loaded,
+                                                     int64_t run_length) {
+  const std::vector<int64_t> configured(loaded.config.parity().check_updates().begin(),
+                                        loaded.config.parity().check_updates().end());
+  absl::StatusOr<std::vector<int64_t>> updates = CheckUpdates(configured, run_length);
+  if (!updates.ok()) return loaded.locator->Locate(updates.status());
+  return updates;
 }
 
 // The config, its plugins and its model settings were checked when it was
@@ -83,7 +103,16 @@ absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded) {
   absl::StatusOr<RunPlugins> plugins = loaded.plugins.Create();
   if (!plugins.ok()) return loaded.locator->Locate(plugins.status());
   inputs.plugins = std::move(*plugins);
-  if (absl::Status s = CheckScheduleFitsRun(loaded, inputs); !s.ok()) return s;
+  absl::StatusOr<int64_t> epoch_updates = RunUpdateCount(
+      RunSchedule(loaded.config, *inputs.plugins.sampler,
+                  static_cast<int64_t>(inputs.data.train.size()), loaded.config.world_size()));
+  if (!epoch_updates.ok()) return epoch_updates.status();
+  if (absl::Status s = CheckScheduleFitsRun(loaded, *epoch_updates, inputs); !s.ok()) return s;
+  inputs.run_length = RunLength(loaded.config, *epoch_updates);
+  absl::StatusOr<std::vector<int64_t>> check_updates =
+      RunCheckUpdates(loaded, inputs.run_length);
+  if (!check_updates.ok()) return check_updates.status();
+  inputs.check_updates = std::set<int64_t>(check_updates->begin(), check_updates->end());
   absl::StatusOr<std::shared_ptr<Classifier>> model = loaded.model.Build();
   if (!model.ok()) return loaded.locator->Locate(model.status());
   inputs.model = std::move(*model);
@@ -305,15 +334,66 @@ UpdateRecorderOptions RecorderOptions(const Run& run) {
   options.artifact_dir = run.options->artifact_dir;
   options.receipt_ids = &run.data.train_ids;
   options.micro_batches = run.config->accumulation_steps();
+  options.trajectory_updates = run.inputs.check_updates;
   options.stamp = run.stamp();
   options.defer_writes = true;  // no artifact write inside a timed update
   return options;
 }
 
+constexpr char kFirstUpdateParityKey[] = "parity/first_update_pass";
+
+// parity.stop_on_failure: after a fresh parity run's first update, rank 0
+// checks it against the reference and tells every rank, through the store,
+// whether the run goes on; a failed first update stops every rank there.
+class FirstUpdateParityGate : public UpdateGate {
+ public:
+  FirstUpdateParityGate(const Run& run, const UpdateRecorder& recorder)
+      : run_(run), recorder_(recorder) {}
+
+  absl::StatusOr<std::optional<std::string>> AfterUpdate(int64_t completed) override {
+    if (completed != 1) return std::optional<std::string>();
+    absl::StatusOr<bool> pass = Agree();
+    if (!pass.ok()) return pass.status();
+    if (*pass) return std::optional<std::string>();
+    LOG(ERROR) << "rank " << run_.options->rank
+               << ": the first update failed parity; parity.stop_on_failure stops the run "
+                  "here (see parity.json when it is written)";
+    return std::optional<std::string>(kStoppedByParity);
+  }
+
+ private:
+  absl::StatusOr<bool> Agree() {
+    const TrainingRunOptions& options = *run_.options;
+    bool pass = true;
+    if (run_.writer()) {
+      absl::StatusOr<ParityReport> parity =
+          FirstUpdateParity(run_, recorder_.first_step(), /*ranks_agree=*/true);
+      if (!parity.ok()) return parity.status();
+      pass = parity->pass();
+    }
+    if (options.process_group == nullptr) return pass;
+    try {
+      c10d::Store& store = *options.process_group->store;
+      if (run_.writer()) {
+        store.set(kFirstUpdateParityKey, std::vector<uint8_t>{pass ? uint8_t{1} : uint8_t{0}});
+        return pass;
+      }
+      const std::vector<uint8_t> value = store.get(kFirstUpdateParityKey);
+      return !value.empty() && value[0] == 1;
+    } catch (const std::exception& e) {
+      return CollectiveErrorToStatus(
+          e, absl::StrCat("rank ", options.rank, ": agreeing on the first update's parity"));
+    }
+  }
+
+  const Run& run_;
+  const UpdateRecorder& recorder_;
+};
+
 // The updates from the cursor to the run's end; `recorder`, `cadence` and
 // `report` keep what they recorded, saved and counted.
-absl::Status Train(Run& run, UpdateRecorder* recorder, CheckpointCadence* cadence,
-                   RankReportBuilder* report) {
+absl::StatusOr<UpdateLoopEnd> Train(Run& run, UpdateRecorder* recorder,
+                                    CheckpointCadence* cadence, RankReportBuilder* report) {
   const TrainingRunOptions& options = *run.options;
   const TrainingConfig& config = *run.config;
   UpdateStepParts step_parts;
@@ -331,6 +411,7 @@ absl::Status Train(Run& run, UpdateRecorder* recorder, CheckpointCadence* cadenc
   step_parts.micro_batches = config.accumulation_steps();
   step_parts.bf16 = config.precision() == "bf16";
   step_parts.schedule = run.plugins().schedule.get();
+  step_parts.whole_loss_updates = &run.inputs.check_updates;
   if (config.has_clip_grad_norm()) {
     step_parts.clipping = GradientClipping{config.clip_grad_norm().max_norm(),
                                            config.clip_grad_norm().scope() == "global"};
@@ -345,7 +426,11 @@ absl::Status Train(Run& run, UpdateRecorder* recorder, CheckpointCadence* cadenc
   const ProgressLog progress({run.writer(), config.run().log_every_updates(),
                               config.run().max_updates(), config.epochs()});
   if (absl::Status s = recorder->Start(run.model()); !s.ok()) return s;
-  return RunUpdateLoop(schedule, {&step, recorder, cadence, &progress, report});
+  FirstUpdateParityGate parity_gate(run, *recorder);
+  const bool gated = !options.reference_dir.empty() && run.fresh() &&
+                     config.parity().stop_on_failure();
+  return RunUpdateLoop(schedule, {&step, recorder, cadence, &progress, report,
+                                  gated ? &parity_gate : nullptr});
 }
 
 }  // namespace
@@ -375,7 +460,9 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
       });
   RankReportBuilder report(options.rank, options.world_size,
                            static_cast<int64_t>(run.inputs.data.train.size()));
-  if (absl::Status s = Train(run, &recorder, &cadence, &report); !s.ok()) return s;
+  absl::StatusOr<UpdateLoopEnd> end = Train(run, &recorder, &cadence, &report);
+  if (!end.ok()) return end.status();
+  run.stopped_by = end->stopped_by;
   // No artifact of a model that a last step made non-finite.
   if (absl::Status s = CheckParametersFinite(run.model(), options.rank,
                                              run.cursor.total_updates);

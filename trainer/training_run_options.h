@@ -15,6 +15,7 @@
 #include "config/checkpoint_plan.h"
 #include "config/config_loader.h"
 #include "runtime/process_group.h"
+#include "trainer/whole_run_references.h"
 
 namespace receipt_parity {
 
@@ -56,11 +57,18 @@ struct TrainingRunOptions {
   // recipe (the optimizer's settings, lr_schedule, clip_grad_norm) resumes
   // with this one (trainer/run_checkpoints.h).
   bool allow_recipe_change = false;
+  // With a reference: rank 0, at the run's end, gets the whole-run
+  // references from this before judging the whole run. Unset: the whole
+  // run is not judged (parity.json's whole_run says so).
+  WholeRunReferencesMaker whole_run_references;
 };
 
 struct TrainingOutcome {
   bool parity_checked = false;
   bool parity_pass = false;
+  // With parity checked: one line, the verdict on the first update and on
+  // the whole run, for the console.
+  std::string parity_verdict;
   int64_t updates = 0;
 };
 

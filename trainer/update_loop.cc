@@ -37,8 +37,8 @@ absl::StatusOr<int64_t> RunUpdateCount(const UpdateSchedule& schedule) {
   return total;
 }
 
-absl::Status RunUpdateLoop(const UpdateSchedule& schedule,
-                           const UpdateLoopParts& parts) {
+absl::StatusOr<UpdateLoopEnd> RunUpdateLoop(const UpdateSchedule& schedule,
+                                            const UpdateLoopParts& parts) {
   CHECK(schedule.sampler != nullptr && parts.step != nullptr &&
         parts.cadence != nullptr && parts.progress != nullptr &&
         parts.report != nullptr)
@@ -46,6 +46,7 @@ absl::Status RunUpdateLoop(const UpdateSchedule& schedule,
   const TrainingCursor& start = schedule.start;
   int64_t total = start.total_updates;
   bool stop = false;
+  UpdateLoopEnd end;
   for (int epoch = start.epoch; epoch < schedule.epochs && !stop; ++epoch) {
     absl::StatusOr<EpochPlan> plan = PlanEpoch(schedule, epoch);
     if (!plan.ok()) return plan.status();
@@ -74,10 +75,20 @@ absl::Status RunUpdateLoop(const UpdateSchedule& schedule,
       parts.progress->AfterUpdate(total, plan->num_updates(), epoch,
                                   result->weighted_loss, parts.report->updates());
       if (total % kUpdatesBetweenHeapTrims == 0) ReturnFreeHeapPages();
+      if (parts.gate != nullptr) {
+        absl::StatusOr<std::optional<std::string>> reason = parts.gate->AfterUpdate(total);
+        if (!reason.ok()) return reason.status();
+        if (reason->has_value()) {
+          end.stopped_by = **reason;
+          stop = true;
+          ++u;  // this update is done
+          break;
+        }
+      }
     }
     parts.report->AddEpoch(*plan, first, u);
   }
-  return absl::OkStatus();
+  return end;
 }
 
 }  // namespace receipt_parity

@@ -10,6 +10,7 @@
 //       UpdateObserver::AfterTimedUpdate  the recorder's file writes
 //       CheckpointCadence::AfterUpdate   saves when due
 //       ProgressLog::AfterUpdate         logs when due
+//       UpdateGate::AfterUpdate          stops the run here when it says so
 //       ReturnFreeHeapPages        every 64 updates (runtime/heap_trim.h)
 //     RankReportBuilder::AddEpoch  the epoch's accounting of the updates run
 //
@@ -21,6 +22,8 @@
 #define RECEIPT_PARITY_TRAINER_UPDATE_LOOP_H_
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -51,13 +54,32 @@ struct UpdateSchedule {
   TrainingCursor start;
 };
 
-// Not owned; observer may be nullptr.
+// Asked after each update, once its checkpoint is saved when due: whether
+// the run stops there. Every rank's gate must give the same answer at the
+// same update (it may be a collective), so all ranks stop together.
+class UpdateGate {
+ public:
+  virtual ~UpdateGate() = default;
+  // `completed`: the run's updates done so far (resumed attempts'
+  // included). A reason to stop here ("parity_failed", "preempted"), or
+  // nullopt to go on; an error ends the run with it.
+  virtual absl::StatusOr<std::optional<std::string>> AfterUpdate(int64_t completed) = 0;
+};
+
+// Not owned; observer and gate may be nullptr.
 struct UpdateLoopParts {
   UpdateStep* step = nullptr;
   UpdateObserver* observer = nullptr;
   CheckpointCadence* cadence = nullptr;
   const ProgressLog* progress = nullptr;
   RankReportBuilder* report = nullptr;
+  UpdateGate* gate = nullptr;
+};
+
+// What ended the loop: empty when the schedule ran out (its epochs or
+// max_updates), else the gate's reason.
+struct UpdateLoopEnd {
+  std::string stopped_by;
 };
 
 // The updates of every epoch of `schedule` from update 0, whatever
@@ -66,13 +88,14 @@ struct UpdateLoopParts {
 // plans'.
 absl::StatusOr<int64_t> RunUpdateCount(const UpdateSchedule& schedule);
 
-// Runs the schedule. The updates run are parts.report->updates().
-// Errors: the first error of the plan, the step, or a save; the run must
-// then stop (the model may be half updated).
-// REQUIRES: every part but the observer is set; the step's plan inputs
-// (examples, labels) match `schedule`.
-absl::Status RunUpdateLoop(const UpdateSchedule& schedule,
-                           const UpdateLoopParts& parts);
+// Runs the schedule, until it ends or the gate stops it. The updates run
+// are parts.report->updates(). Errors: the first error of the plan, the
+// step, a save or the gate; the run must then stop (the model may be half
+// updated).
+// REQUIRES: every part but the observer and the gate is set; the step's
+// plan inputs (examples, labels) match `schedule`.
+absl::StatusOr<UpdateLoopEnd> RunUpdateLoop(const UpdateSchedule& schedule,
+                                            const UpdateLoopParts& parts);
 
 }  // namespace receipt_parity
 

@@ -1,6 +1,8 @@
 #include "trainer/update_loop.h"
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -56,7 +58,7 @@ class RankLoop {
   // Runs from `start`, saving (through a recording saver) every
   // `every_updates`.
   absl::Status Run(TrainingCursor start, int64_t max_updates, int64_t every_updates,
-                   c10d::ProcessGroup* group = nullptr) {
+                   c10d::ProcessGroup* group = nullptr, UpdateGate* gate = nullptr) {
     step_parts_.group = group;
     UpdateStep step(step_parts_);
     std::optional<CheckpointPlan> plan;
@@ -78,7 +80,11 @@ class RankLoop {
     schedule.epochs = 2;
     schedule.max_updates = max_updates;
     schedule.start = start;
-    return RunUpdateLoop(schedule, {&step, &order, &cadence, &progress, &report_});
+    absl::StatusOr<UpdateLoopEnd> end =
+        RunUpdateLoop(schedule, {&step, &order, &cadence, &progress, &report_, gate});
+    if (!end.ok()) return end.status();
+    stopped_by = end->stopped_by;
+    return absl::OkStatus();
   }
 
   RankReport Report() { return report_.Finish({}, 0, ""); }
@@ -87,6 +93,7 @@ class RankLoop {
 
   UpdateOrder order;
   std::vector<TrainingCursor> saved;
+  std::string stopped_by;
 
  private:
   std::shared_ptr<Classifier> model_;
@@ -146,6 +153,47 @@ TEST(UpdateLoopTest, StopAtMaxUpdatesThenResumeFromTheCursorEqualsOneRun) {
   ASSERT_TRUE(split.Run(cursor, 0, 0).ok());
   EXPECT_EQ(split.order.totals, whole.order.totals);
   EXPECT_TRUE(Equal(split.Parameters(), whole.Parameters()));
+}
+
+// Stops the run once `at` updates are done, and counts its calls.
+class StopAt : public UpdateGate {
+ public:
+  explicit StopAt(int64_t at) : at_(at) {}
+  absl::StatusOr<std::optional<std::string>> AfterUpdate(int64_t completed) override {
+    seen.push_back(completed);
+    if (completed == at_) return std::optional<std::string>("test_stop");
+    return std::optional<std::string>();
+  }
+  std::vector<int64_t> seen;
+
+ private:
+  int64_t at_;
+};
+
+TEST(UpdateLoopTest, AGateStopsTheRunAfterTheUpdateItNamesWithItsCheckpointSaved) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(kExamples);
+  RankLoop loop(set, 0, 1);
+  StopAt gate(6);
+  ASSERT_TRUE(loop.Run({}, 0, 3, nullptr, &gate).ok());
+  EXPECT_EQ(loop.stopped_by, "test_stop");
+  EXPECT_EQ(gate.seen, (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(loop.order.totals, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(loop.builder().updates(), 6);
+  ASSERT_EQ(loop.saved.size(), 2u);  // the save after update 6 came first
+  EXPECT_EQ(loop.saved[1].total_updates, 6);
+  // The epoch's accounting counts the updates it ran, the stopping one too.
+  const RankReport report = loop.Report();
+  ASSERT_EQ(report.per_rank_size(), 2);
+  EXPECT_EQ(report.per_rank(1).updates(), 2);
+}
+
+TEST(UpdateLoopTest, ARunTheGateLetsGoEndsByItsSchedule) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(kExamples);
+  RankLoop loop(set, 0, 1);
+  StopAt gate(100);
+  ASSERT_TRUE(loop.Run({}, 0, 0, nullptr, &gate).ok());
+  EXPECT_EQ(loop.stopped_by, "");
+  EXPECT_EQ(loop.builder().updates(), 8);
 }
 
 TEST(UpdateLoopTest, TwoRanksOverGlooRunTheSameUpdatesAndEndEqual) {

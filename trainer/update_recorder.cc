@@ -42,6 +42,10 @@ bool UpdateRecorder::RecordsUpdate(int64_t total_update) const {
          (options_.first_update > 0 && total_update == options_.first_update);
 }
 
+bool UpdateRecorder::RecordsTrajectory(int64_t total_update) const {
+  return options_.writer && options_.trajectory_updates.count(total_update) > 0;
+}
+
 absl::Status UpdateRecorder::BeforeOptimizerStep(int64_t total_update,
                                                  const Classifier& model) {
   if (!RecordsFirstStep(total_update) && !RecordsUpdate(total_update)) {
@@ -62,9 +66,32 @@ absl::Status UpdateRecorder::AfterOptimizerStep(int64_t total_update,
                                                 int64_t update,
                                                 const UpdateResult& result,
                                                 const Classifier& model) {
+  const bool trajectory = RecordsTrajectory(total_update);
+  if (trajectory) {
+    if (!result.whole_update_loss.has_value()) {
+      return absl::InternalError(absl::StrCat(
+          "recording update ", total_update,
+          " into trajectory/: the step did not sum its loss over the ranks"));
+    }
+    trajectory_point_ = TrajectoryPoint();
+    trajectory_point_.checked.update = total_update;
+    trajectory_point_.checked.loss = *result.whole_update_loss;
+    trajectory_point_.learning_rate = result.learning_rate;
+    trajectory_point_.accepted_examples = result.global_accepted;
+    try {
+      trajectory_point_.checked.parameters = SnapshotParameters(model);
+    } catch (const std::exception& e) {
+      return LibTorchErrorToStatus(
+          e, absl::StrCat("recording update ", total_update, " into trajectory/: LibTorch"));
+    }
+  }
   const bool first = RecordsFirstStep(total_update);
   const bool asked = RecordsUpdate(total_update);
-  if (!first && !asked) return absl::OkStatus();
+  if (!first && !asked) {
+    if (!trajectory) return absl::OkStatus();
+    pending_ = {true, false, false, true, total_update};
+    return options_.defer_writes ? absl::OkStatus() : WritePending();
+  }
   current_.set_world_size(options_.world_size);
   try {
     StoreNamedTensors(SnapshotParameters(model),
@@ -90,7 +117,7 @@ absl::Status UpdateRecorder::AfterOptimizerStep(int64_t total_update,
       current_.add_parameter_order(item.key());
     }
   }
-  pending_ = {true, first, asked, total_update};
+  pending_ = {true, first, asked, trajectory, total_update};
   if (options_.defer_writes) return absl::OkStatus();
   return WritePending();
 }
@@ -112,6 +139,12 @@ absl::Status UpdateRecorder::WritePending() {
         !s.ok()) {
       return s;
     }
+  }
+  if (pending.trajectory) {
+    absl::Status s = WriteTrajectoryPoint(options_.artifact_dir, trajectory_point_,
+                                          options_.stamp);
+    trajectory_point_ = TrajectoryPoint();
+    if (!s.ok()) return s;
   }
   absl::Status written = absl::OkStatus();
   if (pending.update) {

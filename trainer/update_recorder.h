@@ -6,7 +6,10 @@
 //   update-K.json    the same record of global update K, for every K the
 //                    caller asked for and for the first update of a
 //                    resumed run (the fault drill compares it with an
-//                    uninterrupted run's).
+//                    uninterrupted run's);
+//   trajectory/      the parameters and the whole update's loss after each
+//                    checked update (artifacts/parity_trajectory.h), for
+//                    the whole-run parity verdict.
 // Only the writer (rank 0) records; on other ranks a recorder records
 // nothing and costs nothing. first_step.json and update-K.json are
 // written here, each right after its update (so a resumed attempt finds
@@ -27,6 +30,7 @@
 #include "samplers/epoch_plan.h"
 #include "artifacts/artifact_stamp.h"
 #include "artifacts/first_step.pb.h"
+#include "artifacts/parity_trajectory.h"
 #include "trainer/update_step.h"
 
 namespace receipt_parity {
@@ -51,6 +55,10 @@ struct UpdateRecorderOptions {
   // Receipt ids by dataset index, for the records' batches. Not owned;
   // must outlive the recorder.
   const std::vector<std::string>* receipt_ids = nullptr;
+  // Global updates whose parameters and whole loss go into trajectory/
+  // (the run's checked updates). The UpdateStep must sum the loss at these
+  // (UpdateStepParts.whole_loss_updates).
+  std::set<int64_t> trajectory_updates;
   // Micro-batches per rank and update (accumulation_steps): recorded per
   // slot in the batch.
   int micro_batches = 1;
@@ -98,14 +106,18 @@ class UpdateRecorder : public UpdateObserver {
     bool any = false;
     bool first_step = false;
     bool update = false;
+    bool trajectory = false;
     int64_t total_update = 0;
   };
+  // Whether global update `total_update` goes into trajectory/.
+  bool RecordsTrajectory(int64_t total_update) const;
   absl::Status WritePending();
 
   UpdateRecorderOptions options_;
   FirstStep first_step_;
   // The record of the update in progress.
   FirstStep current_;
+  TrajectoryPoint trajectory_point_;
   PendingWrites pending_;
 };
 

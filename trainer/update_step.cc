@@ -15,8 +15,11 @@
 #include "model/weighted_loss.h"
 #include "parity/tensor_comparison.h"
 #include "collectives/collective_error.h"
+#include "collectives/sum_across_ranks.h"
 #include "artifacts/epoch_accounting.h"
 #include "model/keyed_dropout.h"
+#include "model/sync_batch_norm.h"
+#include "model/sync_batch_norm_update.h"
 #include "samplers/micro_batches.h"
 
 namespace receipt_parity {
@@ -75,6 +78,7 @@ UpdateStep::UpdateStep(const UpdateStepParts& parts) : parts_(parts) {
   for (const torch::optim::OptimizerParamGroup& group : parts.optimizer->param_groups()) {
     base_rates_.push_back(group.options().get_lr());
   }
+  has_sync_batch_norm_ = !SyncBatchNorms(*parts.model).empty();
 }
 
 absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
@@ -86,16 +90,20 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
       static_cast<int64_t>(plan.UpdateSlots(parts_.rank, update).size());
   result.global_accepted = plan.GlobalAcceptedCount(update);
   if (absl::Status s = PrepareBuckets(total_update); !s.ok()) return s;
-  absl::StatusOr<double> loss = Backward(plan, update, total_update);
+  absl::StatusOr<WeightedBackwardResult> loss = Backward(plan, update, total_update);
   if (!loss.ok()) return loss.status();
-  result.weighted_loss = *loss;
+  result.weighted_loss = loss->weighted_loss;
+  result.accepted_loss_sum = loss->accepted_loss_sum;
   const bool clips_locally = parts_.clipping.has_value() && !parts_.clipping->global;
   if (absl::Status s = Clip(clips_locally, total_update, &result); !s.ok()) return s;
   const Clock::time_point sync_start = Clock::now();
   if (absl::Status s = Reduce(total_update); !s.ok()) return s;
   result.sync_seconds =
       std::chrono::duration<double>(Clock::now() - sync_start).count();
-  if (absl::Status s = CheckReducedUpdate(total_update, *loss); !s.ok()) return s;
+  if (absl::Status s = CheckReducedUpdate(total_update, result.weighted_loss); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = SumLoss(total_update, &result); !s.ok()) return s;
   const bool clips_globally = parts_.clipping.has_value() && parts_.clipping->global;
   if (absl::Status s = Clip(clips_globally, total_update, &result); !s.ok()) return s;
   if (observer != nullptr) {
@@ -115,9 +123,9 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
   return result;
 }
 
-absl::StatusOr<double> UpdateStep::Backward(const EpochPlan& plan,
-                                            int64_t update,
-                                            int64_t total_update) {
+absl::StatusOr<WeightedBackwardResult> UpdateStep::Backward(const EpochPlan& plan,
+                                                            int64_t update,
+                                                            int64_t total_update) {
   const PhaseKillScope injected_kill(parts_.phase_kill, KillPhase::kForwardBackward,
                                      parts_.rank, total_update);
   const int micro_batches = parts_.micro_batches;
@@ -127,7 +135,10 @@ absl::StatusOr<double> UpdateStep::Backward(const EpochPlan& plan,
       parts_.rank);
   const absl::Span<const Slot> slots = plan.UpdateSlots(parts_.rank, update);
   const int local_batch = plan.local_batch()[parts_.rank];
-  double loss = 0;
+  if (has_sync_batch_norm_) {
+    return SyncBatchNormUpdate(slots, local_batch, weights, total_update);
+  }
+  WeightedBackwardResult loss;
   for (int m = 0; m < micro_batches; ++m) {
     const auto [begin, end] = MicroBatchRange(m, static_cast<int64_t>(slots.size()),
                                               local_batch, micro_batches);
@@ -148,7 +159,60 @@ absl::StatusOr<double> UpdateStep::Backward(const EpochPlan& plan,
         m == 0 ? GradientStart::kZero : GradientStart::kAccumulate, parts_.bf16,
         UpdateKeys(batch.keys, total_update));
     if (!backward.ok()) return backward.status();
-    loss += backward->weighted_loss;
+    loss.weighted_loss += backward->weighted_loss;
+    loss.accepted_loss_sum += backward->accepted_loss_sum;
+  }
+  return loss;
+}
+
+absl::StatusOr<WeightedBackwardResult> UpdateStep::SyncBatchNormUpdate(
+    absl::Span<const Slot> slots, int local_batch, const std::vector<double>& weights,
+    int64_t total_update) {
+  const int micro_batches = parts_.micro_batches;
+  std::vector<UpdateMicroBatch> batches;
+  try {
+    for (int m = 0; m < micro_batches; ++m) {
+      const auto [begin, end] = MicroBatchRange(m, static_cast<int64_t>(slots.size()),
+                                                local_batch, micro_batches);
+      const absl::Span<const Slot> part = slots.subspan(begin, end - begin);
+      ExampleTensors selected = SelectSlots(*parts_.examples, part);
+      std::vector<bool> valid;
+      for (const Slot& slot : part) valid.push_back(slot.valid);
+      UpdateMicroBatch batch;
+      batch.images = selected.images;
+      batch.labels = selected.labels;
+      batch.update_keys = UpdateKeys(selected.keys, total_update);
+      batch.valid = at::tensor(at::ArrayRef<uint8_t>(
+                                   std::vector<uint8_t>(valid.begin(), valid.end())))
+                        .to(selected.images.device(), at::kBool);
+      batch.weights.assign(weights.begin() + begin, weights.begin() + end);
+      batches.push_back(std::move(batch));
+    }
+  } catch (const std::exception& e) {
+    return LibTorchError(e, parts_.rank, total_update);
+  }
+  // One rank, one micro-batch: the whole update is this forward, as the
+  // reference computes it.
+  if (parts_.group == nullptr && micro_batches == 1) {
+    SyncBatchNormPass direct;
+    direct.phase = BatchNormPhase::kDirect;
+    direct.valid = batches[0].valid;
+    const SyncBatchNormPassScope scope(&direct);
+    absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
+        *parts_.model, batches[0].images, batches[0].labels, batches[0].weights,
+        GradientStart::kZero, parts_.bf16, batches[0].update_keys);
+    return backward;
+  }
+  // The statistics' sums cross the ranks between passes; the gradient
+  // buckets are reduced after the last (not armed during a backward).
+  absl::StatusOr<WeightedBackwardResult> loss = SyncBatchNormBackward(
+      *parts_.model, batches, parts_.bf16,
+      RankSumOver(parts_.group,
+                  absl::StrCat(Where(parts_.rank, total_update),
+                               ": the synchronized batch norm's statistics")));
+  if (!loss.ok()) {
+    return absl::Status(loss.status().code(), absl::StrCat(Where(parts_.rank, total_update),
+                                                           ": ", loss.status().message()));
   }
   return loss;
 }
@@ -206,6 +270,30 @@ absl::Status UpdateStep::CheckReducedUpdate(int64_t total_update, double loss) {
   if (!std::isfinite(loss)) {
     return NotFinite(parts_.rank, total_update,
                      absl::StrCat("this rank's loss (", loss, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UpdateStep::SumLoss(int64_t total_update, UpdateResult* result) {
+  if (parts_.whole_loss_updates == nullptr ||
+      parts_.whole_loss_updates->count(total_update) == 0) {
+    return absl::OkStatus();
+  }
+  const double accepted = static_cast<double>(std::max<int64_t>(1, result->global_accepted));
+  if (parts_.group == nullptr) {
+    result->whole_update_loss = result->accepted_loss_sum / accepted;
+    return absl::OkStatus();
+  }
+  try {
+    const at::Device device = parts_.model->parameters().front().device();
+    at::Tensor loss = at::full({1}, result->accepted_loss_sum,
+                               at::TensorOptions().dtype(at::kDouble).device(device));
+    const RankSum sum = RankSumOver(
+        parts_.group, absl::StrCat(Where(parts_.rank, total_update), ": the update's loss"));
+    if (absl::Status s = sum(loss); !s.ok()) return s;
+    result->whole_update_loss = loss.item<double>() / accepted;
+  } catch (const std::exception& e) {
+    return LibTorchError(e, parts_.rank, total_update);
   }
   return absl::OkStatus();
 }

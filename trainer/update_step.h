@@ -8,7 +8,11 @@
 //   backward of sum_i w_i * loss_i over r's slots (model/weighted_loss.h);
 //              masked slots are computed and weigh zero; with
 //              accumulation, one forward and backward per micro-batch
-//              (samplers/micro_batches.h), their gradients added
+//              (samplers/micro_batches.h), their gradients added; a model
+//              with synchronized batch norms runs its passes over every
+//              micro-batch (model/sync_batch_norm_update.h), its statistics'
+//              sums crossing the ranks between passes, and its buckets are
+//              reduced after them
 //   with a group, the gradients live in persistent flat buckets
 //   (reducers/gradient_buckets.h, made at the first update; every .grad a
 //   view into them); the reducer reduces the buckets in place once per
@@ -20,6 +24,8 @@
 //   min(1, max_norm / (norm + 1e-6)), its norm the same on every rank; with
 //   scope "local" each rank scales its own gradient so before the reduction
 //   (its buckets are then reduced after the backward pass, not during it)
+//   at a whole-loss update, the ranks' shares of the loss summed (a
+//   one-element all-reduce)
 //   observer->BeforeOptimizerStep(...)        gradients reduced, not stepped
 //   every parameter group's rate set to its base rate (as the optimizer
 //   was built) times the schedule's factor of the run's update index
@@ -49,6 +55,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include <torch/optim/optimizer.h>
@@ -57,6 +64,7 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/fault_injection.h"
 #include "model/classifier.h"
+#include "model/weighted_loss.h"
 #include "reducers/gradient_buckets.h"
 #include "reducers/gradient_reducer.h"
 #include "samplers/epoch_plan.h"
@@ -107,6 +115,10 @@ struct UpdateStepParts {
   const LearningRateSchedule* schedule = nullptr;
   // Clipping; nullopt: none.
   std::optional<GradientClipping> clipping;
+  // The run's global updates whose mean loss over the accepted examples
+  // is wanted: at those the step sums the ranks' accepted losses over the
+  // group (UpdateResult.whole_update_loss). nullptr: none. Not owned.
+  const std::set<int64_t>* whole_loss_updates = nullptr;
   // An injected kill inside the backward (forward_backward: weights,
   // forward, backward) or the reducer call (allreduce) of one update
   // (checkpoint/phase_kill.h); unarmed by default.
@@ -131,6 +143,13 @@ struct UpdateResult {
   // Without: 0 and 1.
   double gradient_norm = 0;
   double clip_factor = 1;
+  // This rank's sum of its accepted examples' losses (WeightedBackwardResult).
+  double accepted_loss_sum = 0;
+  // At the updates UpdateStepParts.whole_loss_updates names: the update's
+  // mean loss over its accepted examples, every rank's accepted_loss_sum
+  // added (in the group's order) over global_accepted: the same quantity
+  // whatever the weighting and reducer.
+  std::optional<double> whole_update_loss;
 };
 
 // Sees the model at the two points of an update that are not visible from
@@ -178,8 +197,15 @@ class UpdateStep {
                                    UpdateObserver* observer);
 
  private:
-  absl::StatusOr<double> Backward(const EpochPlan& plan, int64_t update,
-                                  int64_t total_update);
+  absl::StatusOr<WeightedBackwardResult> Backward(const EpochPlan& plan, int64_t update,
+                                                  int64_t total_update);
+  // A model with synchronized batch norms: its micro-batches through
+  // model/sync_batch_norm_update.h (or, on one rank in one micro-batch, one
+  // direct forward whose statistics leave out the masked slots).
+  absl::StatusOr<WeightedBackwardResult> SyncBatchNormUpdate(absl::Span<const Slot> slots,
+                                                             int local_batch,
+                                                             const std::vector<double>& weights,
+                                                             int64_t total_update);
   // With a group: the buckets, made once.
   absl::Status PrepareBuckets(int64_t total_update);
   // With buckets: armed for the next backward pass, unless this rank clips
@@ -191,12 +217,16 @@ class UpdateStep {
   absl::Status Clip(bool clip_here, int64_t total_update, UpdateResult* result);
   absl::Status Step(int64_t total_update, UpdateResult* result);
   absl::Status CheckReducedUpdate(int64_t total_update, double loss);
+  // At a whole-loss update: the ranks' shares of the loss added.
+  absl::Status SumLoss(int64_t total_update, UpdateResult* result);
 
   UpdateStepParts parts_;
   std::unique_ptr<GradientBuckets> buckets_;
   // Each parameter group's rate as the optimizer was built: what the
   // schedule's factor multiplies.
   std::vector<double> base_rates_;
+  // The model has synchronized batch norms (model/sync_batch_norm.h).
+  bool has_sync_batch_norm_ = false;
 };
 
 }  // namespace receipt_parity

@@ -1,0 +1,56 @@
+// A run's trajectory: its parameters and its loss after each checked update
+// (parity.check_updates, parity/whole_run_parity.h), kept in its run folder
+//   trajectory/update-K.pt    the parameters after global update K
+//                             (LibTorch's serialization)
+//   trajectory/update-K.json  TrajectoryPointRecord
+//                             (artifacts/parity_trajectory.proto): the loss,
+//                             the rate, the .pt's size and SHA-1, stamped
+// so that a multi-worker run is judged against its reference's, and its
+// reference's drift twin's, over the whole run. The .pt is written first and
+// the .json last, each atomically: a point whose .json is there is whole.
+// A resumed attempt keeps the points its earlier attempts wrote.
+//
+// Thread safety: functions only; one writer per run folder.
+#ifndef RECEIPT_PARITY_ARTIFACTS_PARITY_TRAJECTORY_H_
+#define RECEIPT_PARITY_ARTIFACTS_PARITY_TRAJECTORY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "artifacts/artifact_stamp.h"
+#include "parity/whole_run_parity.h"
+
+namespace receipt_parity {
+
+inline constexpr char kTrajectoryFolder[] = "trajectory";
+
+struct TrajectoryPoint {
+  CheckedPoint checked;  // update, loss, parameters (detached CPU copies)
+  double learning_rate = 0;
+  int64_t accepted_examples = 0;
+};
+
+// Writes `point` into run_dir/trajectory/ (made when missing). Errors:
+// Internal naming the file (LibTorch's, or the write's).
+absl::Status WriteTrajectoryPoint(const std::string& run_dir, const TrajectoryPoint& point,
+                                  const ArtifactStamp& stamp);
+
+// The point of `update` in run_dir/trajectory/, read as untrusted input
+// (io/untrusted_file.h: a regular file inside the folder, of the size and
+// SHA-1 its record gives). Errors name the file: NotFound when it was never
+// recorded; DataLoss for a damaged or mismatched one; FailedPrecondition
+// for one stamped with another config fingerprint than `fingerprint` (when
+// not empty).
+absl::StatusOr<TrajectoryPoint> ReadTrajectoryPoint(const std::string& run_dir,
+                                                    int64_t update,
+                                                    const std::string& fingerprint = "");
+
+// The updates whose record run_dir/trajectory/ holds, sorted (empty when
+// there is no such folder).
+std::vector<int64_t> RecordedTrajectoryUpdates(const std::string& run_dir);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_ARTIFACTS_PARITY_TRAJECTORY_H_

@@ -1,0 +1,67 @@
+// One rank's forward and backward passes of a training update of a model
+// with synchronized batch norms (model/sync_batch_norm.h), when the update
+// is cut across ranks or micro-batches: every layer normalizes by the
+// statistics of the whole update's valid examples, and the gradient is the
+// one of the whole update's loss through those statistics, as the
+// one-worker reference's single backward gives it.
+//
+// With layers 0..S-1 and the update's micro-batches M on this rank:
+//   collect   for t = 0..S-1: a forward (no graph) of every micro-batch, layers
+//             below t normalizing by their update statistics, layer t
+//             summing its valid elements; the sums added over the ranks
+//             (`sum`), giving layer t's update mean and variance (and its
+//             running statistics' step)
+//   apply     a forward and backward of every micro-batch with the
+//             statistics as leaves: the parameters' gradient with the
+//             statistics held, and the loss's gradient with respect to the
+//             statistics, added over the ranks
+//   surrogate for t = S-1..0: a forward and backward of every micro-batch
+//             of the surrogate sum_i (g_mean_t x_i + g_var_t (x_i - mean_t)^2)
+//             / count over layer t's input, which carries the statistics'
+//             gradient back to the parameters below t and to the earlier
+//             layers' statistics (added over the ranks)
+// so an update costs about 2S + 1 forwards and S + 1 backwards, and 2S
+// small sums across ranks, all between passes (none inside autograd). The
+// parameters' gradients are left for the reducer as usual: every rank's
+// hold its own examples' share.
+//
+// Thread safety: one call per thread; `sum` must be a collective over the
+// same ranks running this update.
+#ifndef RECEIPT_PARITY_MODEL_SYNC_BATCH_NORM_UPDATE_H_
+#define RECEIPT_PARITY_MODEL_SYNC_BATCH_NORM_UPDATE_H_
+
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/statusor.h"
+#include "collectives/sum_across_ranks.h"
+#include "model/classifier.h"
+#include "model/weighted_loss.h"
+
+namespace receipt_parity {
+
+// One micro-batch of this rank's share of an update (n >= 0 examples).
+struct UpdateMicroBatch {
+  at::Tensor images;       // [n, ...]
+  at::Tensor labels;       // [n] int64
+  at::Tensor update_keys;  // [n] int64 on the CPU, or undefined
+  at::Tensor valid;        // [n] bool on the images' device: false for a masked slot
+  std::vector<double> weights;  // n loss weights
+};
+
+// Sets every parameter's gradient to this rank's share of the update's
+// gradient (zeroing what was there) and returns this rank's share of the
+// loss, sum_i w_i * loss_i, and its accepted examples' loss sum
+// (model/weighted_loss.h). With `bf16`, forwards under bfloat16 autocast.
+// REQUIRES: the model has synchronized batch norms (SyncBatchNorms), is in
+// training mode; every rank calls with the same model and micro-batch
+// count. Errors: `sum`'s; Internal "synchronized batch norm: ..." for what
+// LibTorch throws.
+absl::StatusOr<WeightedBackwardResult> SyncBatchNormBackward(
+    Classifier& model, const std::vector<UpdateMicroBatch>& micro_batches, bool bf16,
+    const RankSum& sum);
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_MODEL_SYNC_BATCH_NORM_UPDATE_H_
