@@ -62,8 +62,15 @@ WeightedLoss WeightedLossOf(Classifier& model, const at::Tensor& images, const a
       at::cross_entropy_loss(logits, labels, /*weight=*/{}, at::Reduction::None);
   WeightedLoss loss;
   loss.weighted = (per_example * w).sum();
-  loss.accepted_loss_sum =
-      (per_example.detach().to(at::kDouble) * (w != 0)).sum().item<double>();
+  // Read where the values are (no op on the CPU): no update pays a tensor
+  // op for a figure.
+  const at::Tensor values = per_example.detach().to(at::kCPU).contiguous();
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i] == 0) continue;
+    loss.accepted_loss_sum += values.scalar_type() == at::kDouble
+                                  ? values.data_ptr<double>()[i]
+                                  : static_cast<double>(values.data_ptr<float>()[i]);
+  }
   return loss;
 }
 

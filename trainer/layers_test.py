@@ -46,6 +46,10 @@ class KeyedDropoutTest(unittest.TestCase):
     self.assertEqual(parity["split"], [3, 1])
     self.assertFalse(parity["simulated"])
     self.assertTrue(parity["ranks_agree"])
+    # Over the whole run too: every checked update judged and within budget.
+    whole = parity["whole_run"]
+    self.assertTrue(whole["pass"], whole)
+    self.assertEqual(whole["judged_updates"], len(whole["check_updates"]))
 
   def test_the_audit_lists_the_dropout_as_parity_safe(self):
     self.assertEqual(self.uneven_run.returncode, 0, self.uneven_run.stderr[-3000:])
@@ -90,6 +94,11 @@ class KeyedDropoutTest(unittest.TestCase):
     self.assertEqual(support.load(os.path.join(part_out, "resume.json"))["update"], 3)
     self.assertEqual(summary(part_out)["final_parameter_hash"],
                      summary(whole_out)["final_parameter_hash"])
+    # The resumed run is judged over the whole run, its first attempt's
+    # points included.
+    whole = support.load(os.path.join(part_out, "parity.json"))["whole_run"]
+    self.assertTrue(whole["pass"], whole)
+    self.assertIn(0, whole["check_updates"])
 
   def test_a_probability_outside_0_1_is_refused_naming_the_field(self):
     tmp = support.temp_dir("keyed_bad")
