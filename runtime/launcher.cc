@@ -87,9 +87,18 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
     }
     return -1;
   };
+  // Ranks that were stopped (SIGSTOP) when the run failed: they had stopped
+  // answering, and a SIGTERM would wait for them to be continued, so they
+  // are killed at once and named.
+  std::vector<int> stopped;
   auto stop_others = [&] {
     for (int r = 0; r < options.world_size; ++r) {
-      if (pids[r] > 0) kill(pids[r], SIGTERM);
+      if (pids[r] > 0 && ProcessIsStopped(pids[r])) {
+        stopped.push_back(r);
+        kill(pids[r], SIGKILL);
+      } else if (pids[r] > 0) {
+        kill(pids[r], SIGTERM);
+      }
     }
     const auto deadline = std::chrono::steady_clock::now() + options.grace;
     while (running > 0 && std::chrono::steady_clock::now() < deadline) {
@@ -132,8 +141,15 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
       LOG(ERROR) << "launcher: rank " << rank << " " << DescribeWaitStatus(status)
                  << "; stopping the other ranks";
       stop_others();
+      std::string frozen;
+      for (int r : stopped) {
+        absl::StrAppend(&frozen, "; rank ", r,
+                        " had stopped answering (it was stopped: state T, SIGSTOP or a "
+                        "debugger) and was killed");
+      }
+      if (!frozen.empty()) LOG(ERROR) << "launcher: " << frozen.substr(2);
       return absl::AbortedError(absl::StrCat(
-          "rank ", rank, " ", DescribeWaitStatus(status),
+          "rank ", rank, " ", DescribeWaitStatus(status), frozen,
           "; stopped the other ranks"));
     }
   }

@@ -23,6 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "collectives/collective_error.h"
 #include "collectives/gloo_process_group.h"
+#include "runtime/guarded_store.h"
 #include "runtime/mpi_backend.h"
 
 namespace receipt_parity {
@@ -173,7 +174,9 @@ absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
     auto tcp_store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
     tcp_store->setTimeout(timeout);
     ProcessGroupHandle handle;
-    handle.store = c10::make_intrusive<c10d::PrefixStore>(AttemptKeyPrefix(), tcp_store);
+    // Every blocking call under a deadline: a frozen store's host must not
+    // block this rank forever (runtime/guarded_store.h).
+    handle.store = c10::make_intrusive<GuardedStore>(AttemptKeyPrefix(), tcp_store, env.rank);
     handle.group = MakeGlooProcessGroup(handle.store, env.rank, env.world_size,
                                         timeout, GlooDevice(env));
     if (nccl != nullptr) {

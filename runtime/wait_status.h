@@ -11,6 +11,11 @@ namespace receipt_parity {
 // wait status N" for anything else.
 std::string DescribeWaitStatus(int wait_status);
 
+// Whether process `pid` is stopped now (SIGSTOP, SIGTSTP, a debugger: state
+// T or t in /proc/PID/stat): it runs nothing and answers no one, and a
+// SIGTERM would wait until it is continued. False when it cannot be read.
+bool ProcessIsStopped(int pid);
+
 }  // namespace receipt_parity
 
 #endif  // RECEIPT_PARITY_RUNTIME_WAIT_STATUS_H_

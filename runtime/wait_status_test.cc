@@ -36,5 +36,21 @@ TEST(DescribeWaitStatusTest, ASignalNamesItsNumberAndName) {
             "was killed by signal 9 (Killed)");
 }
 
+TEST(ProcessIsStoppedTest, ARunningChildIsNotAStoppedOneIs) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    for (;;) pause();
+  }
+  EXPECT_FALSE(ProcessIsStopped(pid));
+  kill(pid, SIGSTOP);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);  // it has stopped
+  EXPECT_TRUE(ProcessIsStopped(pid));
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  EXPECT_FALSE(ProcessIsStopped(pid));  // gone
+  EXPECT_FALSE(ProcessIsStopped(-1));
+}
+
 }  // namespace
 }  // namespace receipt_parity
