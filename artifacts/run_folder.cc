@@ -20,6 +20,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "io/json_file.h"
+#include "io/untrusted_file.h"
 #include "runtime/distributed_env.h"
 #include "config/config_loader.h"
 #include "artifacts/run_manifest.pb.h"
@@ -291,6 +292,30 @@ absl::StatusOr<RunFolderDecision> DecideHeldRun(const std::string& dir,
 }
 
 }  // namespace
+
+absl::Status RefuseLinksLeaving(const std::string& out) {
+  std::vector<std::string> folders = {out};
+  for (const char* inner : {"reference", "drift_reference"}) {
+    folders.push_back(absl::StrCat(out, "/", inner));
+  }
+  for (size_t i = 0, n = folders.size(); i < n; ++i) {
+    folders.push_back(absl::StrCat(folders[i], "/trajectory"));
+  }
+  for (const std::string& folder : folders) {
+    for (const std::string& name : EntryNames(folder)) {
+      const std::string path = absl::StrCat(folder, "/", name);
+      std::error_code ec;
+      if (!fs::is_symlink(fs::symlink_status(path, ec)) || ResolvesInside(path, out)) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, " is a link to ", fs::weakly_canonical(path, ec).string(),
+          ", outside the run folder ", out,
+          ": a run reads and removes only what lies in its folder; put a copy there instead "
+          "of the link, use another --out, or --overwrite (which removes the link, never "
+          "what it points to)"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<RunFolderState> ReadRunFolderState(const std::string& dir) {
   return ReadState(dir);

@@ -88,6 +88,14 @@ struct RunFolderRules {
 // InvalidArgument naming the file when it is unreadable.
 absl::StatusOr<RunFolderState> ReadRunFolderState(const std::string& dir);
 
+// Nothing a run in --out=OUT reads or removes may lie outside OUT (CWE-59):
+// OUT's entries, those of OUT/reference and OUT/drift_reference, and their
+// trajectory/ entries, must not be links whose targets leave OUT. (A
+// generation folder linked out of checkpoints/ is set aside at resume
+// instead, checkpoint/recovery.h.) Reads the folders; writes nothing.
+// InvalidArgument naming the first such link and its target.
+absl::Status RefuseLinksLeaving(const std::string& out);
+
 // Reads DIR; writes nothing. `config` is the config about to run in DIR.
 // Errors: InvalidArgument (exit 2) "DIR holds a run of another config
 // (DIR/run_state.json): <field>: <old> -> <new>; ..." when the configs

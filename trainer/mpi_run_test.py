@@ -129,6 +129,36 @@ class MpiRunTest(unittest.TestCase):
     self.assertEqual(resume["generation"], 2)
     self.assertEqual(final_hash(out), final_hash(self.launched_out))
 
+  def test_a_bad_row_the_workers_find_under_mpirun_exits_2(self):
+    """Issue 26, item 4, under run { launcher: "mpirun" }: the README's
+    sequence (the reference first on good data, then two workers on a CSV
+    that gained a bad row) exits 2, the workers' cause, as on a fresh
+    folder."""
+    folder = os.path.join(self.tmp, "mydata")
+    os.makedirs(os.path.join(folder, "images"))
+    rows = ["receipt_id,image,label"]
+    for i in range(12):
+      pixels = bytes((x * 7 + y * 13 + i * 29) % 256 for y in range(16) for x in range(16))
+      with open(os.path.join(folder, "images", "r%02d.pgm" % i), "wb") as f:
+        f.write(b"P5\n16 16\n255\n" + pixels)
+      rows.append("r%02d,images/r%02d.pgm,%s" % (i, i, ("ok", "blurred", "faded", "cropped")[i % 4]))
+    support.write(os.path.join(folder, "receipts.csv"), "\n".join(rows) + "\n")
+    base = ('data { manifest_path: "receipts.csv" image_size: 16 validation_fraction: 0.25 }\n'
+            'model { architecture: "cnn" conv_channels: [4] hidden_units: [8] }\n'
+            'optimizer { sgd { learning_rate: 0.05 momentum: 0.9 } }\nglobal_batch: 4\n')
+    one = support.write(os.path.join(folder, "one.pbtxt"), base)
+    two = support.write(os.path.join(folder, "two.pbtxt"),
+                        base + 'world_size: 2\nrun { launcher: "mpirun" }\n')
+    out = os.path.join(self.tmp, "bad_row")
+    result = support.run_train("--config=" + one, "--out=" + out, env=mpirun_env())
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    with open(os.path.join(folder, "receipts.csv"), "a") as f:
+      f.write("r99,images/r00.pgm,smudged\n")
+    for where in (out, os.path.join(self.tmp, "bad_row_fresh")):
+      result = support.run_train("--config=" + two, "--out=" + where, env=mpirun_env())
+      self.assertEqual(result.returncode, 2, result.stdout[-2000:] + result.stderr[-3000:])
+      self.assertIn("smudged", result.stderr)
+
   def test_mpi_allreduce_without_mpirun_is_a_config_error(self):
     path = config(self.tmp, "no_mpirun", "mpi_allreduce")
     local = support.run_train("--config=" + path, "--out=" + os.path.join(self.tmp, "n1"))

@@ -300,6 +300,7 @@ absl::StatusOr<PreparedRunFolder> PrepareRunFolder(const RunFolderRequest& reque
   } else if (request.overwrite) {
     if (absl::Status s = Overwrite(request); !s.ok()) return s;
   }
+  if (absl::Status s = RefuseLinksLeaving(request.out); !s.ok()) return s;
   absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(request.run_dir, config, request.rules);
   if (!decision.ok()) return decision.status();
   prepared.decision = *std::move(decision);

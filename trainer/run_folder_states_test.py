@@ -196,6 +196,38 @@ class RunFolderStatesTest(unittest.TestCase):
     self.assertEqual(found["resume.json"]["update"], 3)  # the newest generation
     self.assertIn("this run is finished", self.train(four).stdout)
 
+  def test_nothing_outside_the_run_folder_is_read_or_removed(self):
+    """A reference, or an artifact, reached through a link that leaves
+    --out is refused naming the link (exit 2), and what it points to stays
+    byte-identical; --overwrite removes the link, never its target."""
+    one = self.config("one.pbtxt", checkpointed(world=1))
+    two = self.config("two.pbtxt", checkpointed(world=2))
+    elsewhere = os.path.join(self.tmp, "kept_elsewhere")
+    self.train(one)  # a finished reference in out/reference
+    os.rename(os.path.join(self.out, "reference"), elsewhere)
+    os.symlink(elsewhere, os.path.join(self.out, "reference"))
+    before = folder_digest(elsewhere)
+    refused = self.train(two, code=2)
+    self.assertIn(os.path.join(self.out, "reference") + " is a link to " + elsewhere,
+                  refused.stderr)
+    self.assertIn("outside the run folder", refused.stderr)
+    self.assertEqual(folder_digest(elsewhere), before)
+    # A run's own artifact linked out: the same.
+    os.remove(os.path.join(self.out, "reference"))
+    self.train(two)
+    outside = os.path.join(self.tmp, "first_step_elsewhere.json")
+    os.rename(os.path.join(self.out, "first_step.json"), outside)
+    os.symlink(outside, os.path.join(self.out, "first_step.json"))
+    with open(outside, "rb") as f:
+      kept = f.read()
+    refused = self.train(two, code=2)
+    self.assertIn("first_step.json is a link to", refused.stderr)
+    self.train(two, "--overwrite")
+    self.assertFalse(os.path.islink(os.path.join(self.out, "first_step.json")))
+    with open(outside, "rb") as f:
+      self.assertEqual(f.read(), kept)
+    self.assertEqual(folder_digest(elsewhere), before)
+
   def test_the_artifacts_say_what_they_mean(self):
     # issue 15's findings on artifacts, on a real two-worker run and the
     # reference it made (one update first; at its end trained through the
