@@ -317,6 +317,20 @@ absl::Status RefuseLinksLeaving(const std::string& out) {
   return absl::OkStatus();
 }
 
+absl::Status RecordAttemptEnd(const std::string& dir, const std::string& ended, int64_t updates,
+                              bool saved) {
+  absl::StatusOr<RunFolderState> state = ReadState(dir);
+  if (!state.ok()) return state.status();
+  if (state->attempts_size() == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(dir, "/", kRunStateFile, " has no attempt"));
+  }
+  AttemptRecord* attempt = state->mutable_attempts(state->attempts_size() - 1);
+  attempt->set_ended(ended);
+  attempt->set_ended_at_update(static_cast<int32_t>(updates));
+  attempt->set_saved_at_end(saved);
+  return WriteJsonFile(dir + "/" + kRunStateFile, *state);
+}
+
 absl::StatusOr<RunFolderState> ReadRunFolderState(const std::string& dir) {
   return ReadState(dir);
 }

@@ -122,6 +122,12 @@ absl::StatusOr<std::vector<std::string>> RemoveRun(const std::string& dir,
 absl::Status BeginAttempt(const std::string& dir, const TrainingConfig& config,
                           const RunFolderDecision& decision);
 
+// The newest attempt in DIR/run_state.json ended as `ended` ("preempted")
+// after the run's `updates` updates, a generation saved there or not.
+// Errors: the state's (unreadable, or no attempt), and the write's.
+absl::Status RecordAttemptEnd(const std::string& dir, const std::string& ended, int64_t updates,
+                              bool saved);
+
 // Rank 0, once it knows whether the attempt resumed a generation: removes
 // what earlier attempts wrote that this attempt would otherwise leave stale
 // beside its own, and finished.json. A fresh start removes every artifact;

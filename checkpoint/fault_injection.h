@@ -82,6 +82,9 @@ struct PhaseKillPlan {
   // The rank dies this long after the phase began, or at the phase's end
   // if it ends first (checkpoint/phase_kill.h).
   int64_t delay_us = 0;
+  // The rank sends itself SIGTERM (a scheduler's preemption,
+  // runtime/preemption.h) instead of SIGKILL, and runs on.
+  bool preempt = false;
 
   bool armed() const { return rank >= 0; }
   // Armed, and for this phase, rank and update.

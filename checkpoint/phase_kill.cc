@@ -1,6 +1,7 @@
 #include "checkpoint/phase_kill.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -35,14 +36,28 @@ bool ArmTimer(int signal, int64_t delay_us, timer_t* timer) {
 
 }  // namespace
 
+namespace {
+
+// A preemption's end of phase: the signal now, and the run goes on.
+void SendPreemption(const std::string& what) {
+  LOG(ERROR) << "fault injection: " << what;
+  kill(getpid(), SIGTERM);
+}
+
+}  // namespace
+
 PhaseKillScope::PhaseKillScope(const PhaseKillPlan& plan, KillPhase phase, int rank,
                                int64_t update)
-    : PhaseKillScope(plan, phase, rank, update, SIGKILL, DieOfInjectedFault) {}
+    : PhaseKillScope(plan, phase, rank, update, plan.preempt ? SIGTERM : SIGKILL,
+                     plan.preempt ? InjectedKill(SendPreemption)
+                                  : InjectedKill(DieOfInjectedFault)) {}
 
 PhaseKillScope::PhaseKillScope(const PhaseKillPlan& plan, KillPhase phase, int rank,
                                int64_t update, int timer_signal, InjectedKill at_end) {
   if (!plan.Names(phase, rank, update)) return;
-  who_ = absl::StrCat("rank ", rank, " kills itself (SIGKILL)");
+  who_ = timer_signal == SIGTERM
+             ? absl::StrCat("rank ", rank, " sends itself SIGTERM (a preemption)")
+             : absl::StrCat("rank ", rank, " kills itself (SIGKILL)");
   where_ = absl::StrCat(KillPhaseName(phase), " of update ", update);
   delay_us_ = plan.delay_us;
   at_end_ = std::move(at_end);

@@ -11,10 +11,14 @@
 // line "fault injection: rank R kills itself (SIGKILL) inside PHASE of
 // update K, D us after the phase begins ..." (the fault drill looks for
 // it), then arms a POSIX timer that delivers SIGKILL to the process
-// plan.delay_us later. The kernel kills the process wherever its threads
-// are at that moment (in a kernel, in a collective waiting for a peer,
-// between two writes of a save); no thread of ours has to be scheduled
-// for it, so the moment is precise even on busy cores. If the phase ends
+// plan.delay_us later. With plan.preempt the line says "rank R sends
+// itself SIGTERM (a preemption)", the timer delivers SIGTERM, the end of
+// the phase sends it, and the process runs on (it stops at the next update
+// boundary its ranks agree on, runtime/preemption.h). The kernel kills the
+// process wherever its threads are at that moment (in a kernel, in a
+// collective waiting for a peer, between two writes of a save); no thread
+// of ours has to be scheduled for it, so the moment is precise even on
+// busy cores. If the phase ends
 // first, the destructor kills the process there, after a second line
 // "... at the end of PHASE of update K: the phase ended E us after it
 // began, before the D us timer": before the caller sees the phase finish.

@@ -4,7 +4,10 @@
 // Exit codes of every binary: 0 done; 1 a run failed (a rank died, a peer
 // timed out, an I/O error); 2 bad input (flags, config, data, plugin
 // library), named with its file, line and field; 3 the program ran but the
-// property it checks (parity, recovery) does not hold.
+// property it checks (parity, recovery) does not hold; 4 preempted: a
+// SIGTERM or SIGUSR1 stopped the run at an update boundary (having saved a
+// generation when one fitted in the grace period), and running it again
+// resumes it.
 #ifndef RECEIPT_PARITY_CLI_COMMAND_LINE_H_
 #define RECEIPT_PARITY_CLI_COMMAND_LINE_H_
 
@@ -15,6 +18,7 @@ namespace receipt_parity {
 inline constexpr int kExitRunFailed = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitCheckFailed = 3;
+inline constexpr int kExitPreempted = 4;
 
 // The one way the binaries resolve the user's paths. Under `bazel run` a
 // binary starts in its runfiles folder; paths on the command line are the

@@ -329,6 +329,10 @@ absl::Status ValidateRunOptions(const RunOptions& run, int world_size) {
     return Invalid("run.intra_op_threads", "must be >= 1");
   }
   if (run.max_updates() < 0) return Invalid("run.max_updates", "must be >= 0");
+  if (run.preemption_grace_seconds() < 1) {
+    return Invalid("run.preemption_grace_seconds",
+                   absl::StrCat("must be >= 1, got ", run.preemption_grace_seconds()));
+  }
   if (run.master_addr().empty()) {
     return Invalid("run.master_addr", "must not be empty (unset: 127.0.0.1)");
   }
@@ -393,6 +397,7 @@ void ApplyDefaults(TrainingConfig* c) {
   if (!run->has_intra_op_threads()) run->set_intra_op_threads(1);
   if (!run->has_master_addr()) run->set_master_addr("127.0.0.1");
   if (!run->has_launcher()) run->set_launcher("local");
+  if (!run->has_preemption_grace_seconds()) run->set_preemption_grace_seconds(20);
   if (!run->fault().has_kill_generation()) run->mutable_fault()->set_kill_generation(1);
 }
 

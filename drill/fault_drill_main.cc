@@ -1,7 +1,8 @@
 // bazel run //trainer:fault_drill -- --config=CONFIG --out=DIR
 //     [--kill_point=mid_shard] [--kill_rank=1] [--kill_generation=2]
 // bazel run //trainer:fault_drill -- --config=CONFIG --out=DIR
-//     --kill_at=random [--trials=4] [--seed=S] [--max_kill_delay_us=D]
+//     --kill_at=random [--trials=4] [--sigterm_trials=0] [--seed=S]
+//     [--max_kill_delay_us=D]
 //
 // --kill_at=fixed (the default): three real runs of //trainer:train (found
 // in this binary's runfiles), each its own processes:
@@ -12,7 +13,9 @@
 //   3. DIR/uninterrupted: the same config without a failure, recording the
 //      update the restart resumed at.
 // --kill_at=random: --trials trials, each a rank SIGKILLed at a random
-// moment inside a random phase (drill/random_kill_drill.h).
+// moment inside a random phase, then --sigterm_trials preemptions (a rank
+// sent SIGTERM at such a moment: the run must save at an update boundary,
+// exit 4 and resume there; drill/random_kill_drill.h).
 // Writes DIR/failure_trace.log (what was killed where, what was on disk,
 // which generation was chosen and why) and DIR/recovery.json
 // (RecoveryReport in drill/drill_report.proto).
@@ -56,6 +59,10 @@ ABSL_FLAG(int32_t, kill_generation, 2, "The generation whose save is interrupted
 ABSL_FLAG(int32_t, trials, 4,
           "--kill_at=random: the trials; with as many as the run has phases, every "
           "phase is hit.");
+ABSL_FLAG(int32_t, sigterm_trials, 0,
+          "--kill_at=random: preemption trials after --trials: SIGTERM at a random moment "
+          "inside forward_backward, allreduce or save; the run must stop at an update "
+          "boundary, save there and exit 4, and the restart resume there losing nothing.");
 ABSL_FLAG(uint64_t, seed, 0,
           "--kill_at=random: the seed of the trials' draws; 0 draws one from the clock "
           "(printed and written to recovery.json).");
@@ -267,6 +274,7 @@ absl::StatusOr<RandomDrillOptions> RandomOptions(DrillSetup setup) {
   RandomDrillOptions options;
   options.setup = std::move(setup);
   options.trials = absl::GetFlag(FLAGS_trials);
+  options.sigterm_trials = absl::GetFlag(FLAGS_sigterm_trials);
   options.seed = absl::GetFlag(FLAGS_seed);
   if (options.seed == 0) {
     options.seed = static_cast<uint64_t>(

@@ -174,6 +174,61 @@ class FaultDrillTest(unittest.TestCase):
       self.assertEqual(trial["max_abs_gradient_diff"], 0)
       self.assertEqual(trial["max_abs_parameter_diff"], 0)
 
+  def test_random_sigterms_stop_saved_and_resume_with_nothing_redone(self):
+    # Three preemptions, one in each phase a SIGTERM can land in: every run
+    # stops at an update boundary at or past the one in flight, saves there,
+    # exits 4, and the restart redoes nothing and matches the uninterrupted run.
+    config = support.write(
+        os.path.join(self.tmp, "sigterm.pbtxt"),
+        support.small_config(ids=40, world=2, epochs=2,
+                             extra="checkpoint { every_updates: 3 keep_last: 2 }"))
+    out = os.path.join(self.tmp, "sigterm")
+    result = subprocess.run([DRILL, "--config=" + config, "--out=" + out, "--kill_at=random",
+                             "--trials=1", "--sigterm_trials=3", "--seed=20261203"],
+                            capture_output=True, text=True, timeout=300)
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    self.assertIn("then 3 SIGTERM trials in the order", result.stdout)
+    report = support.load(os.path.join(out, "recovery.json"))
+    self.assertTrue(report["pass"], report["failures"])
+    self.assertEqual(report["random_plan"]["sigterm_trials"], 3)
+    self.assertEqual(sorted(report["random_plan"]["sigterm_phases"]),
+                     ["allreduce", "forward_backward", "save"])
+    totals = report["totals"]
+    self.assertEqual((totals["trials"], totals["passed"], totals["preempted"]), (4, 4, 3))
+    self.assertEqual([t["signal"] for t in report["trials"]],
+                     ["SIGKILL", "SIGTERM", "SIGTERM", "SIGTERM"])
+    self.check_random_trial(out, report["trials"][0])
+    for trial in report["trials"][1:]:
+      with self.subTest(trial=trial["trial"], phase=trial["phase"]):
+        self.check_preempted_trial(out, trial)
+
+  def check_preempted_trial(self, out, trial):
+    """A SIGTERM trial: the planned rank received its SIGTERM inside the
+    planned phase; the ranks stopped after an update at or past the one in
+    flight and saved it; the restart resumed from that save, redid nothing and
+    matched the uninterrupted run bit for bit."""
+    self.assertTrue(trial["pass"], trial["failures"])
+    rank, phase, update = trial["rank"], trial["phase"], trial["update"]
+    self.assertNotEqual(phase, "validation_gather")
+    log = open(os.path.join(out, "trial-%02d" % trial["trial"], "interrupted_run.log")).read()
+    self.assertIn("fault injection: rank %d sends itself SIGTERM (a preemption) inside %s of "
+                  "update %d" % (rank, phase, update), log)
+    self.assertIn("preempted after update %d" % trial["stopped_at_update"], trial["killed_how"])
+    self.assertNotIn("trained 16 updates on 2 worker(s)", log)
+    self.assertGreaterEqual(trial["stopped_at_update"], update + (0 if phase == "save" else 1))
+    self.assertLess(trial["stopped_at_update"], 16)
+    self.assertTrue(trial["saved_at_stop"])
+    self.assertEqual(trial["advertised_update"], trial["stopped_at_update"])
+    self.assertEqual(trial["resumed_update"], trial["stopped_at_update"])
+    self.assertEqual(trial["lost_updates"], 0)
+    self.assertEqual(trial["updates_redone"], 0)
+    self.assertTrue(trial["bitwise_equal"])
+    self.assertTrue(trial["final_parameters_equal"])
+    attempts = support.load(os.path.join(out, "trial-%02d" % trial["trial"], "interrupted",
+                                         "run_state.json"))["attempts"]
+    self.assertEqual(attempts[0]["ended"], "preempted")
+    self.assertEqual(int(attempts[0]["ended_at_update"]), trial["stopped_at_update"])
+
   def test_a_random_drill_needs_two_generations_and_a_known_mode(self):
     config = support.write(
         os.path.join(self.tmp, "short.pbtxt"),

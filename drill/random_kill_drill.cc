@@ -18,6 +18,7 @@
 #include "artifacts/artifact_stamp.h"
 #include "io/json_file.h"
 #include "artifacts/resume_record.pb.h"
+#include "artifacts/run_folder_state.pb.h"
 #include "artifacts/run_summary.pb.h"
 
 namespace receipt_parity {
@@ -118,6 +119,7 @@ absl::StatusOr<TrialPlan> DrawTrials(const RandomDrillOptions& o, const Baseline
   TrialPlanInputs in;
   in.seed = o.seed;
   in.trials = o.trials;
+  in.sigterm_trials = o.sigterm_trials;
   in.world_size = o.setup.world_size;
   in.every_updates = o.setup.every_updates;
   in.total_updates = baseline.total_updates;
@@ -137,10 +139,20 @@ absl::StatusOr<TrialPlan> DrawTrials(const RandomDrillOptions& o, const Baseline
     (*kept.mutable_delay_window_us())[names.back()] =
         static_cast<int32_t>(in.delay_window_us.at(phase));
   }
-  trace.Line(absl::StrCat(o.trials, " trials, seed ", o.seed, " (--seed=", o.seed,
-                          " draws them again); phases in the order ",
-                          absl::StrJoin(names, ", "), "; delays from [0, ",
-                          DescribeDurations(in.delay_window_us), "]"));
+  kept.set_sigterm_trials(o.sigterm_trials);
+  std::vector<std::string> sigterm_names;
+  for (KillPhase phase : plan->sigterm_phases) {
+    sigterm_names.emplace_back(KillPhaseName(phase));
+    kept.add_sigterm_phases(sigterm_names.back());
+  }
+  trace.Line(absl::StrCat(
+      o.trials, " trials, seed ", o.seed, " (--seed=", o.seed,
+      " draws them again); phases in the order ", absl::StrJoin(names, ", "),
+      o.sigterm_trials > 0
+          ? absl::StrCat("; then ", o.sigterm_trials, " SIGTERM trials in the order ",
+                         absl::StrJoin(sigterm_names, ", "))
+          : "",
+      "; delays from [0, ", DescribeDurations(in.delay_window_us), "]"));
   for (const PlannedTrial& t : plan->trials) {
     trace.Line(absl::StrCat("  trial ", t.number, ": ", t.Describe()));
   }
@@ -180,6 +192,67 @@ absl::StatusOr<bool> RunKilled(const TrainProgram& program, const PlannedTrial& 
   return true;
 }
 
+// The update the preempted run's ranks stopped after, from its
+// run_state.json; the failure in `row` when it recorded no preemption.
+absl::Status ReadStop(const TrainProgram& program, const TrialFolder& t, DrillTrial& row) {
+  RunFolderState state;
+  if (absl::Status s = ReadJsonFile(program.Artifact(t.run_dir, "run_state.json"), &state);
+      !s.ok()) {
+    return s;
+  }
+  const AttemptRecord* last = state.attempts().empty() ? nullptr : &*state.attempts().rbegin();
+  if (last == nullptr || last->ended() != "preempted") {
+    row.add_failures(absl::StrCat("run_state.json does not record a preemption (its last ",
+                                  "attempt ended \"", last == nullptr ? "" : last->ended(), "\")"));
+    return absl::OkStatus();
+  }
+  row.set_stopped_at_update(last->ended_at_update());
+  row.set_saved_at_stop(last->saved_at_end());
+  return absl::OkStatus();
+}
+
+// A preemption trial's interrupted run: it must receive its SIGTERM (its
+// "fault injection:" line), stop after an update at or past the one in
+// flight, record the stop in run_state.json with a generation saved there,
+// and exit 4. True when it stopped (the restart is then checked); false
+// with the failure in `row` otherwise. Errors as RunKilled's.
+absl::StatusOr<bool> RunPreempted(const TrainProgram& program, const PlannedTrial& planned,
+                                  const TrialFolder& t, Trace& trace, DrillTrial& row) {
+  std::vector<std::string> args = planned.TrainFlags();
+  args.insert(args.begin(), "--out=" + t.run_dir);
+  absl::StatusOr<ProcessExit> stopped = program.Run(args, t.Log("interrupted"));
+  if (!stopped.ok()) return stopped.status();
+  row.set_fault_line(FaultInjectionLine(t.Log("interrupted")));
+  if (row.fault_line().empty() && stopped->exit_code() == kExitBadInput) {
+    return FailedBeforeInjection(*stopped, t.Log("interrupted"));
+  }
+  if (row.fault_line().empty() || stopped->exit_code() != kExitPreempted) {
+    row.add_failures(absl::StrCat("the run ", stopped->Describe(),
+                                  row.fault_line().empty() ? " without its SIGTERM"
+                                                           : " after its SIGTERM, not with 4",
+                                  "; see ", t.Log("interrupted")));
+    return false;
+  }
+  row.set_killed_how(LogMessage(LastLineWith(t.Log("interrupted"), "preempted after update")));
+  row.set_killed_at_phase_end(row.fault_line().find(" at the end of ") != std::string::npos);
+  trace.Line("  " + row.fault_line());
+  trace.Line("  " + row.killed_how());
+  if (row.fault_line().find(absl::StrCat("rank ", planned.rank, " sends itself SIGTERM")) ==
+      std::string::npos) {
+    row.add_failures("the signal was not the planned one: " + row.fault_line());
+  }
+  if (absl::Status s = ReadStop(program, t, row); !s.ok()) return s;
+  // A signal inside update K's forward_backward or allreduce lets update K
+  // finish; one inside the save after update K stops there at the soonest.
+  const int64_t soonest = planned.update + (planned.phase == KillPhase::kSave ? 0 : 1);
+  if (row.stopped_at_update() < soonest) {
+    row.add_failures(absl::StrCat("the ranks stopped after update ", row.stopped_at_update(),
+                                  ", before the update in flight (", soonest, ") was done"));
+  }
+  if (!row.saved_at_stop()) row.add_failures("no generation was saved at the stop");
+  return true;
+}
+
 // What the kill left: the folders, and every advertised generation
 // checked as a restart restores it.
 absl::Status InspectDisk(const TrainProgram& program, const TrialFolder& t, Trace& trace,
@@ -206,8 +279,12 @@ absl::Status InspectDisk(const TrainProgram& program, const TrialFolder& t, Trac
   return absl::OkStatus();
 }
 
-// The restart's choice against what was advertised and what was done.
-void CheckResume(const RandomDrillOptions& o, int64_t killed_update, DrillTrial& row) {
+// The restart's choice against what was advertised and what was done:
+// after a SIGKILL at most every_updates updates are redone; after a
+// preemption none (the stop saved), and the newest generation is the stop's.
+void CheckResume(const RandomDrillOptions& o, const PlannedTrial& planned, DrillTrial& row) {
+  const int64_t done_before_restart = planned.preempt ? row.stopped_at_update() : planned.update;
+  const int64_t most_redone = planned.preempt ? 0 : o.setup.every_updates;
   if (row.resumed_from() == 0) row.add_failures("the restart started from scratch");
   if (row.resumed_from() != row.advertised_generation()) {
     row.add_failures(absl::StrCat("the restart resumed from ", Generation(row.resumed_from()),
@@ -215,13 +292,20 @@ void CheckResume(const RandomDrillOptions& o, int64_t killed_update, DrillTrial&
                                   Generation(row.advertised_generation())));
   }
   row.set_lost_updates(row.advertised_update() - row.resumed_update());
-  row.set_updates_redone(static_cast<int32_t>(killed_update - row.resumed_update()));
+  row.set_updates_redone(static_cast<int32_t>(done_before_restart - row.resumed_update()));
   if (row.lost_updates() != 0) {
     row.add_failures(absl::StrCat(row.lost_updates(), " saved updates were lost"));
   }
-  if (row.updates_redone() < 0 || row.updates_redone() > o.setup.every_updates) {
+  if (row.updates_redone() < 0 || row.updates_redone() > most_redone) {
     row.add_failures(absl::StrCat(row.updates_redone(), " updates redone: not within [0, ",
-                                  "every_updates ", o.setup.every_updates, "]"));
+                                  planned.preempt ? "0 after a preemption's save"
+                                                  : absl::StrCat("every_updates ", most_redone),
+                                  "]"));
+  }
+  if (planned.preempt && row.advertised_update() != row.stopped_at_update()) {
+    row.add_failures(absl::StrCat("the newest advertised generation holds update ",
+                                  row.advertised_update(), ", not the stop's ",
+                                  row.stopped_at_update()));
   }
 }
 
@@ -245,7 +329,7 @@ absl::StatusOr<bool> RunRestart(const RandomDrillOptions& o, const Baseline& bas
   }
   row.set_resumed_from(resume.generation());
   row.set_resumed_update(resume.update());
-  CheckResume(o, planned.update, row);
+  CheckResume(o, planned, row);
   absl::StatusOr<std::string> hash = FinalParameterHash(program, t.run_dir);
   if (!hash.ok()) return hash.status();
   row.set_final_parameters_equal(*hash == baseline.final_hash);
@@ -277,10 +361,13 @@ absl::StatusOr<DrillTrial> RunTrial(const RandomDrillOptions& o, const Baseline&
   row.set_phase(std::string(KillPhaseName(planned.phase)));
   row.set_update(static_cast<int32_t>(planned.update));
   row.set_delay_us(static_cast<int32_t>(planned.delay_us));
+  row.set_signal(planned.preempt ? "SIGTERM" : "SIGKILL");
   row.set_compared_update(-1);
-  trace.Line(absl::StrCat("[trial ", planned.number, "/", o.trials, "] ", planned.Describe(),
+  trace.Line(absl::StrCat("[trial ", planned.number, "/", o.trials + o.sigterm_trials, "] ", planned.Describe(),
                           ": interrupted run in ", t.run_dir));
-  absl::StatusOr<bool> died = RunKilled(o.setup.program, planned, t, trace, row);
+  absl::StatusOr<bool> died = planned.preempt
+                                  ? RunPreempted(o.setup.program, planned, t, trace, row)
+                                  : RunKilled(o.setup.program, planned, t, trace, row);
   if (!died.ok()) return died.status();
   if (!*died) return row;
   if (absl::Status s = InspectDisk(o.setup.program, t, trace, row); !s.ok()) return s;
@@ -351,6 +438,7 @@ void Summarize(const RandomDrillOptions& o, Trace& trace, RecoveryReport& report
       totals.set_failed(totals.failed() + 1);
     }
     ++(*totals.mutable_per_phase())[row.phase()];
+    if (row.signal() == "SIGTERM") totals.set_preempted(totals.preempted() + 1);
     if (row.killed_at_phase_end()) {
       totals.set_killed_at_phase_end(totals.killed_at_phase_end() + 1);
     } else if (!row.fault_line().empty()) {
@@ -375,7 +463,8 @@ void Summarize(const RandomDrillOptions& o, Trace& trace, RecoveryReport& report
   trace.Line(absl::StrCat(
       "verdict: ", report.pass() ? "RECOVERED" : "NOT RECOVERED", " (", totals.passed(), " of ",
       totals.trials(), " trials; ", totals.killed_mid_phase(), " killed mid-phase, ",
-      totals.killed_at_phase_end(), " at a phase's end; updates redone at most ",
+      totals.killed_at_phase_end(), " at a phase's end; ", totals.preempted(),
+      " preempted by SIGTERM; updates redone at most ",
       totals.max_updates_redone(), " (every_updates ", o.setup.every_updates,
       "); saved updates lost ", report.lost_updates(), ")"));
 }

@@ -18,6 +18,11 @@
 //                     advertised generation, lose no saved update, redo at
 //                     most every_updates updates, and end with the
 //                     uninterrupted run's final parameters.
+//      A preemption trial (--sigterm_trials) sends SIGTERM instead: the
+//      run must stop after an update at or past the one in flight, with
+//      exit 4, "preempted" and the stop's update in run_state.json and a
+//      generation saved there; the restart must resume from it, redoing
+//      nothing.
 //   2. DIR/recorded: the uninterrupted run again, recording every update a
 //      restart resumed at; each trial's first resumed update must be
 //      bitwise equal to it, and its final parameters to the first run's.
@@ -38,6 +43,10 @@ namespace receipt_parity {
 struct RandomDrillOptions {
   DrillSetup setup;
   int trials = 4;
+  // Preemption trials after them: SIGTERM instead of SIGKILL; the run must
+  // stop at an update boundary, save there and exit 4, and the restart
+  // resume there with nothing lost or redone.
+  int sigterm_trials = 0;
   uint64_t seed = 0;
   // > 0: every phase's delay is drawn from [0, max_delay_us]; 0: from
   // [0, the phase's median duration in the uninterrupted run].
@@ -47,7 +56,7 @@ struct RandomDrillOptions {
 // Runs the drill and fills `report` (report.pass(): every trial passed).
 // A trial that does not recover is no error: its row says why. Errors:
 // InvalidArgument when no plan can be drawn (the run saves fewer than two
-// generations, --trials < 1) or a killed run refused its input; Internal
+// generations, no trial asked for) or a killed run refused its input; Internal
 // when an uninterrupted run fails or an artifact is unreadable.
 absl::Status RunRandomDrill(const RandomDrillOptions& options, Trace& trace,
                             RecoveryReport& report);

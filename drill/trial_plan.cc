@@ -1,5 +1,6 @@
 #include "drill/trial_plan.h"
 
+#include <algorithm>
 #include <limits>
 #include <random>
 #include <utility>
@@ -21,8 +22,13 @@ int64_t Draw(std::mt19937_64& engine, int64_t lo, int64_t hi) {
 }
 
 absl::Status CheckInputs(const TrialPlanInputs& in) {
-  if (in.trials < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--trials=", in.trials, ": must be >= 1"));
+  if (in.trials < 0 || in.sigterm_trials < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--trials=", in.trials, " and --sigterm_trials=",
+                                                   in.sigterm_trials, ": must be >= 0"));
+  }
+  if (in.trials + in.sigterm_trials < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--trials=", in.trials, ": must be >= 1 (or --sigterm_trials >= 1)"));
   }
   if (in.world_size < 1 || in.every_updates < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -44,7 +50,15 @@ absl::Status CheckInputs(const TrialPlanInputs& in) {
   return absl::OkStatus();
 }
 
-int64_t DrawUpdate(std::mt19937_64& engine, KillPhase phase, const TrialPlanInputs& in) {
+int64_t DrawUpdate(std::mt19937_64& engine, KillPhase phase, const TrialPlanInputs& in,
+                   bool preempt) {
+  if (preempt) {
+    if (phase == KillPhase::kSave) {
+      return in.every_updates *
+             Draw(engine, 2, std::max<int64_t>(2, in.total_updates / (2 * in.every_updates)));
+    }
+    return Draw(engine, in.every_updates, std::max(in.every_updates, in.total_updates / 2));
+  }
   switch (phase) {
     case KillPhase::kForwardBackward:
     case KillPhase::kAllReduce:
@@ -57,17 +71,41 @@ int64_t DrawUpdate(std::mt19937_64& engine, KillPhase phase, const TrialPlanInpu
   return 0;
 }
 
+// Fisher-Yates, from the engine.
+void Shuffle(std::mt19937_64& engine, std::vector<KillPhase>& phases) {
+  for (size_t i = phases.size() - 1; i > 0; --i) {
+    std::swap(phases[i], phases[Draw(engine, 0, static_cast<int64_t>(i))]);
+  }
+}
+
+// Trial `number` in `phase`: its rank, update and delay, drawn in that order.
+PlannedTrial DrawTrial(std::mt19937_64& engine, const TrialPlanInputs& in, int number,
+                       KillPhase phase, bool preempt) {
+  PlannedTrial trial;
+  trial.number = number;
+  trial.phase = phase;
+  trial.preempt = preempt;
+  trial.rank = static_cast<int>(Draw(engine, 0, in.world_size - 1));
+  trial.update = DrawUpdate(engine, trial.phase, in, preempt);
+  const auto window = in.delay_window_us.find(trial.phase);
+  trial.delay_us = Draw(engine, 0, window == in.delay_window_us.end() ? 0 : window->second);
+  return trial;
+}
+
 }  // namespace
 
 std::string PlannedTrial::Describe() const {
-  return absl::StrCat("rank ", rank, " inside ", KillPhaseName(phase), " of update ", update,
-                      ", ", delay_us, " us after it begins");
+  return absl::StrCat(preempt ? "SIGTERM to " : "", "rank ", rank, " inside ",
+                      KillPhaseName(phase), " of update ", update, ", ", delay_us,
+                      " us after it begins");
 }
 
 std::vector<std::string> PlannedTrial::TrainFlags() const {
-  return {absl::StrCat("--kill_rank=", rank),
-          absl::StrCat("--kill_phase=", KillPhaseName(phase)),
-          absl::StrCat("--kill_update=", update), absl::StrCat("--kill_delay_us=", delay_us)};
+  std::vector<std::string> flags = {
+      absl::StrCat("--kill_rank=", rank), absl::StrCat("--kill_phase=", KillPhaseName(phase)),
+      absl::StrCat("--kill_update=", update), absl::StrCat("--kill_delay_us=", delay_us)};
+  if (preempt) flags.push_back("--kill_signal=SIGTERM");
+  return flags;
 }
 
 std::vector<KillPhase> PhasesOfRun(int world_size) {
@@ -78,24 +116,30 @@ std::vector<KillPhase> PhasesOfRun(int world_size) {
   return phases;
 }
 
+std::vector<KillPhase> PreemptionPhasesOfRun(int world_size) {
+  std::vector<KillPhase> phases;
+  for (KillPhase phase : PhasesOfRun(world_size)) {
+    if (phase != KillPhase::kValidationGather) phases.push_back(phase);
+  }
+  return phases;
+}
+
 absl::StatusOr<TrialPlan> PlanTrials(const TrialPlanInputs& in) {
   if (absl::Status s = CheckInputs(in); !s.ok()) return s;
   std::mt19937_64 engine(in.seed);
   TrialPlan plan;
   plan.phases = PhasesOfRun(in.world_size);
-  for (size_t i = plan.phases.size() - 1; i > 0; --i) {  // Fisher-Yates
-    std::swap(plan.phases[i], plan.phases[Draw(engine, 0, static_cast<int64_t>(i))]);
-  }
+  Shuffle(engine, plan.phases);
   for (int i = 0; i < in.trials; ++i) {
-    PlannedTrial trial;
-    trial.number = i + 1;
-    trial.phase = plan.phases[i % plan.phases.size()];
-    trial.rank = static_cast<int>(Draw(engine, 0, in.world_size - 1));
-    trial.update = DrawUpdate(engine, trial.phase, in);
-    const auto window = in.delay_window_us.find(trial.phase);
-    trial.delay_us =
-        Draw(engine, 0, window == in.delay_window_us.end() ? 0 : window->second);
-    plan.trials.push_back(trial);
+    plan.trials.push_back(
+        DrawTrial(engine, in, i + 1, plan.phases[i % plan.phases.size()], false));
+  }
+  if (in.sigterm_trials == 0) return plan;
+  plan.sigterm_phases = PreemptionPhasesOfRun(in.world_size);
+  Shuffle(engine, plan.sigterm_phases);
+  for (int i = 0; i < in.sigterm_trials; ++i) {
+    plan.trials.push_back(DrawTrial(engine, in, in.trials + i + 1,
+                                    plan.sigterm_phases[i % plan.sigterm_phases.size()], true));
   }
   return plan;
 }

@@ -15,6 +15,18 @@
 //             so generation 1 is always advertised before the kill and the
 //             restart has something to resume from
 //   delay_us  uniform in [0, the phase's delay window]
+// Then --sigterm_trials preemption trials, numbered after them, drawn the
+// same way from the same engine (the SIGKILL trials of a seed are the
+// same with or without them) but cycling through their own shuffled
+// phases, forward_backward, allreduce and save (a preemption during the
+// final validation ends a finished run), with updates from the run's first
+// half so that the stop, at a preemption poll after the signal
+// (trainer/preemption_gate.h), comes before the run's end:
+//               forward_backward, allreduce  uniform in [every,
+//                                            max(every, total / 2)]
+//               save                         g * every, g uniform in
+//                                            [2, max(2, total / (2 every))]
+// The rank sends itself SIGTERM instead of SIGKILL and runs on.
 // Draws take mt19937_64's outputs (fixed by the C++ standard) through
 // rejection sampling, never <random>'s distributions (their algorithms
 // are the library's choice): a seed gives the same trials everywhere.
@@ -34,6 +46,8 @@ namespace receipt_parity {
 struct TrialPlanInputs {
   uint64_t seed = 0;
   int trials = 0;
+  // Preemption trials after them (SIGTERM instead of SIGKILL).
+  int sigterm_trials = 0;
   int world_size = 1;
   // checkpoint.every_updates, and the updates of the uninterrupted run.
   int64_t every_updates = 0;
@@ -49,24 +63,34 @@ struct PlannedTrial {
   KillPhase phase = KillPhase::kForwardBackward;
   int64_t update = 0;
   int64_t delay_us = 0;
+  // SIGTERM (a preemption: the run stops at an update boundary, saves and
+  // exits 4) instead of SIGKILL.
+  bool preempt = false;
 
-  // "rank 1 inside allreduce of update 7, 812 us after it begins".
+  // "rank 1 inside allreduce of update 7, 812 us after it begins", or for
+  // a preemption "SIGTERM to rank 1 inside ...".
   std::string Describe() const;
   // The train flags that arm it: --kill_rank, --kill_phase, --kill_update,
-  // --kill_delay_us.
+  // --kill_delay_us, and --kill_signal=SIGTERM for a preemption.
   std::vector<std::string> TrainFlags() const;
 };
 
 struct TrialPlan {
-  // The phases in the order the trials cycle through them.
+  // The phases in the order the trials cycle through them, and the
+  // preemption trials (empty without them).
   std::vector<KillPhase> phases;
+  std::vector<KillPhase> sigterm_phases;
   std::vector<PlannedTrial> trials;
 };
 
 // The phases a run of `world_size` ranks has, in AllKillPhases() order.
 std::vector<KillPhase> PhasesOfRun(int world_size);
+// Those a preemption trial is drawn in: PhasesOfRun without the final
+// validation.
+std::vector<KillPhase> PreemptionPhasesOfRun(int world_size);
 
-// Errors (InvalidArgument): trials < 1, world_size < 1, every_updates < 1,
+// Errors (InvalidArgument): trials or sigterm_trials < 0, no trial at
+// all, world_size < 1, every_updates < 1,
 // a negative delay window, or fewer than two generations in the run
 // (total_updates < 2 * every_updates), naming the figures.
 absl::StatusOr<TrialPlan> PlanTrials(const TrialPlanInputs& inputs);

@@ -114,9 +114,66 @@ TEST(TrialPlanTest, TrainFlagsArmTheTrial) {
   EXPECT_EQ(t.Describe(), "rank 1 inside validation_gather of update 16, 250 us after it begins");
 }
 
+// SIGTERM trials come after the SIGKILL ones, which stay what the seed
+// drew without them; they cycle through the three phases a preemption can
+// come in, from the run's first half.
+TEST(TrialPlanTest, SigtermTrialsFollowAndLeaveTheKillsAlone) {
+  absl::StatusOr<TrialPlan> kills = PlanTrials(Inputs(7, 4));
+  TrialPlanInputs in = Inputs(7, 4);
+  in.sigterm_trials = 6;
+  absl::StatusOr<TrialPlan> both = PlanTrials(in);
+  ASSERT_TRUE(kills.ok() && both.ok());
+  ASSERT_EQ(both->trials.size(), 10u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(both->trials[i].Describe(), kills->trials[i].Describe());
+    EXPECT_FALSE(both->trials[i].preempt);
+  }
+  std::set<KillPhase> first_three, last_three;
+  for (size_t i = 4; i < 10; ++i) {
+    const PlannedTrial& t = both->trials[i];
+    EXPECT_TRUE(t.preempt);
+    EXPECT_EQ(t.number, static_cast<int>(i) + 1);
+    EXPECT_THAT(t.Describe(), HasSubstr("SIGTERM to rank "));
+    (i < 7 ? first_three : last_three).insert(t.phase);
+  }
+  const std::set<KillPhase> preemptible = {KillPhase::kForwardBackward, KillPhase::kAllReduce,
+                                           KillPhase::kSave};
+  EXPECT_EQ(first_three, preemptible);
+  EXPECT_EQ(last_three, preemptible);
+}
+
+TEST(TrialPlanTest, SigtermTrialsStopInTheRunsFirstHalf) {
+  std::map<KillPhase, std::set<int64_t>> updates;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    TrialPlanInputs in = Inputs(seed, 0);
+    in.sigterm_trials = 3;
+    absl::StatusOr<TrialPlan> plan = PlanTrials(in);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    for (const PlannedTrial& t : plan->trials) updates[t.phase].insert(t.update);
+  }
+  EXPECT_THAT(updates[KillPhase::kForwardBackward], ElementsAre(3, 4, 5, 6, 7, 8));
+  EXPECT_THAT(updates[KillPhase::kAllReduce], ElementsAre(3, 4, 5, 6, 7, 8));
+  EXPECT_THAT(updates[KillPhase::kSave], ElementsAre(6));
+  EXPECT_EQ(updates.count(KillPhase::kValidationGather), 0u);
+}
+
+TEST(TrialPlanTest, ASigtermTrialsFlagsSendSigterm) {
+  PlannedTrial t;
+  t.rank = 0;
+  t.phase = KillPhase::kSave;
+  t.update = 6;
+  t.preempt = true;
+  EXPECT_THAT(t.TrainFlags(), ElementsAre("--kill_rank=0", "--kill_phase=save", "--kill_update=6",
+                                          "--kill_delay_us=0", "--kill_signal=SIGTERM"));
+  EXPECT_EQ(t.Describe(), "SIGTERM to rank 0 inside save of update 6, 0 us after it begins");
+}
+
 TEST(TrialPlanTest, RefusesWhatCannotBeDrawn) {
   TrialPlanInputs in = Inputs(1, 0);
   EXPECT_THAT(PlanTrials(in).status().message(), HasSubstr("--trials=0"));
+  in = Inputs(1, 4);
+  in.sigterm_trials = -1;
+  EXPECT_THAT(PlanTrials(in).status().message(), HasSubstr("--sigterm_trials=-1"));
   in = Inputs(1, 4);
   in.total_updates = 5;  // one generation (every 3)
   absl::Status status = PlanTrials(in).status();

@@ -5,15 +5,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "logging/glog.h"
 #include "runtime/cpu_pinning.h"
 #include "runtime/distributed_env.h"
 #include "runtime/mpirun_launcher.h"
+#include "runtime/preemption.h"
 #include "runtime/wait_status.h"
 
 namespace receipt_parity {
@@ -31,8 +35,10 @@ pid_t StartWorker(const LaunchOptions& options, int rank, int cpu) {
   const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid != 0) return pid;
-  // Child: die with the launcher, then become the worker.
+  // Child: die with the launcher, then become the worker (with the
+  // preemption signals as by default: the worker decides).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  UnblockPreemptionSignals();
   if (getppid() != parent) _exit(127);
   if (cpu >= 0 && PinSelfToCpu(cpu) != 0) _exit(127);
   for (const std::string& entry : entries) putenv(strdup(entry.c_str()));
@@ -70,6 +76,8 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
   result->wait_status.assign(options.world_size, 0);
   result->failed_rank = -1;
   std::vector<pid_t> pids(options.world_size, -1);
+  // What the signal forwarder may signal: the workers not yet reaped.
+  std::shared_ptr<std::vector<std::atomic<pid_t>>> live_pids;
   const std::vector<int> cpus = RankCpus(options);
   for (int rank = 0; rank < options.world_size; ++rank) {
     pids[rank] = StartWorker(options, rank, cpus[rank]);
@@ -81,6 +89,22 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
     }
   }
   int running = options.world_size;
+  if (options.forward_preemption_signals) {
+    auto live = std::make_shared<std::vector<std::atomic<pid_t>>>(options.world_size);
+    for (int r = 0; r < options.world_size; ++r) (*live)[r].store(pids[r]);
+    live_pids = live;
+    StartSignalForwarding([live](int signal) {
+      LOG(WARNING) << "launcher: " << strsignal(signal) << " received: passed on to the workers";
+      for (std::atomic<pid_t>& pid : *live) {
+        if (pid.load() > 0) kill(pid.load(), signal);
+      }
+    });
+  }
+  auto forget = [&](int rank) {
+    pids[rank] = -1;
+    if (live_pids != nullptr) (*live_pids)[rank].store(-1);
+  };
+  int preempted = 0;
   auto rank_of = [&](pid_t pid) {
     for (int r = 0; r < options.world_size; ++r) {
       if (pids[r] == pid) return r;
@@ -108,7 +132,7 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
         int r = rank_of(pid);
         if (r >= 0) {
           result->wait_status[r] = status;
-          pids[r] = -1;
+          forget(r);
           --running;
         }
       } else {
@@ -119,7 +143,7 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
       if (pids[r] > 0) {
         kill(pids[r], SIGKILL);
         waitpid(pids[r], &result->wait_status[r], 0);
-        pids[r] = -1;
+        forget(r);
         --running;
       }
     }
@@ -134,8 +158,12 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
     int rank = rank_of(pid);
     if (rank < 0) continue;
     result->wait_status[rank] = status;
-    pids[rank] = -1;
+    forget(rank);
     --running;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == kPreemptedExitCode) {
+      ++preempted;
+      continue;
+    }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       result->failed_rank = rank;
       LOG(ERROR) << "launcher: rank " << rank << " " << DescribeWaitStatus(status)
@@ -152,6 +180,12 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
           "rank ", rank, " ", DescribeWaitStatus(status), frozen,
           "; stopped the other ranks"));
     }
+  }
+  if (preempted > 0) {
+    return absl::AbortedError(absl::StrCat(
+        preempted, " of ", options.world_size,
+        " ranks were preempted (SIGTERM or SIGUSR1) and stopped at an update boundary; run "
+        "the same command again to resume"));
   }
   return absl::OkStatus();
 }

@@ -5,9 +5,12 @@
 // workers (runtime/mpirun_launcher.h).
 //
 // If a worker exits non-zero or dies by a signal, the launcher stops the
-// others (SIGTERM, then SIGKILL after `grace`) and reports which rank died
-// and how. Workers also die with the launcher (PR_SET_PDEATHSIG), so none
-// is ever left running.
+// others (SIGTERM, then SIGKILL after `grace`; a stopped one, SIGSTOP, is
+// killed at once and named) and reports which rank died and how. A worker
+// that exits 4 (preempted, runtime/preemption.h) does not stop the others:
+// they are stopping at the same update, and the launcher waits for them.
+// Workers also die with the launcher (PR_SET_PDEATHSIG), so none is ever
+// left running.
 //
 // Ranks on their own cores: when the launcher's affinity mask holds at
 // least W CPUs, rank r is pinned to the r-th of them before it execs
@@ -41,6 +44,10 @@ struct LaunchOptions {
   // folder's lock); for mpirun's workers, whose parent is mpirun, the pid is
   // rewritten to mpirun's.
   std::vector<std::string> parent_pid_variables;
+  // Pass SIGTERM and SIGUSR1 that reach the launcher on to every worker
+  // (runtime/preemption.h; REQUIRES: BlockPreemptionSignals in every
+  // thread of the launcher), so that they stop at an update boundary.
+  bool forward_preemption_signals = false;
 };
 
 struct LaunchResult {

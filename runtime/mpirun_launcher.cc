@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "logging/glog.h"
+#include "runtime/preemption.h"
 #include "runtime/wait_status.h"
 
 namespace receipt_parity {
@@ -47,6 +48,8 @@ pid_t StartMpirun(const std::vector<std::string>& command,
   // when the launcher dies.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != parent) _exit(127);
+  // mpirun handles SIGTERM itself (it ends its ranks): not blocked for it.
+  UnblockPreemptionSignals();
   NameMpirunAsParent(parent_pid_variables);
   std::vector<std::string> storage = command;
   std::vector<char*> argv;
@@ -105,6 +108,16 @@ absl::Status LaunchUnderMpirun(const LaunchOptions& options, LaunchResult* resul
   if (pid < 0) {
     return absl::InternalError(absl::StrCat("cannot start mpirun: ", std::strerror(errno)));
   }
+  if (options.forward_preemption_signals) {
+    // mpirun forwards SIGUSR1 to every rank and waits for them; a SIGTERM
+    // it takes as an order to end the job (its ranks stop and save all the
+    // same, but mpirun exits 1). Either signal reaches it as SIGUSR1.
+    StartSignalForwarding([pid](int signal) {
+      LOG(WARNING) << "launcher: " << strsignal(signal)
+                   << " received: passed on to mpirun as SIGUSR1, which forwards it to the ranks";
+      kill(pid, SIGUSR1);
+    });
+  }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {
@@ -113,6 +126,11 @@ absl::Status LaunchUnderMpirun(const LaunchOptions& options, LaunchResult* resul
   }
   result->wait_status[0] = status;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kPreemptedExitCode) {
+    return absl::AbortedError(
+        "mpirun exited with status 4: the ranks were preempted (SIGTERM or SIGUSR1) and stopped "
+        "at an update boundary; run the same command again to resume");
+  }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
     return absl::AbortedError(absl::StrCat(
         "mpirun exited with status 127: is OpenMPI's mpirun (", MpirunProgram(),

@@ -1,5 +1,6 @@
 #include "trainer/checkpoint_cadence.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "artifacts/run_summary_builder.h"
@@ -29,6 +30,18 @@ absl::Status CheckpointCadence::AfterUpdate(int64_t completed_updates,
                                             int epoch, int64_t update,
                                             int64_t updates_in_epoch) {
   if (!SavesAfter(completed_updates)) return absl::OkStatus();
+  return SaveNow(completed_updates, epoch, update, updates_in_epoch);
+}
+
+double CheckpointCadence::LongestSaveSeconds() const {
+  double longest = 0;
+  for (double s : cost_.save_seconds()) longest = std::max(longest, s);
+  return longest;
+}
+
+absl::Status CheckpointCadence::SaveNow(int64_t completed_updates, int epoch, int64_t update,
+                                        int64_t updates_in_epoch) {
+  if (!saves()) return absl::OkStatus();
   absl::StatusOr<SaveResult> saved =
       save_(next_generation_++,
             CursorAfter(completed_updates, epoch, update, updates_in_epoch));

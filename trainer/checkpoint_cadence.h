@@ -60,6 +60,15 @@ class CheckpointCadence {
   absl::Status AfterUpdate(int64_t completed_updates, int epoch,
                            int64_t update, int64_t updates_in_epoch);
 
+  // Saves now, out of cadence (a run that stops early: preemption), with
+  // the same arguments as AfterUpdate; nothing without a plan. Errors: the
+  // save's status.
+  absl::Status SaveNow(int64_t completed_updates, int epoch, int64_t update,
+                       int64_t updates_in_epoch);
+
+  // The longest save so far, in seconds (0 before the first; rank 0's).
+  double LongestSaveSeconds() const;
+
   // The generation the next save writes.
   int64_t next_generation() const { return next_generation_; }
 

@@ -6,10 +6,13 @@ run { launcher: "mpirun" }), trains bitwise what allreduce_sum over Gloo
 trains; a killed rank ends the job non-zero and the restart resumes from
 the newest advertised generation; what is refused. Runs as root inside
 bazel test with what OpenMPI needs there."""
+import glob
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import integration_support as support  # pylint: disable=wrong-import-position
@@ -128,6 +131,44 @@ class MpiRunTest(unittest.TestCase):
     resume = support.load(os.path.join(out, "resume.json"))
     self.assertEqual(resume["generation"], 2)
     self.assertEqual(final_hash(out), final_hash(self.launched_out))
+
+  def test_a_sigterm_to_train_under_mpirun_stops_saved_and_resumes_bitwise(self):
+    # A run long enough to be signalled mid-way (1 500 updates).
+    path = support.write(
+        os.path.join(self.tmp, "preempted.pbtxt"),
+        support.small_config(world=2, batch=4, ids=200, epochs=30, reducer="mpi_allreduce",
+                             run_extra='launcher: "mpirun"',
+                             extra="checkpoint { every_updates: 50 keep_last: 2 }"))
+    whole = os.path.join(self.tmp, "preempted_whole")
+    uninterrupted = support.run_train("--config=" + path, "--out=" + whole,
+                                      "--whole_run_parity=false", env=mpirun_env())
+    self.assertEqual(uninterrupted.returncode, 0, uninterrupted.stderr[-3000:])
+    out = os.path.join(self.tmp, "preempted")
+    with open(out + ".log", "w") as log:
+      launcher = subprocess.Popen([support.TRAIN, "--config=" + path, "--out=" + out,
+                                   "--whole_run_parity=false"],
+                                  stdout=subprocess.DEVNULL, stderr=log, env=mpirun_env())
+      deadline = time.time() + 120
+      while not glob.glob(os.path.join(out, "checkpoints", "gen-*", "MANIFEST")):
+        self.assertLess(time.time(), deadline, "training did not start")
+        self.assertIsNone(launcher.poll(), "the run ended before it was signalled")
+        time.sleep(0.05)
+      launcher.send_signal(signal.SIGTERM)
+      code = launcher.wait(timeout=120)
+    said = open(out + ".log").read()
+    self.assertEqual(code, 4, said[-3000:])
+    self.assertIn("passed on to mpirun as SIGUSR1", said)
+    self.assertIn("mpirun exited with status 4: the ranks were preempted", said)
+    attempt = support.load(os.path.join(out, "run_state.json"))["attempts"][-1]
+    self.assertEqual(attempt["ended"], "preempted")
+    self.assertTrue(attempt["saved_at_end"])
+    stopped_at = int(attempt["ended_at_update"])
+    self.assertLess(stopped_at, 1500)
+    resumed = support.run_train("--config=" + path, "--out=" + out, "--whole_run_parity=false",
+                                env=mpirun_env())
+    self.assertEqual(resumed.returncode, 0, resumed.stderr[-3000:])
+    self.assertEqual(int(support.load(os.path.join(out, "resume.json"))["update"]), stopped_at)
+    self.assertEqual(final_hash(out), final_hash(whole))
 
   def test_a_bad_row_the_workers_find_under_mpirun_exits_2(self):
     """Issue 26, item 4, under run { launcher: "mpirun" }: the README's

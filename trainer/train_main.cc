@@ -14,10 +14,13 @@
 // more updates trains nothing and exits 0.
 //
 // Exit codes: 0 done; 1 a run failed (a rank died, a peer timed out); 2 bad
-// input (flags, config, data); 3 the run finished but first-step parity
-// with the reference failed (see DIR/parity.json).
+// input (flags, config, data); 3 parity with the reference failed (the
+// first update, which stops the run, or the whole run; see
+// DIR/parity.json); 4 preempted (SIGTERM or SIGUSR1: stopped at an update
+// boundary with a generation saved there when it fitted; run it again).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -40,6 +43,7 @@
 #include "runtime/launcher.h"
 #include "runtime/mpi_world.h"
 #include "runtime/cuda_support_loader.h"
+#include "runtime/preemption.h"
 #include "runtime/process_group.h"
 #include "config/config_loader.h"
 #include "config/device_check.h"
@@ -73,6 +77,9 @@ ABSL_FLAG(int64_t, kill_update, -1,
           "With --kill_phase: the updates the run has completed when the phase "
           "begins (update K's forward_backward and allreduce, the save after K "
           "updates, the validation after the run's K updates).");
+ABSL_FLAG(std::string, kill_signal, "SIGKILL",
+          "With --kill_phase: SIGKILL (the rank dies) or SIGTERM (the rank is sent a "
+          "preemption, as a scheduler sends it, and the run stops at an update boundary).");
 ABSL_FLAG(int64_t, kill_delay_us, 0,
           "With --kill_phase: microseconds from the phase's start to the kill.");
 ABSL_FLAG(std::vector<std::string>, record_update, {},
@@ -100,6 +107,19 @@ namespace fs = std::filesystem;
 
 int Fail(const absl::Status& status) { return ReportFailure(status); }
 
+// A process that trains `config` in `run_dir` with checkpoints takes
+// SIGTERM and SIGUSR1 as preemption (stop at an update boundary, save,
+// exit 4); one without leaves them as by default (death: a restart would
+// train from update 0 anyway).
+bool TakePreemption(const TrainingConfig& config, const std::string& run_dir) {
+  if (!PlanCheckpoints(config, run_dir).has_value()) {
+    UnblockPreemptionSignals();
+    return false;
+  }
+  StartPreemptionWatch(std::chrono::seconds(config.run().preemption_grace_seconds()));
+  return true;
+}
+
 // The rank that dies: --kill_rank over run.fault.kill_rank; InvalidArgument
 // when the config has no such rank.
 absl::StatusOr<int> KillRankFor(const LoadedConfig& loaded) {
@@ -124,6 +144,12 @@ absl::StatusOr<FaultPlan> PhaseFaultPlanFor(const std::string& phase, int rank) 
   if (!kill.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--kill_phase: ", kill.status().message()));
   }
+  const std::string signal = absl::GetFlag(FLAGS_kill_signal);
+  if (signal != "SIGKILL" && signal != "SIGTERM") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kill_signal=", signal, ": SIGKILL or SIGTERM"));
+  }
+  kill->preempt = signal == "SIGTERM";
   FaultPlan plan;
   plan.phase = *kill;
   return plan;
@@ -305,8 +331,10 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
       return EnsureWholeRunReferences(loaded, out, request);
     };
   }
+  options.preemptible = TakePreemption(config, out);
   absl::StatusOr<TrainingOutcome> outcome = RunTraining(options);
   if (!outcome.ok()) return Fail(outcome.status());
+  if (outcome->preempted) return kExitPreempted;
   if (outcome->parity_checked && !outcome->parity_pass) {
     std::cerr << outcome->parity_verdict << "; see " << out << "/parity.json" << std::endl;
     return kExitCheckFailed;
@@ -322,7 +350,7 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
 int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
               const std::string& out) {
   const int code = RunRank(loaded, env, out);
-  if (code != 0 && code != kExitCheckFailed) return code;
+  if (code != 0 && code != kExitCheckFailed) return code;  // preempted, 4, included
   if (absl::Status s = FinishMpi(); !s.ok()) return Fail(s);
   return code;
 }
@@ -338,6 +366,12 @@ int LaunchExitCode(const LaunchResult& result, bool under_mpirun) {
   };
   for (int rank = 0; rank < static_cast<int>(result.wait_status.size()); ++rank) {
     if (exited_with(rank, kExitBadInput)) return kExitBadInput;
+  }
+  // Preempted ranks (and none that failed otherwise): 4, run it again.
+  if (result.failed_rank < 0) {
+    for (int rank = 0; rank < static_cast<int>(result.wait_status.size()); ++rank) {
+      if (exited_with(rank, kExitPreempted)) return kExitPreempted;
+    }
   }
   if ((result.failed_rank == 0 || under_mpirun) && exited_with(0, kExitCheckFailed)) {
     return kExitCheckFailed;
@@ -364,6 +398,7 @@ int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
   options.master_port = *port;
   options.under_mpirun = config.run().launcher() == "mpirun";
   options.parent_pid_variables = {kRunLockHeldEnv};
+  options.forward_preemption_signals = true;
   for (int i = 1; i < argc; ++i) {
     if (!IsOverwriteFlag(argv[i])) options.args.push_back(argv[i]);
   }
@@ -385,6 +420,11 @@ int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
 int Main(int argc, char** argv) {
   ChangeToCallersDirectory();
   if (absl::Status s = CheckRegistries(); !s.ok()) return Fail(s);
+  // Until a mode takes them: a launcher passes them on, a trainer with
+  // checkpoints watches them (TakePreemption), anything else lets them act.
+  if (absl::GetFlag(FLAGS_list_plugins) || absl::GetFlag(FLAGS_validate_only)) {
+    UnblockPreemptionSignals();
+  }
   if (absl::GetFlag(FLAGS_list_plugins)) {
     absl::StatusOr<std::string> listing = ListPlugins(absl::GetFlag(FLAGS_config));
     if (!listing.ok()) return Fail(listing.status());
@@ -429,7 +469,10 @@ int Main(int argc, char** argv) {
     options.attempt = folder->decision.attempt;
     options.folder = &folder->decision;
     options.artifact_dir = run_dir;
-    if (absl::Status s = RunTraining(options).status(); !s.ok()) return Fail(s);
+    options.preemptible = TakePreemption(loaded->config, run_dir);
+    absl::StatusOr<TrainingOutcome> outcome = RunTraining(options);
+    if (!outcome.ok()) return Fail(outcome.status());
+    if (outcome->preempted) return kExitPreempted;
     std::cout << "reference in " << out << "/reference/" << std::endl;
     return 0;
   }
@@ -445,6 +488,10 @@ int Main(int argc, char** argv) {
 }  // namespace receipt_parity
 
 int main(int argc, char** argv) {
+  // Before any thread starts, so every thread inherits the mask: a process
+  // that trains with checkpoints takes them as preemption, a launcher passes
+  // them on, any other unblocks them (runtime/preemption.h).
+  receipt_parity::BlockPreemptionSignals();
   absl::SetProgramUsageMessage(
       "Trains the receipt classifier: --config=configs/NAME.pbtxt --out=DIR");
   absl::ParseCommandLine(argc, argv);

@@ -1,6 +1,7 @@
 #include "trainer/training_run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "data/label_map.h"
 #include "data/receipt_dataset.h"
 #include "logging/glog.h"
+#include "runtime/preemption.h"
 #include "model/classifier.h"
 #include "parity/whole_run_parity.h"
 #include "collectives/collective_error.h"
@@ -31,6 +33,7 @@
 #include "config/device_check.h"
 #include "config/layer_policy.h"
 #include "config/plugin_kinds.h"
+#include "trainer/preemption_gate.h"
 #include "trainer/progress_log.h"
 #include "trainer/rank_report_builder.h"
 #include "data/receipt_tensors.h"
@@ -350,15 +353,15 @@ class FirstUpdateParityGate : public UpdateGate {
   FirstUpdateParityGate(const Run& run, const UpdateRecorder& recorder)
       : run_(run), recorder_(recorder) {}
 
-  absl::StatusOr<std::optional<std::string>> AfterUpdate(int64_t completed) override {
-    if (completed != 1) return std::optional<std::string>();
+  absl::StatusOr<std::optional<GateStop>> AfterUpdate(int64_t completed) override {
+    if (completed != 1) return std::optional<GateStop>();
     absl::StatusOr<bool> pass = Agree();
     if (!pass.ok()) return pass.status();
-    if (*pass) return std::optional<std::string>();
+    if (*pass) return std::optional<GateStop>();
     LOG(ERROR) << "rank " << run_.options->rank
                << ": the first update failed parity; parity.stop_on_failure stops the run "
                   "here (see parity.json when it is written)";
-    return std::optional<std::string>(kStoppedByParity);
+    return std::optional<GateStop>(GateStop{kStoppedByParity, /*save=*/false});
   }
 
  private:
@@ -427,10 +430,39 @@ absl::StatusOr<UpdateLoopEnd> Train(Run& run, UpdateRecorder* recorder,
                               config.run().max_updates(), config.epochs()});
   if (absl::Status s = recorder->Start(run.model()); !s.ok()) return s;
   FirstUpdateParityGate parity_gate(run, *recorder);
-  const bool gated = !options.reference_dir.empty() && run.fresh() &&
-                     config.parity().stop_on_failure();
+  PreemptionGate preemption_gate(
+      options.process_group ? options.process_group->group.get() : nullptr, options.rank,
+      std::chrono::seconds(config.run().preemption_grace_seconds()), PreemptionRequested,
+      [cadence] { return cadence->LongestSaveSeconds(); });
+  std::vector<UpdateGate*> gates;
+  if (options.preemptible && options.checkpoints.has_value()) gates.push_back(&preemption_gate);
+  if (!options.reference_dir.empty() && run.fresh() && config.parity().stop_on_failure()) {
+    gates.push_back(&parity_gate);
+  }
+  GateChain chain(gates);
   return RunUpdateLoop(schedule, {&step, recorder, cadence, &progress, report,
-                                  gated ? &parity_gate : nullptr});
+                                  gates.empty() ? nullptr : &chain});
+}
+
+// A preempted attempt: its record in run_state.json (rank 0), nothing else.
+absl::StatusOr<TrainingOutcome> EndPreempted(const Run& run, const UpdateLoopEnd& end,
+                                             const RankReportBuilder& report) {
+  TrainingOutcome outcome;
+  outcome.preempted = true;
+  outcome.saved_at_stop = end.saved_at_stop;
+  outcome.updates = report.updates();
+  const int64_t total = run.cursor.total_updates + report.updates();
+  if (run.writer() && run.options->folder != nullptr) {
+    if (absl::Status s = RecordAttemptEnd(run.options->artifact_dir, kStoppedByPreemption, total,
+                                          end.saved_at_stop);
+        !s.ok()) {
+      return s;
+    }
+  }
+  LOG(WARNING) << "rank " << run.options->rank << ": preempted after update " << total
+               << (end.saved_at_stop ? ", generation saved there" : ", no generation saved there")
+               << "; run the same command again to resume";
+  return outcome;
 }
 
 }  // namespace
@@ -462,6 +494,7 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
                            static_cast<int64_t>(run.inputs.data.train.size()));
   absl::StatusOr<UpdateLoopEnd> end = Train(run, &recorder, &cadence, &report);
   if (!end.ok()) return end.status();
+  if (end->stopped_by == kStoppedByPreemption) return EndPreempted(run, *end, report);
   run.stopped_by = end->stopped_by;
   // No artifact of a model that a last step made non-finite.
   if (absl::Status s = CheckParametersFinite(run.model(), options.rank,

@@ -61,6 +61,10 @@ struct TrainingRunOptions {
   // references from this before judging the whole run. Unset: the whole
   // run is not judged (parity.json's whole_run says so).
   WholeRunReferencesMaker whole_run_references;
+  // This process takes SIGTERM and SIGUSR1 as preemption
+  // (runtime/preemption.h's watch is running): with a checkpoint plan, the
+  // run stops where its ranks agree and saves a generation there.
+  bool preemptible = false;
 };
 
 struct TrainingOutcome {
@@ -70,6 +74,11 @@ struct TrainingOutcome {
   // the whole run, for the console.
   std::string parity_verdict;
   int64_t updates = 0;
+  // A preemption signal stopped the run at an update boundary
+  // (trainer/preemption_gate.h): nothing was validated or written but the
+  // generation saved there (`saved_at_stop`) and run_state.json's record.
+  bool preempted = false;
+  bool saved_at_stop = false;
 };
 
 }  // namespace receipt_parity

@@ -27,6 +27,16 @@ absl::StatusOr<EpochPlan> PlanEpoch(const UpdateSchedule& schedule, int epoch) {
 
 }  // namespace
 
+absl::StatusOr<std::optional<GateStop>> GateChain::AfterUpdate(int64_t completed) {
+  std::optional<GateStop> first;
+  for (UpdateGate* gate : gates_) {
+    absl::StatusOr<std::optional<GateStop>> stop = gate->AfterUpdate(completed);
+    if (!stop.ok()) return stop.status();
+    if (!first.has_value() && stop->has_value()) first = *std::move(*stop);
+  }
+  return first;
+}
+
 absl::StatusOr<int64_t> RunUpdateCount(const UpdateSchedule& schedule) {
   int64_t total = 0;
   for (int epoch = 0; epoch < schedule.epochs; ++epoch) {
@@ -76,10 +86,17 @@ absl::StatusOr<UpdateLoopEnd> RunUpdateLoop(const UpdateSchedule& schedule,
                                   result->weighted_loss, parts.report->updates());
       if (total % kUpdatesBetweenHeapTrims == 0) ReturnFreeHeapPages();
       if (parts.gate != nullptr) {
-        absl::StatusOr<std::optional<std::string>> reason = parts.gate->AfterUpdate(total);
-        if (!reason.ok()) return reason.status();
-        if (reason->has_value()) {
-          end.stopped_by = **reason;
+        absl::StatusOr<std::optional<GateStop>> gate_stop = parts.gate->AfterUpdate(total);
+        if (!gate_stop.ok()) return gate_stop.status();
+        if (gate_stop->has_value()) {
+          end.stopped_by = (*gate_stop)->reason;
+          if ((*gate_stop)->save && !parts.cadence->SavesAfter(total)) {
+            if (absl::Status s = parts.cadence->SaveNow(total, epoch, u, plan->num_updates());
+                !s.ok()) {
+              return s;
+            }
+          }
+          end.saved_at_stop = (*gate_stop)->save && parts.cadence->saves();
           stop = true;
           ++u;  // this update is done
           break;

@@ -11,6 +11,8 @@
 //       CheckpointCadence::AfterUpdate   saves when due
 //       ProgressLog::AfterUpdate         logs when due
 //       UpdateGate::AfterUpdate          stops the run here when it says so
+//                                        (saving a generation first when it
+//                                        asks and the cadence has not)
 //       ReturnFreeHeapPages        every 64 updates (runtime/heap_trim.h)
 //     RankReportBuilder::AddEpoch  the epoch's accounting of the updates run
 //
@@ -24,6 +26,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -57,13 +60,31 @@ struct UpdateSchedule {
 // Asked after each update, once its checkpoint is saved when due: whether
 // the run stops there. Every rank's gate must give the same answer at the
 // same update (it may be a collective), so all ranks stop together.
+// Why a gate stops the run, and whether the cadence saves a generation
+// where it stops (unless the update's own save just did).
+struct GateStop {
+  std::string reason;  // "parity_failed", "preempted"
+  bool save = false;
+};
+
 class UpdateGate {
  public:
   virtual ~UpdateGate() = default;
   // `completed`: the run's updates done so far (resumed attempts'
-  // included). A reason to stop here ("parity_failed", "preempted"), or
-  // nullopt to go on; an error ends the run with it.
-  virtual absl::StatusOr<std::optional<std::string>> AfterUpdate(int64_t completed) = 0;
+  // included). A stop here, or nullopt to go on; an error ends the run
+  // with it.
+  virtual absl::StatusOr<std::optional<GateStop>> AfterUpdate(int64_t completed) = 0;
+};
+
+// Gates asked in order, every one at every update (each may be a
+// collective); the first stop wins. Not owned.
+class GateChain : public UpdateGate {
+ public:
+  explicit GateChain(std::vector<UpdateGate*> gates) : gates_(std::move(gates)) {}
+  absl::StatusOr<std::optional<GateStop>> AfterUpdate(int64_t completed) override;
+
+ private:
+  std::vector<UpdateGate*> gates_;
 };
 
 // Not owned; observer and gate may be nullptr.
@@ -77,9 +98,11 @@ struct UpdateLoopParts {
 };
 
 // What ended the loop: empty when the schedule ran out (its epochs or
-// max_updates), else the gate's reason.
+// max_updates), else the gate's reason; and whether a generation was saved
+// at the stop.
 struct UpdateLoopEnd {
   std::string stopped_by;
+  bool saved_at_stop = false;
 };
 
 // The updates of every epoch of `schedule` from update 0, whatever

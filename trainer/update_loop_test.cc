@@ -159,11 +159,12 @@ TEST(UpdateLoopTest, StopAtMaxUpdatesThenResumeFromTheCursorEqualsOneRun) {
 class StopAt : public UpdateGate {
  public:
   explicit StopAt(int64_t at) : at_(at) {}
-  absl::StatusOr<std::optional<std::string>> AfterUpdate(int64_t completed) override {
+  absl::StatusOr<std::optional<GateStop>> AfterUpdate(int64_t completed) override {
     seen.push_back(completed);
-    if (completed == at_) return std::optional<std::string>("test_stop");
-    return std::optional<std::string>();
+    if (completed == at_) return std::optional<GateStop>(GateStop{"test_stop", save_});
+    return std::optional<GateStop>();
   }
+  bool save_ = false;
   std::vector<int64_t> seen;
 
  private:
@@ -185,6 +186,35 @@ TEST(UpdateLoopTest, AGateStopsTheRunAfterTheUpdateItNamesWithItsCheckpointSaved
   const RankReport report = loop.Report();
   ASSERT_EQ(report.per_rank_size(), 2);
   EXPECT_EQ(report.per_rank(1).updates(), 2);
+}
+
+TEST(UpdateLoopTest, AGateThatAsksSavesWhereItStopsOnceOnly) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(kExamples);
+  RankLoop loop(set, 0, 1);
+  StopAt gate(5);
+  gate.save_ = true;
+  ASSERT_TRUE(loop.Run({}, 0, 3, nullptr, &gate).ok());
+  ASSERT_EQ(loop.saved.size(), 2u);  // the cadence's at 3, the stop's at 5
+  EXPECT_EQ(loop.saved[1].total_updates, 5);
+  EXPECT_EQ(loop.saved[1].epoch, 1);
+  EXPECT_EQ(loop.saved[1].update_in_epoch, 1);
+  // Stopping where the cadence saves anyway saves once.
+  RankLoop on_cadence(set, 0, 1);
+  StopAt at_six(6);
+  at_six.save_ = true;
+  ASSERT_TRUE(on_cadence.Run({}, 0, 3, nullptr, &at_six).ok());
+  ASSERT_EQ(on_cadence.saved.size(), 2u);
+  EXPECT_EQ(on_cadence.saved[1].total_updates, 6);
+}
+
+TEST(UpdateLoopTest, AChainAsksEveryGateAndTheFirstStopWins) {
+  const TinyTrainingSet set = MakeTinyTrainingSet(kExamples);
+  RankLoop loop(set, 0, 1);
+  StopAt later(4), sooner(2);
+  GateChain chain({&later, &sooner});
+  ASSERT_TRUE(loop.Run({}, 0, 0, nullptr, &chain).ok());
+  EXPECT_EQ(loop.builder().updates(), 2);
+  EXPECT_EQ(later.seen, (std::vector<int64_t>{1, 2}));  // asked at the stop too
 }
 
 TEST(UpdateLoopTest, ARunTheGateLetsGoEndsByItsSchedule) {
