@@ -25,24 +25,6 @@ BOUND_SECONDS = TIMEOUT_SECONDS + 5 + 6
 TRIALS = 20
 
 
-def rank_pids(launcher):
-  """RANK -> pid of `launcher`'s worker processes."""
-  pids = {}
-  for entry in os.listdir("/proc"):
-    if not entry.isdigit():
-      continue
-    try:
-      with open("/proc/%s/stat" % entry) as f:
-        parent = int(f.read().rsplit(")", 1)[1].split()[1])
-      if parent != launcher:
-        continue
-      with open("/proc/%s/environ" % entry, "rb") as f:
-        for item in f.read().split(b"\0"):
-          if item.startswith(b"RANK="):
-            pids[int(item[5:])] = int(entry)
-    except (OSError, ValueError, IndexError):
-      pass
-  return pids
 
 
 def alive(pid):
@@ -76,7 +58,7 @@ class FrozenRankTest(unittest.TestCase):
       start = time.time()
       while len(pids) < 2 and time.time() - start < 60:
         time.sleep(0.05)
-        pids = rank_pids(launcher.pid)
+        pids = support.rank_pids(launcher.pid)
       self.assertEqual(len(pids), 2, "trial %d: the workers did not start" % trial)
       time.sleep(rng.uniform(0.3, 2.0))
       os.kill(pids[frozen_rank], signal.SIGSTOP)

@@ -118,3 +118,27 @@ def free_port():
   with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
     return s.getsockname()[1]
+
+def rank_pids(launcher):
+  """RANK -> pid of `launcher`'s worker processes."""
+  pids = {}
+  for entry in os.listdir("/proc"):
+    if not entry.isdigit():
+      continue
+    try:
+      with open("/proc/%s/stat" % entry) as f:
+        parent = int(f.read().rsplit(")", 1)[1].split()[1])
+      if parent != launcher:
+        continue
+      with open("/proc/%s/environ" % entry, "rb") as f:
+        for item in f.read().split(b"\0"):
+          if item.startswith(b"RANK="):
+            pids[int(item[5:])] = int(entry)
+    except (OSError, ValueError, IndexError):
+      pass
+  return pids
+
+
+def final_hash(out):
+  """The final parameter hash of the run in `out` (run_summary.json)."""
+  return load(os.path.join(out, "run_summary.json"))["final_parameter_hash"]

@@ -52,8 +52,6 @@ def first_update(out):
   return step["gradients"], step["parameters_after"]
 
 
-def final_hash(out):
-  return support.load(os.path.join(out, "run_summary.json"))["final_parameter_hash"]
 
 
 class MpiRunTest(unittest.TestCase):
@@ -102,7 +100,7 @@ class MpiRunTest(unittest.TestCase):
       gradients, after = first_update(out)
       self.assertEqual(gradients, gloo_gradients, out)
       self.assertEqual(after, gloo_after, out)
-      self.assertEqual(final_hash(out), final_hash(self.gloo_out), out)
+      self.assertEqual(support.final_hash(out), support.final_hash(self.gloo_out), out)
       parity = support.load(os.path.join(out, "parity.json"))
       self.assertTrue(parity["pass"])
       self.assertEqual(parity["reducer"], reducer)
@@ -130,7 +128,7 @@ class MpiRunTest(unittest.TestCase):
     self.assertEqual(resumed.returncode, 0, resumed.stdout + resumed.stderr)
     resume = support.load(os.path.join(out, "resume.json"))
     self.assertEqual(resume["generation"], 2)
-    self.assertEqual(final_hash(out), final_hash(self.launched_out))
+    self.assertEqual(support.final_hash(out), support.final_hash(self.launched_out))
 
   def test_a_sigterm_to_train_under_mpirun_stops_saved_and_resumes_bitwise(self):
     # A run long enough to be signalled mid-way (1 500 updates).
@@ -168,7 +166,7 @@ class MpiRunTest(unittest.TestCase):
                                 env=mpirun_env())
     self.assertEqual(resumed.returncode, 0, resumed.stderr[-3000:])
     self.assertEqual(int(support.load(os.path.join(out, "resume.json"))["update"]), stopped_at)
-    self.assertEqual(final_hash(out), final_hash(whole))
+    self.assertEqual(support.final_hash(out), support.final_hash(whole))
 
   def test_a_bad_row_the_workers_find_under_mpirun_exits_2(self):
     """Issue 26, item 4, under run { launcher: "mpirun" }: the README's

@@ -31,22 +31,6 @@ def start(config, out):
   return process, out + ".log"
 
 
-def rank_pids(launcher):
-  pids = {}
-  for entry in os.listdir("/proc"):
-    if not entry.isdigit():
-      continue
-    try:
-      with open("/proc/%s/stat" % entry) as f:
-        if int(f.read().rsplit(")", 1)[1].split()[1]) != launcher:
-          continue
-      with open("/proc/%s/environ" % entry, "rb") as f:
-        for item in f.read().split(b"\0"):
-          if item.startswith(b"RANK="):
-            pids[int(item[5:])] = int(entry)
-    except (OSError, ValueError, IndexError):
-      pass
-  return pids
 
 
 def wait_for_training(out, launcher):
@@ -56,7 +40,7 @@ def wait_for_training(out, launcher):
     checkpoints = os.path.join(out, "checkpoints")
     if os.path.isdir(checkpoints) and any(
         os.path.exists(os.path.join(checkpoints, g, "MANIFEST")) for g in os.listdir(checkpoints)):
-      return rank_pids(launcher)
+      return support.rank_pids(launcher)
     time.sleep(0.05)
   raise AssertionError("training did not start")
 
@@ -65,8 +49,6 @@ def last_attempt(out):
   return support.load(os.path.join(out, "run_state.json"))["attempts"][-1]
 
 
-def final_hash(out):
-  return support.load(os.path.join(out, "run_summary.json"))["final_parameter_hash"]
 
 
 class PreemptionTest(unittest.TestCase):
@@ -85,7 +67,7 @@ class PreemptionTest(unittest.TestCase):
     self.assertEqual(resumed.returncode, 0, resumed.stderr[-3000:])
     self.assertIn("RESUMING", resumed.stderr)
     self.assertEqual(support.load(os.path.join(out, "resume.json"))["update"], update)
-    self.assertEqual(final_hash(out), final_hash(self.whole))
+    self.assertEqual(support.final_hash(out), support.final_hash(self.whole))
 
   def test_sigterm_stops_at_an_update_boundary_saves_and_the_rerun_ends_bitwise(self):
     self.assertEqual(self.uninterrupted.returncode, 0, self.uninterrupted.stderr[-2000:])
@@ -139,7 +121,7 @@ class PreemptionTest(unittest.TestCase):
     resumed = support.run_train("--config=" + self.config, "--out=" + out,
                                 "--whole_run_parity=false")
     self.assertEqual(resumed.returncode, 0, resumed.stderr[-3000:])
-    self.assertEqual(final_hash(out), final_hash(self.whole))
+    self.assertEqual(support.final_hash(out), support.final_hash(self.whole))
     self.assertEqual(support.load(os.path.join(out, "resume.json"))["skipped"], [])
 
   def test_without_checkpoints_sigterm_ends_the_run_as_before(self):
@@ -148,7 +130,7 @@ class PreemptionTest(unittest.TestCase):
     out = os.path.join(tmp, "out")
     launcher, log = start(config, out)
     deadline = time.time() + 60
-    while len(rank_pids(launcher.pid)) < 2 and time.time() < deadline:
+    while len(support.rank_pids(launcher.pid)) < 2 and time.time() < deadline:
       time.sleep(0.05)
     time.sleep(1)
     launcher.send_signal(signal.SIGTERM)
