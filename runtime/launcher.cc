@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -68,31 +70,19 @@ std::vector<int> RankCpus(const LaunchOptions& options) {
   return rank_cpus;
 }
 
-}  // namespace
+// The started workers: which are not yet reaped, and their wait statuses.
+class WorkerSet {
+ public:
+  WorkerSet(std::vector<pid_t> pids, LaunchResult* result)
+      : pids_(std::move(pids)), result_(result), running_(pids_.size()) {}
 
-absl::Status LaunchLocalWorkers(const LaunchOptions& options,
-                                LaunchResult* result) {
-  if (options.under_mpirun) return LaunchUnderMpirun(options, result);
-  result->wait_status.assign(options.world_size, 0);
-  result->failed_rank = -1;
-  std::vector<pid_t> pids(options.world_size, -1);
-  // What the signal forwarder may signal: the workers not yet reaped.
-  std::shared_ptr<std::vector<std::atomic<pid_t>>> live_pids;
-  const std::vector<int> cpus = RankCpus(options);
-  for (int rank = 0; rank < options.world_size; ++rank) {
-    pids[rank] = StartWorker(options, rank, cpus[rank]);
-    if (pids[rank] < 0) {
-      for (int r = 0; r < rank; ++r) kill(pids[r], SIGKILL);
-      for (int r = 0; r < rank; ++r) waitpid(pids[r], nullptr, 0);
-      return absl::InternalError(
-          absl::StrCat("cannot start rank ", rank, ": ", std::strerror(errno)));
-    }
-  }
-  int running = options.world_size;
-  if (options.forward_preemption_signals) {
-    auto live = std::make_shared<std::vector<std::atomic<pid_t>>>(options.world_size);
-    for (int r = 0; r < options.world_size; ++r) (*live)[r].store(pids[r]);
-    live_pids = live;
+  int running() const { return running_; }
+
+  // Workers the signal forwarder may signal: those not yet reaped.
+  void ForwardPreemptionSignals() {
+    auto live = std::make_shared<std::vector<std::atomic<pid_t>>>(pids_.size());
+    for (size_t r = 0; r < pids_.size(); ++r) (*live)[r].store(pids_[r]);
+    live_pids_ = live;
     StartSignalForwarding([live](int signal) {
       LOG(WARNING) << "launcher: " << strsignal(signal) << " received: passed on to the workers";
       for (std::atomic<pid_t>& pid : *live) {
@@ -100,66 +90,111 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
       }
     });
   }
-  auto forget = [&](int rank) {
-    pids[rank] = -1;
-    if (live_pids != nullptr) (*live_pids)[rank].store(-1);
-  };
-  int preempted = 0;
-  auto rank_of = [&](pid_t pid) {
-    for (int r = 0; r < options.world_size; ++r) {
-      if (pids[r] == pid) return r;
+
+  // Records `status` for the worker `pid`; its rank, or -1 for no worker.
+  int Reaped(pid_t pid, int status) {
+    for (size_t r = 0; r < pids_.size(); ++r) {
+      if (pids_[r] != pid) continue;
+      result_->wait_status[r] = status;
+      pids_[r] = -1;
+      if (live_pids_ != nullptr) (*live_pids_)[r].store(-1);
+      --running_;
+      return static_cast<int>(r);
     }
     return -1;
-  };
-  // Ranks that were stopped (SIGSTOP) when the run failed: they had stopped
-  // answering, and a SIGTERM would wait for them to be continued, so they
-  // are killed at once and named.
-  std::vector<int> stopped;
-  auto stop_others = [&] {
-    for (int r = 0; r < options.world_size; ++r) {
-      if (pids[r] > 0 && ProcessIsStopped(pids[r])) {
-        stopped.push_back(r);
-        kill(pids[r], SIGKILL);
-      } else if (pids[r] > 0) {
-        kill(pids[r], SIGTERM);
-      }
+  }
+
+  // Ends every worker still running: SIGTERM, and SIGKILL after `grace`.
+  // Ranks that were stopped (SIGSTOP) had stopped answering, and a SIGTERM
+  // would wait for them to be continued, so they are killed at once; their
+  // ranks are returned.
+  std::vector<int> StopAll(std::chrono::milliseconds grace) {
+    std::vector<int> stopped;
+    for (size_t r = 0; r < pids_.size(); ++r) {
+      if (pids_[r] <= 0) continue;
+      const bool is_stopped = ProcessIsStopped(pids_[r]);
+      if (is_stopped) stopped.push_back(static_cast<int>(r));
+      kill(pids_[r], is_stopped ? SIGKILL : SIGTERM);
     }
-    const auto deadline = std::chrono::steady_clock::now() + options.grace;
-    while (running > 0 && std::chrono::steady_clock::now() < deadline) {
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    while (running_ > 0 && std::chrono::steady_clock::now() < deadline) {
       int status = 0;
       pid_t pid = waitpid(-1, &status, WNOHANG);
       if (pid > 0) {
-        int r = rank_of(pid);
-        if (r >= 0) {
-          result->wait_status[r] = status;
-          forget(r);
-          --running;
-        }
+        Reaped(pid, status);
       } else {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
     }
-    for (int r = 0; r < options.world_size; ++r) {
-      if (pids[r] > 0) {
-        kill(pids[r], SIGKILL);
-        waitpid(pids[r], &result->wait_status[r], 0);
-        forget(r);
-        --running;
-      }
+    for (size_t r = 0; r < pids_.size(); ++r) {
+      if (pids_[r] <= 0) continue;
+      const pid_t pid = pids_[r];
+      int status = 0;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      Reaped(pid, status);
     }
-  };
-  while (running > 0) {
+    return stopped;
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+  LaunchResult* result_;
+  int running_;
+  std::shared_ptr<std::vector<std::atomic<pid_t>>> live_pids_;
+};
+
+// Starts one worker per rank; on a failed start none is left running.
+absl::StatusOr<std::vector<pid_t>> StartWorkers(const LaunchOptions& options) {
+  std::vector<pid_t> pids(options.world_size, -1);
+  const std::vector<int> cpus = RankCpus(options);
+  for (int rank = 0; rank < options.world_size; ++rank) {
+    pids[rank] = StartWorker(options, rank, cpus[rank]);
+    if (pids[rank] < 0) {
+      const int error = errno;
+      for (int r = 0; r < rank; ++r) kill(pids[r], SIGKILL);
+      for (int r = 0; r < rank; ++r) waitpid(pids[r], nullptr, 0);
+      return absl::InternalError(
+          absl::StrCat("cannot start rank ", rank, ": ", std::strerror(error)));
+    }
+  }
+  return pids;
+}
+
+// The run's error after `rank` ended with `status`, the others stopped.
+absl::Status RankFailed(int rank, int status, const std::vector<int>& stopped) {
+  std::string frozen;
+  for (int r : stopped) {
+    absl::StrAppend(&frozen, "; rank ", r,
+                    " had stopped answering (it was stopped: state T, SIGSTOP or a "
+                    "debugger) and was killed");
+  }
+  if (!frozen.empty()) LOG(ERROR) << "launcher: " << frozen.substr(2);
+  return absl::AbortedError(absl::StrCat("rank ", rank, " ", DescribeWaitStatus(status),
+                                         frozen, "; stopped the other ranks"));
+}
+
+}  // namespace
+
+absl::Status LaunchLocalWorkers(const LaunchOptions& options,
+                                LaunchResult* result) {
+  if (options.under_mpirun) return LaunchUnderMpirun(options, result);
+  result->wait_status.assign(options.world_size, 0);
+  result->failed_rank = -1;
+  absl::StatusOr<std::vector<pid_t>> pids = StartWorkers(options);
+  if (!pids.ok()) return pids.status();
+  WorkerSet workers(*std::move(pids), result);
+  if (options.forward_preemption_signals) workers.ForwardPreemptionSignals();
+  int preempted = 0;
+  while (workers.running() > 0) {
     int status = 0;
     pid_t pid = waitpid(-1, &status, 0);
     if (pid < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    int rank = rank_of(pid);
+    const int rank = workers.Reaped(pid, status);
     if (rank < 0) continue;
-    result->wait_status[rank] = status;
-    forget(rank);
-    --running;
     if (WIFEXITED(status) && WEXITSTATUS(status) == kPreemptedExitCode) {
       ++preempted;
       continue;
@@ -168,17 +203,7 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
       result->failed_rank = rank;
       LOG(ERROR) << "launcher: rank " << rank << " " << DescribeWaitStatus(status)
                  << "; stopping the other ranks";
-      stop_others();
-      std::string frozen;
-      for (int r : stopped) {
-        absl::StrAppend(&frozen, "; rank ", r,
-                        " had stopped answering (it was stopped: state T, SIGSTOP or a "
-                        "debugger) and was killed");
-      }
-      if (!frozen.empty()) LOG(ERROR) << "launcher: " << frozen.substr(2);
-      return absl::AbortedError(absl::StrCat(
-          "rank ", rank, " ", DescribeWaitStatus(status), frozen,
-          "; stopped the other ranks"));
+      return RankFailed(rank, status, workers.StopAll(options.grace));
     }
   }
   if (preempted > 0) {

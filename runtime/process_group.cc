@@ -23,6 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "collectives/collective_error.h"
 #include "collectives/gloo_process_group.h"
+#include "runtime/call_deadline.h"
 #include "runtime/guarded_store.h"
 #include "runtime/mpi_backend.h"
 
@@ -144,6 +145,20 @@ absl::Status JoinFailed(const DistributedEnv& env, absl::string_view why) {
       ":", env.master_port, " (world size ", env.world_size, "): ", why));
 }
 
+// c10d's TCPStore client pings the store in its constructor and reads the
+// answer with no timeout: a store's host frozen there would block this
+// rank for ever, so the construction is under a deadline of the options'
+// timeout and the store's margin (runtime/call_deadline.h).
+c10::intrusive_ptr<c10d::TCPStore> JoinStore(const DistributedEnv& env,
+                                             const c10d::TCPStoreOptions& options) {
+  const CallDeadline joining(
+      std::chrono::duration_cast<std::chrono::milliseconds>(options.timeout) +
+          std::chrono::milliseconds(kStoreDeadlineMargin),
+      absl::StrCat("rank ", env.rank, ": joining the store at ", env.master_addr, ":",
+                   env.master_port));
+  return c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+}
+
 }  // namespace
 
 absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
@@ -171,7 +186,7 @@ absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
     // The rendezvous as a whole within `timeout`; every later store read
     // and collective gets all of it again.
     options.timeout = Remaining(deadline);
-    auto tcp_store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+    auto tcp_store = JoinStore(env, options);
     tcp_store->setTimeout(timeout);
     ProcessGroupHandle handle;
     // Every blocking call under a deadline: a frozen store's host must not

@@ -3,6 +3,11 @@
 // code the trainer's processes run over their TCPStore.
 #include "runtime/process_group.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -197,6 +202,36 @@ TEST(ConnectProcessGroupTest, AnAddressThatDoesNotResolveIsNamed) {
       ConnectProcessGroup(env, std::chrono::seconds(2));
   EXPECT_THAT(std::string(handle.status().message()),
               HasSubstr("MASTER_ADDR=no-such-host.invalid does not resolve"));
+}
+
+// A store's host that listens but never answers (frozen: SIGSTOP, a hung
+// machine): c10d's client would wait for its ping's answer for ever; the
+// joining rank ends within the timeout and the store's margin, naming it.
+TEST(ConnectProcessGroupDeathTest, AStoresHostThatNeverAnswersEndsTheJoiningRank) {
+  const int listening = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listening, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listening, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(listening, 8), 0);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(getsockname(listening, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  DistributedEnv env;
+  env.rank = 1;
+  env.world_size = 2;
+  env.local_rank = 1;
+  env.master_addr = "127.0.0.1";
+  env.master_port = ntohs(address.sin_port);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EXIT(
+      (void)ConnectProcessGroup(env, std::chrono::seconds(1), nullptr, false),
+      ::testing::ExitedWithCode(1),
+      absl::StrCat("rank 1: joining the store at 127.0.0.1:", env.master_port,
+                   " did not return within"));
+  // The bound: the timeout (1 s) and the margin (5 s), and a little.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  close(listening);
 }
 
 }  // namespace

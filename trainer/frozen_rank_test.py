@@ -7,8 +7,14 @@ updates. In every trial the launcher exits 1 within the stated bound
 (collective_timeout_seconds + 5 s, and the update in flight), naming the
 rank that stopped answering; no worker is left behind. Before the fix one
 trial in two hung: after its store read timed out, c10d's client waited for
-the frozen store's answer with no timeout (runtime/guarded_store.h). After
-the last trial the run resumes from a generation that verifies."""
+the frozen store's answer with no timeout (runtime/guarded_store.h); a rank
+frozen at start-up hung the other in its store client's constructor, which
+reads the store's answer to its ping with no timeout either
+(runtime/process_group.cc, JoinStore). The
+last trial freezes its rank only once a generation is advertised (on a busy
+machine a random moment can fall before the first save), and the run then
+resumes from a generation that verifies."""
+import glob
 import os
 import random
 import signal
@@ -25,7 +31,13 @@ BOUND_SECONDS = TIMEOUT_SECONDS + 5 + 6
 TRIALS = 20
 
 
-
+def wait_for_an_advertised_generation(out, launcher, seconds=120):
+  deadline = time.time() + seconds
+  while time.time() < deadline and launcher.poll() is None:
+    if glob.glob(os.path.join(out, "checkpoints", "gen-*", "MANIFEST")):
+      return True
+    time.sleep(0.05)
+  return False
 
 def alive(pid):
   try:
@@ -60,6 +72,9 @@ class FrozenRankTest(unittest.TestCase):
         time.sleep(0.05)
         pids = support.rank_pids(launcher.pid)
       self.assertEqual(len(pids), 2, "trial %d: the workers did not start" % trial)
+      if trial == TRIALS - 1:
+        self.assertTrue(wait_for_an_advertised_generation(out, launcher),
+                        "trial %d: no generation was advertised" % trial)
       time.sleep(rng.uniform(0.3, 2.0))
       os.kill(pids[frozen_rank], signal.SIGSTOP)
       frozen_at = time.time()
