@@ -76,12 +76,16 @@ PhaseKillScope::PhaseKillScope(const PhaseKillPlan& plan, KillPhase phase, int r
 
 PhaseKillScope::~PhaseKillScope() {
   if (!armed_) return;
+  // A timer that fired is left alone: Linux 6.x drops the signal of a timer
+  // that is deleted or re-armed before a thread takes it (a SIGTERM waiting
+  // for the preemption watcher on a busy machine was lost so), and one
+  // timer per process costs nothing. With SIGKILL a fired timer never lets
+  // the phase end. A timer that fires between the read and the delete has
+  // its signal dropped with it, and the phase's end sends it.
   itimerspec left{};
   const bool read = timer_gettime(timer_, &left) == 0;
-  timer_delete(timer_);
-  // With SIGKILL a fired timer never lets the phase end; with a test's
-  // signal it was delivered already.
   if (read && left.it_value.tv_sec == 0 && left.it_value.tv_nsec == 0) return;
+  timer_delete(timer_);
   const int64_t elapsed_us =
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - begin_).count();
   at_end_(absl::StrCat(who_, " at the end of ", where_, ": the phase ended ", elapsed_us,

@@ -22,7 +22,9 @@
 // first, the destructor kills the process there, after a second line
 // "... at the end of PHASE of update K: the phase ended E us after it
 // began, before the D us timer": before the caller sees the phase finish.
-// Either way the rank dies inside the phase.
+// Either way the rank dies inside the phase. A timer that fired is never
+// deleted nor re-armed (Linux 6.x would drop its signal if no thread had
+// taken it yet).
 //
 // A scope the plan does not name arms nothing and costs a comparison.
 // Thread safety: one scope belongs to the thread that runs the phase.

@@ -1,5 +1,9 @@
 #include "checkpoint/phase_kill.h"
 
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -133,6 +137,30 @@ TEST(PhaseKillScopeTest, TheTimerFiresAfterTheDelayWhileThePhaseStillRuns) {
   // A timer that fired leaves nothing for the phase's end.
   EXPECT_THAT(recorder.at_end_kills(), IsEmpty());
   EXPECT_EQ(timer_signals, 1);
+}
+
+// A preemption's timer fires while the signal is blocked (on a busy
+// machine the watcher thread that takes it has not run yet): the phase's
+// end must leave the signal pending. Before the fix the scope deleted the
+// fired timer, and Linux 6.x dropped its pending signal: the SIGTERM was
+// lost and the run went on to its end (fault_drill's SIGTERM trials, one
+// drill in four on a busy machine).
+TEST(PhaseKillScopeTest, AFiredTimersSignalThatNoThreadTookYetStaysPending) {
+  KillRecorder recorder;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR2);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &set, nullptr), 0);
+  {
+    const PhaseKillScope scope(Plan(0, "forward_backward", 3, 1000),
+                               KillPhase::kForwardBackward, 0, 3, SIGUSR2, recorder.AtEnd());
+    ASSERT_TRUE(scope.armed());
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  EXPECT_THAT(recorder.at_end_kills(), IsEmpty());
+  const timespec wait{1, 0};
+  EXPECT_EQ(sigtimedwait(&set, nullptr, &wait), SIGUSR2);
+  ASSERT_EQ(pthread_sigmask(SIG_UNBLOCK, &set, nullptr), 0);
 }
 
 TEST(PhaseKillScopeTest, APhaseThatEndsFirstDiesAtItsEndAndTheTimerIsGone) {
