@@ -12,8 +12,11 @@
 #define RECEIPT_PARITY_MODEL_CLASSIFIER_INTERFACE_H_
 
 #include <string>
+#include <vector>
 
 #include <torch/nn/module.h>
+
+#include "absl/status/statusor.h"
 
 namespace torch {
 namespace jit {
@@ -22,6 +25,27 @@ struct Module;
 }  // namespace torch
 
 namespace receipt_parity {
+
+// One layer of a model as the model's own audit reports it: its module
+// path ("" is the model), type name and finding kind (model/layer_audit.h).
+struct ReportedLayer {
+  std::string module;
+  std::string module_type;
+  std::string kind;
+};
+
+// A model whose layers the harness can walk neither as C++ modules nor as
+// TorchScript graphs (a Python nn.Module, model/python_support.h) reports
+// them itself, for the layer audit.
+class LayerReporter {
+ public:
+  virtual ~LayerReporter() = default;
+  // How the layers were found, one phrase (LayerAudit.method).
+  virtual std::string method() const = 0;
+  // Every finding, parity-safe kinds included; a module may be reported
+  // with several kinds. Errors: Internal when the search itself fails.
+  virtual absl::StatusOr<std::vector<ReportedLayer>> ReportLayers() const = 0;
+};
 
 class Classifier : public torch::nn::Module {
  public:
@@ -46,6 +70,10 @@ class Classifier : public torch::nn::Module {
   // The TorchScript module this classifier runs (model/torchscript_classifier.h),
   // or nullptr for a C++ model.
   virtual const torch::jit::Module* script_module() const { return nullptr; }
+
+  // What reports this classifier's layers when the harness cannot read
+  // them (a Python module), or nullptr.
+  virtual const LayerReporter* layer_reporter() const { return nullptr; }
 };
 
 }  // namespace receipt_parity

@@ -450,7 +450,46 @@ absl::StatusOr<LayerAudit> AuditScriptModule(const torch::jit::Module& root) {
   return audit;
 }
 
+LayerAudit AuditReportedLayers(const std::string& method,
+                               const std::vector<ReportedLayer>& layers) {
+  LayerAudit audit;
+  audit.set_method(method);
+  // One finding per module: its best-naming kind, the others in `also`.
+  std::map<std::string, int> finding_of_module;
+  for (const ReportedLayer& layer : layers) {
+    if (IsParitySafe(layer.kind)) {
+      *audit.add_parity_safe() = MakeFinding(layer.module, layer.module_type, layer.kind);
+      continue;
+    }
+    auto [it, added] = finding_of_module.emplace(layer.module, audit.findings_size());
+    if (added) {
+      *audit.add_findings() = MakeFinding(layer.module, layer.module_type, layer.kind);
+      continue;
+    }
+    LayerFinding* finding = audit.mutable_findings(it->second);
+    std::string other = layer.kind;
+    if (KindRank(layer.kind) < KindRank(finding->kind())) {
+      other = finding->kind();
+      LayerFinding better = MakeFinding(finding->module(), finding->module_type(), layer.kind);
+      *better.mutable_also() = finding->also();
+      *finding = std::move(better);
+    }
+    if (other != finding->kind() &&
+        std::find(finding->also().begin(), finding->also().end(), other) ==
+            finding->also().end()) {
+      finding->add_also(other);
+    }
+  }
+  Summarize(&audit);
+  return audit;
+}
+
 absl::StatusOr<LayerAudit> AuditLayers(const Classifier& model) {
+  if (const LayerReporter* reporter = model.layer_reporter(); reporter != nullptr) {
+    absl::StatusOr<std::vector<ReportedLayer>> layers = reporter->ReportLayers();
+    if (!layers.ok()) return layers.status();
+    return AuditReportedLayers(reporter->method(), *layers);
+  }
   if (const torch::jit::Module* script = model.script_module(); script != nullptr) {
     return AuditScriptModule(*script);
   }

@@ -18,7 +18,9 @@
 // (children recursively): BatchNorm1d/2d/3d (the harness trains in training
 // mode), InstanceNorm1d/2d/3d with track_running_stats, Dropout,
 // Dropout2d/3d, AlphaDropout, FeatureAlphaDropout, KeyedDropout, and any
-// other module that holds buffers of its own. A TorchScript model
+// other module that holds buffers of its own. A model that reports its own
+// layers (Classifier::layer_reporter(): a Python module, whose audit is
+// receipt_parity_layers.audit) is taken at its word. A TorchScript model
 // (Classifier::script_module() non-null) is searched by node kind in the
 // graph of forward and of every method (prim::CallMethod) and function
 // (prim::CallFunction) it calls, naming the submodule whose method holds the
@@ -32,6 +34,7 @@
 #define RECEIPT_PARITY_MODEL_LAYER_AUDIT_H_
 
 #include <string>
+#include <vector>
 
 #include <torch/nn/module.h>
 
@@ -69,6 +72,12 @@ LayerAudit AuditModuleTree(const torch::nn::Module& root);
 // The graphs of `root`'s forward and what it calls. InvalidArgument when
 // `root` has no forward method.
 absl::StatusOr<LayerAudit> AuditScriptModule(const torch::jit::Module& root);
+
+// The layers a model reported itself (Classifier::layer_reporter()), as
+// findings: parity-safe kinds in parity_safe, each other module one
+// finding (its best-naming kind; the rest in `also`).
+LayerAudit AuditReportedLayers(const std::string& method,
+                               const std::vector<ReportedLayer>& layers);
 
 // What `finding` does to parity, for an explanation: "bn (BatchNorm2d):
 // batch norm in training mode: ...".

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "io/atomic_file.h"
+#include "model/logits_check.h"
 
 namespace receipt_parity {
 namespace {
@@ -126,19 +127,8 @@ class TorchScriptClassifier : public Classifier {
   std::vector<MirroredBuffer> buffers_;
 };
 
-std::string Brief(const std::exception& e) {
-  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
-  std::string what = c10_error ? c10_error->what_without_backtrace() : e.what();
-  const size_t end = what.find('\n');
-  return end == std::string::npos ? what : what.substr(0, end);
-}
-
 absl::Status Invalid(const std::string& path, const std::string& message) {
   return absl::InvalidArgumentError(absl::StrCat("path: ", path, ": ", message));
-}
-
-std::string ShapeText(at::IntArrayRef sizes) {
-  return absl::StrCat("[", absl::StrJoin(sizes, ", "), "]");
 }
 
 // Whether `script`'s forward takes each example's key after the images:
@@ -166,35 +156,6 @@ absl::StatusOr<bool> ForwardTakesKeys(const torch::jit::Module& script,
                                     " arguments", harness));
 }
 
-// Two zero examples, in eval mode without gradients, must give float
-// [2, num_classes] logits.
-absl::Status CheckLogits(Classifier& model, const std::string& path,
-                         const std::vector<int64_t>& input_shape, int num_classes) {
-  std::vector<int64_t> batch = {2};
-  batch.insert(batch.end(), input_shape.begin(), input_shape.end());
-  at::Tensor logits;
-  try {
-    torch::NoGradGuard no_grad;
-    model.eval();
-    logits = model.forward(at::zeros(batch));
-    model.train();
-  } catch (const std::exception& e) {
-    model.train();
-    return Invalid(path, absl::StrCat("forward of a ", ShapeText(batch),
-                                      " batch failed: ", Brief(e)));
-  }
-  if (logits.dim() != 2 || logits.size(0) != 2 || logits.size(1) != num_classes ||
-      logits.scalar_type() != at::kFloat) {
-    return Invalid(path, absl::StrCat("maps a ", ShapeText(batch), " batch to ",
-                                      c10::toString(logits.scalar_type()), " ",
-                                      ShapeText(logits.sizes()),
-                                      "; a receipt model must map [N, ",
-                                      absl::StrJoin(input_shape, ", "), "] to float [N, ",
-                                      num_classes, "] (one logit per label)"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<Classifier>> LoadTorchScriptClassifier(
@@ -220,9 +181,10 @@ absl::StatusOr<std::shared_ptr<Classifier>> LoadTorchScriptClassifier(
   } catch (const std::exception& e) {
     return Invalid(path, absl::StrCat("not a TorchScript module saved by "
                                       "torch.jit.save (torch 2.11): ",
-                                      Brief(e)));
+                                      FirstLineOf(e)));
   }
-  if (absl::Status s = CheckLogits(*model, path, input_shape, num_classes); !s.ok()) {
+  if (absl::Status s = CheckLogits(*model, input_shape, num_classes, absl::StrCat("path: ", path));
+      !s.ok()) {
     return s;
   }
   return model;

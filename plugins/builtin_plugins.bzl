@@ -22,6 +22,7 @@ BUILTIN_PLUGINS = {
     "model/mlp": "//model:mlp",
     "model/linear": "//model:linear",
     "model/torchscript": "//model:torchscript",
+    "model/python_module": "//model:python_module",
     "lr_schedule/constant": "//schedules:constant",
     "lr_schedule/linear_warmup_cosine": "//schedules:linear_warmup_cosine",
     "lr_schedule/step": "//schedules:step",

@@ -19,6 +19,8 @@ PACKAGES=(
                        # the torch wheel lacks (headers only: Gloo itself is
                        # inside libtorch_cpu; never link -lgloo)
   libabsl-dev
+  libpython3-dev       # Python 3.11 to embed: the python_module model plugin
+                       # (model/libpython_support.so)
   libprotobuf-dev
   protobuf-compiler
   libgoogle-glog-dev

@@ -91,7 +91,7 @@ class ModelFormsTest(unittest.TestCase):
   def test_plugin_form_errors_name_the_plugin_or_its_options(self):
     self.check_refused('model { name: "resnet" }', "name:",
                        "model.name: no model plugin named 'resnet'; registered: "
-                       "cnn, linear, mlp, torchscript")
+                       "cnn, linear, mlp, python_module, torchscript")
     self.check_refused(PLUGIN_FORM.replace("conv_channels: [4]", "conv_channels: [0]"),
                        "options", "model.options: conv_channels: must be positive, got 0")
     self.check_refused(

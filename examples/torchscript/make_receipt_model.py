@@ -7,8 +7,12 @@ trainer's `torchscript` model plugin.
 
 writes PATH (default: receipt_model.pt beside this script), the file that
 two_worker.pbtxt names. Use the project's torch (2.11): the trainer loads
-what torch.jit.save wrote with the same version. torch.jit.script may warn
-that TorchScript is deprecated; the file it saves is what the trainer needs.
+what torch.jit.save wrote with the same version. TorchScript is deprecated
+upstream: torch 2.11's torch.jit.script warns so, and this script shows
+that warning (Python hides DeprecationWarning by default). The file it
+saves is what the trainer needs; a team that would rather not script its
+model trains it from its Python source with the python_module plugin
+(examples/python_module/, docs/plugins.md).
 
 The module maps [N, 1, S, S] grayscale receipts to [N, 4] logits, one per
 label (ok, blurred, faded, cropped), which the trainer checks on one batch
@@ -34,6 +38,7 @@ reference and a resumed run drop the same elements of it and parity holds
 """
 import argparse
 import os
+import warnings
 
 import torch
 from torch import nn
@@ -115,6 +120,9 @@ def main():
   parser.add_argument("--keyed_dropout", type=float, default=0.0,
                       help="a KeyedDropout after the hidden layer (keeps parity)")
   args = parser.parse_args()
+  # Shown, not hidden: "`torch.jit.script` is deprecated. Please switch to
+  # `torch.compile` or `torch.export`."
+  warnings.simplefilter("default", DeprecationWarning)
   torch.manual_seed(args.seed)
   zeros = torch.zeros(2, 1, args.image_size, args.image_size)
   if args.keyed_dropout > 0:

@@ -50,6 +50,7 @@ class TorchScriptExampleTest(unittest.TestCase):
     script = shutil.copy(SCRIPT, os.path.join(cls.folder, "make_receipt_model.py"))
     made = run(PYTHON, script)  # writes receipt_model.pt beside itself
     assert made.returncode == 0, made.stderr
+    cls.made = made
     cls.module = os.path.join(cls.folder, "receipt_model.pt")
     cls.out = os.path.join(cls.tmp, "out")
     cls.trained = run(TRAIN, "--config=examples/torchscript/two_worker.pbtxt",
@@ -79,6 +80,9 @@ class TorchScriptExampleTest(unittest.TestCase):
     self.assertEqual({r["rank"] for r in summary["per_rank"]}, {0, 1})
     # ranks_agree (above): every rank's final parameters hash as rank 0's.
     self.assertEqual(len(summary["final_parameter_hash"]), 40)
+
+  def test_the_script_shows_that_torchscript_is_deprecated_upstream(self):
+    self.assertIn("DeprecationWarning: `torch.jit.script` is deprecated", self.made.stderr)
 
   def test_the_model_revision_hashes_the_file_and_its_parameters(self):
     self.assertEqual(self.trained.returncode, 0, self.trained.stderr[-3000:])
