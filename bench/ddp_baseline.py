@@ -101,6 +101,9 @@ def parse_args(argv):
                  help="size of the noise pool when there is no receipt pool")
   p.add_argument("--seed", type=int, default=37)
   p.add_argument("--out", default="")
+  p.add_argument("--script-to", default="",
+                 help="write the model (seeded by --seed), scripted by torch.jit.script, "
+                      "to this file and exit: the benchmark's TorchScript route")
   args = p.parse_args(argv)
   for name in ("image_size", "batch_per_rank", "world_size", "updates",
                "window_updates", "pool_examples"):
@@ -174,6 +177,15 @@ def build_model(args):
       features = h
   layers.append(nn.Linear(features, NUM_CLASSES))
   return nn.Sequential(*layers)
+
+
+def benchmark_model(architecture, conv_channels=(), hidden_units=(), image_size=32):
+  """build_model's layers as a python_module factory: the benchmark's
+  Python route trains this very module."""
+  return build_model(argparse.Namespace(architecture=architecture,
+                                        conv_channels=list(conv_channels),
+                                        hidden_units=list(hidden_units),
+                                        image_size=image_size))
 
 
 def slowest_per_update(per_rank):
@@ -330,6 +342,10 @@ def free_port():
 
 def main(argv):
   args = parse_args(argv)
+  if args.script_to:
+    torch.manual_seed(args.seed)
+    torch.jit.save(torch.jit.script(build_model(args)), args.script_to)
+    return 0
   out = args.out or os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                  f"ddp_baseline_{os.getpid()}.json")
   try:

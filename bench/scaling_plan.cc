@@ -8,6 +8,7 @@
 #include "data/data_config.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "model/model_options.pb.h"
 #include "reducers/reducer_options.pb.h"
 
 namespace receipt_parity {
@@ -233,6 +234,65 @@ TrainingConfig WithTrainerVariant(TrainingConfig config, TrainerVariant how,
   options.set_overlap_backward(how == TrainerVariant::kBucketsOverlapped);
   config.mutable_reducer()->set_name("allreduce_sum");
   config.mutable_reducer()->mutable_options()->PackFrom(options);
+  return config;
+}
+
+std::string RouteTag(ModelRoute route) {
+  switch (route) {
+    case ModelRoute::kBuiltIn: return "";
+    case ModelRoute::kTorchScript: return "_torchscript";
+    case ModelRoute::kPythonModule: return "_python_module";
+  }
+  return "";
+}
+
+std::string RouteLabel(ModelRoute route) {
+  switch (route) {
+    case ModelRoute::kBuiltIn: return "";
+    case ModelRoute::kTorchScript: return ", the model as TorchScript (torchscript)";
+    case ModelRoute::kPythonModule: return ", the model as a Python nn.Module (python_module)";
+  }
+  return "";
+}
+
+std::string BenchmarkModelKwargs(const BenchmarkModel& model) {
+  return absl::StrCat("{\"architecture\": \"", model.model.architecture(),
+                      "\", \"conv_channels\": [", absl::StrJoin(model.model.conv_channels(), ", "),
+                      "], \"hidden_units\": [", absl::StrJoin(model.model.hidden_units(), ", "),
+                      "], \"image_size\": ", model.image_size, "}");
+}
+
+std::vector<std::string> ScriptModelArguments(const std::string& script,
+                                              const BenchmarkModel& model, uint64_t seed,
+                                              const std::string& out) {
+  return {script,
+          absl::StrCat("--architecture=", model.model.architecture()),
+          absl::StrCat("--conv-channels=", absl::StrJoin(model.model.conv_channels(), ",")),
+          absl::StrCat("--hidden-units=", absl::StrJoin(model.model.hidden_units(), ",")),
+          absl::StrCat("--image-size=", model.image_size),
+          "--updates=1",
+          absl::StrCat("--seed=", seed),
+          absl::StrCat("--script-to=", out)};
+}
+
+TrainingConfig WithModelRoute(TrainingConfig config, const BenchmarkModel& model,
+                              ModelRoute route, const std::string& file) {
+  if (route == ModelRoute::kBuiltIn) return config;
+  ModelConfig* m = config.mutable_model();
+  m->Clear();
+  if (route == ModelRoute::kTorchScript) {
+    m->set_name("torchscript");
+    TorchScriptModelOptions options;
+    options.set_path(file);
+    m->mutable_options()->PackFrom(options);
+    return config;
+  }
+  m->set_name("python_module");
+  PythonModuleOptions options;
+  options.set_path(file);
+  options.set_factory("benchmark_model");
+  options.set_kwargs_json(BenchmarkModelKwargs(model));
+  m->mutable_options()->PackFrom(options);
   return config;
 }
 

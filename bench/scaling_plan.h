@@ -123,6 +123,34 @@ std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes);
 TrainingConfig WithTrainerVariant(TrainingConfig config, TrainerVariant how,
                                   int64_t bucket_cap_bytes);
 
+// How a run's model is given (issue 27's costs): the architecture form
+// (built in); the same layers scripted into a TorchScript file
+// (ddp_baseline.py --script-to, model "torchscript"); or the same layers
+// as a Python nn.Module trained from its source (ddp_baseline.py's
+// benchmark_model, model "python_module").
+enum class ModelRoute { kBuiltIn, kTorchScript, kPythonModule };
+
+// The suffix of a route's run names ("", "_torchscript", "_python_module")
+// and how the benchmark announces it.
+std::string RouteTag(ModelRoute route);
+std::string RouteLabel(ModelRoute route);
+
+// ddp_baseline.benchmark_model's keyword arguments for `model`, a JSON
+// object: {"architecture": "cnn", "conv_channels": [...], ...}.
+std::string BenchmarkModelKwargs(const BenchmarkModel& model);
+
+// Arguments (after the interpreter) of ddp_baseline.py that write `model`
+// as TorchScript to `out`, seeded by `seed`.
+std::vector<std::string> ScriptModelArguments(const std::string& script,
+                                              const BenchmarkModel& model, uint64_t seed,
+                                              const std::string& out);
+
+// `config` with its model given by `route`: unchanged for kBuiltIn; else
+// the plugin form naming `file` (the .pt; or ddp_baseline.py with factory
+// benchmark_model and BenchmarkModelKwargs(model)).
+TrainingConfig WithModelRoute(TrainingConfig config, const BenchmarkModel& model,
+                              ModelRoute route, const std::string& file);
+
 // Updates that take about `seconds` at `update_seconds` each, clamped to
 // [min_updates, max_updates]. REQUIRES: min_updates <= max_updates.
 int UpdatesFor(double seconds, double update_seconds, int min_updates,

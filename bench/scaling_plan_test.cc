@@ -12,6 +12,7 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "model/model_options.pb.h"
 #include "reducers/reducer_options.pb.h"
 
 namespace receipt_parity {
@@ -247,6 +248,41 @@ TEST(ScalingPlanTest, VariantsHaveDistinctRunNames) {
   EXPECT_EQ(VariantLabel(TrainerVariant::kAsConfigured, 8), "");
   EXPECT_EQ(VariantLabel(TrainerVariant::kBucketsNotOverlapped, 8),
             " (allreduce_sum, buckets of <= 8 bytes, after backward)");
+}
+
+TEST(ScalingPlanTest, ModelRoutesNameTheSameLayersAnotherWay) {
+  TrainingConfig base;
+  base.mutable_model()->set_architecture("mlp");
+  base.mutable_model()->add_hidden_units(244);
+  const BenchmarkModel mlp = CommunicationBoundMlp();
+  EXPECT_EQ(BenchmarkModelKwargs(mlp),
+            "{\"architecture\": \"mlp\", \"conv_channels\": [], \"hidden_units\": [244], "
+            "\"image_size\": 32}");
+  const TrainingConfig same = WithModelRoute(base, mlp, ModelRoute::kBuiltIn, "x");
+  EXPECT_EQ(same.SerializeAsString(), base.SerializeAsString());
+
+  const TrainingConfig script = WithModelRoute(base, mlp, ModelRoute::kTorchScript, "/m/a.pt");
+  EXPECT_EQ(script.model().name(), "torchscript");
+  EXPECT_EQ(script.model().hidden_units_size(), 0);
+  TorchScriptModelOptions script_options;
+  ASSERT_TRUE(script.model().options().UnpackTo(&script_options));
+  EXPECT_EQ(script_options.path(), "/m/a.pt");
+
+  const TrainingConfig python =
+      WithModelRoute(base, mlp, ModelRoute::kPythonModule, "/b/ddp_baseline.py");
+  EXPECT_EQ(python.model().name(), "python_module");
+  PythonModuleOptions python_options;
+  ASSERT_TRUE(python.model().options().UnpackTo(&python_options));
+  EXPECT_EQ(python_options.path(), "/b/ddp_baseline.py");
+  EXPECT_EQ(python_options.factory(), "benchmark_model");
+  EXPECT_EQ(python_options.kwargs_json(), BenchmarkModelKwargs(mlp));
+
+  EXPECT_THAT(ScriptModelArguments("d.py", mlp, 37, "/m/a.pt"),
+              ::testing::ElementsAre("d.py", "--architecture=mlp", "--conv-channels=",
+                                     "--hidden-units=244", "--image-size=32", "--updates=1",
+                                     "--seed=37", "--script-to=/m/a.pt"));
+  EXPECT_EQ(RouteTag(ModelRoute::kPythonModule), "_python_module");
+  EXPECT_EQ(RouteTag(ModelRoute::kBuiltIn), "");
 }
 
 }  // namespace

@@ -156,6 +156,16 @@ void FillRatios(ModelScaling* m) {
       Ratio(LargestRss(m->ours_two_workers_accumulation_2()), LargestRss(one_step)));
   m->set_accumulation_4_peak_rss_ratio(
       Ratio(LargestRss(m->ours_two_workers_accumulation_4()), LargestRss(one_step)));
+  m->set_torchscript_examples_per_second_ratio(
+      Ratio(m->ours_two_workers_torchscript().examples_per_second(),
+            one_step.examples_per_second()));
+  m->set_python_module_examples_per_second_ratio(
+      Ratio(m->ours_two_workers_python_module().examples_per_second(),
+            one_step.examples_per_second()));
+  m->set_torchscript_peak_rss_ratio(
+      Ratio(LargestRss(m->ours_two_workers_torchscript()), LargestRss(one_step)));
+  m->set_python_module_peak_rss_ratio(
+      Ratio(LargestRss(m->ours_two_workers_python_module()), LargestRss(one_step)));
   if (m->has_ours_two_workers_mpi()) FillMpiRatios(m);
 }
 
@@ -217,6 +227,18 @@ const std::vector<RatioField>& RatioFields() {
       {&ModelScaling::accumulation_4_peak_rss_ratio,
        &ModelScaling::set_accumulation_4_peak_rss_ratio,
        &ModelScaling::mutable_accumulation_4_peak_rss_ratio_spread},
+      {&ModelScaling::torchscript_examples_per_second_ratio,
+       &ModelScaling::set_torchscript_examples_per_second_ratio,
+       &ModelScaling::mutable_torchscript_examples_per_second_ratio_spread},
+      {&ModelScaling::python_module_examples_per_second_ratio,
+       &ModelScaling::set_python_module_examples_per_second_ratio,
+       &ModelScaling::mutable_python_module_examples_per_second_ratio_spread},
+      {&ModelScaling::torchscript_peak_rss_ratio,
+       &ModelScaling::set_torchscript_peak_rss_ratio,
+       &ModelScaling::mutable_torchscript_peak_rss_ratio_spread},
+      {&ModelScaling::python_module_peak_rss_ratio,
+       &ModelScaling::set_python_module_peak_rss_ratio,
+       &ModelScaling::mutable_python_module_peak_rss_ratio_spread},
       {&ModelScaling::ours_mpi_scaling, &ModelScaling::set_ours_mpi_scaling,
        &ModelScaling::mutable_ours_mpi_scaling_spread, true},
       {&ModelScaling::ours_mpi_over_ceiling, &ModelScaling::set_ours_mpi_over_ceiling,

@@ -193,6 +193,20 @@ TEST(FillRatiosTest, AccumulationRunsOverTheOneStepRun) {
   EXPECT_DOUBLE_EQ(m.accumulation_4_peak_rss_ratio(), 162.0 / 180);
 }
 
+TEST(FillRatiosTest, ModelRoutesOverTheBuiltInModel) {
+  ModelScaling m =
+      Model("compute_bound", 1000, 1900, 800, 1500, 0.0022, 0.002, 180, 300, 0.1);
+  EXPECT_EQ(m.python_module_examples_per_second_ratio(), 0);  // not run
+  *m.mutable_ours_two_workers_torchscript() = receipt_parity::Run(1805, 0, {190, 189});
+  *m.mutable_ours_two_workers_python_module() = receipt_parity::Run(1330, 0, {420, 450});
+  FillRatios(&m);
+  // ours_two_workers (the built-in model): 1900 examples/s, largest rank 180.
+  EXPECT_DOUBLE_EQ(m.torchscript_examples_per_second_ratio(), 1805.0 / 1900);
+  EXPECT_DOUBLE_EQ(m.python_module_examples_per_second_ratio(), 1330.0 / 1900);
+  EXPECT_DOUBLE_EQ(m.torchscript_peak_rss_ratio(), 190.0 / 180);
+  EXPECT_DOUBLE_EQ(m.python_module_peak_rss_ratio(), 450.0 / 180);
+}
+
 TEST(FillRoundRatiosTest, AccumulationRatiosPerRoundThenTheMedian) {
   std::vector<ModelScaling> rounds;
   const double rates[3] = {900, 950, 800};  // over 1000: 0.9, 0.95, 0.8

@@ -83,6 +83,7 @@ struct RoundInputs {
   int updates = 0;         // trainer and DDP updates (fixed in round 0)
   int bare_updates = 0;    // the bare pair's timed updates (round 0's bare)
   int64_t bucket_cap_bytes = 0;  // the overlap runs' cap
+  std::string scripted_model;    // the model as TorchScript (ModelRoute::kTorchScript)
 };
 
 // One run of a round after the bare step (which fixes the round-0 sizes):
@@ -113,6 +114,9 @@ class ScalingRunner::Impl {
     RoundInputs inputs;
     inputs.model = &model;
     inputs.pool = &*pool;
+    absl::StatusOr<std::string> scripted = WriteScriptedModel(model);
+    if (!scripted.ok()) return scripted.status();
+    inputs.scripted_model = *scripted;
     std::vector<ModelScaling> rounds;
     for (int round = 0; round < settings_.rounds; ++round) {
       inputs.suffix = absl::StrCat("_r", round);
@@ -158,6 +162,14 @@ class ScalingRunner::Impl {
         return RunOurs(*in.model, world, in.updates, in.suffix, how, in.bucket_cap_bytes);
       };
     };
+    auto routed = [this](ModelRoute route) {
+      return [this, route](const RoundInputs& in) {
+        const std::string file =
+            route == ModelRoute::kTorchScript ? in.scripted_model : programs_.ddp_script;
+        return RunOurs(*in.model, 2, in.updates, in.suffix, TrainerVariant::kAsConfigured,
+                       in.bucket_cap_bytes, route, file);
+      };
+    };
     auto ddp = [this, m](int world) {
       return [this, m, world](const RoundInputs& in) -> absl::StatusOr<SystemRun> {
         absl::StatusOr<Measured<DdpBaselineResult>> run =
@@ -186,6 +198,10 @@ class ScalingRunner::Impl {
          ours(2, TrainerVariant::kAccumulation2)},
         {[](ModelScaling* s) { return s->mutable_ours_two_workers_accumulation_4(); },
          ours(2, TrainerVariant::kAccumulation4)},
+        {[](ModelScaling* s) { return s->mutable_ours_two_workers_torchscript(); },
+         routed(ModelRoute::kTorchScript)},
+        {[](ModelScaling* s) { return s->mutable_ours_two_workers_python_module(); },
+         routed(ModelRoute::kPythonModule)},
     };
     // Where mpirun is installed; --smoke: only where communication binds.
     if (MpirunInstalled() && (!settings_.smoke || m->name() == "communication_bound")) {
@@ -299,21 +315,45 @@ class ScalingRunner::Impl {
     return run;
   }
 
+  // The model's layers scripted by ddp_baseline.py --script-to, once per
+  // model: DIR/models/MODEL.pt.
+  absl::StatusOr<std::string> WriteScriptedModel(const BenchmarkModel& model) {
+    const std::string path = Path("models", model.name + ".pt");
+    Announce(absl::StrCat(model.name, ": the same layers as TorchScript, ", path));
+    std::vector<std::string> argv = {programs_.python};
+    for (std::string& arg : ScriptModelArguments(programs_.ddp_script, model,
+                                                 base_.seeds().model_init(), path)) {
+      argv.push_back(std::move(arg));
+    }
+    absl::StatusOr<double> wall =
+        RunChild(argv, Path("logs", model.name + "_script.log"), path);
+    if (!wall.ok()) return wall.status();
+    std::cout << absl::StrFormat(" %.1f s\n", *wall) << std::flush;
+    return path;
+  }
+
+  // `route` and `model_file`: how the run's model is given
+  // (WithModelRoute).
   absl::StatusOr<SystemRun> RunOurs(const BenchmarkModel& model, int world,
                                     int updates, const std::string& suffix,
-                                    TrainerVariant how, int64_t bucket_cap_bytes) {
-    const std::string name =
-        absl::StrCat(model.name, "_ours_", world, "w", VariantTag(how), suffix);
+                                    TrainerVariant how, int64_t bucket_cap_bytes,
+                                    ModelRoute route = ModelRoute::kBuiltIn,
+                                    const std::string& model_file = "") {
+    const std::string name = absl::StrCat(model.name, "_ours_", world, "w", VariantTag(how),
+                                          RouteTag(route), suffix);
     const std::string config_path = Path("configs", name + ".pbtxt");
     const std::string run_dir = Path("runs", name);
     const std::string log_path = Path("logs", name + ".log");
     Announce(absl::StrCat(model.name, ": this project, ", world, " worker(s)",
-                          VariantLabel(how, bucket_cap_bytes), ", ", updates, " updates"));
+                          VariantLabel(how, bucket_cap_bytes), RouteLabel(route), ", ",
+                          updates, " updates"));
     std::string text;
     google::protobuf::TextFormat::Printer printer;
     printer.SetExpandAny(true);  // plugin options as text, not bytes
     printer.PrintToString(
-        WithTrainerVariant(TrainerConfig(base_, model, world, updates), how, bucket_cap_bytes),
+        WithModelRoute(WithTrainerVariant(TrainerConfig(base_, model, world, updates), how,
+                                          bucket_cap_bytes),
+                       model, route, model_file),
         &text);
     std::error_code ignored;
     fs::create_directories(fs::path(config_path).parent_path(), ignored);

@@ -23,14 +23,16 @@ HAS_MPIRUN = shutil.which("mpirun") is not None
 RUNS = ("ours_one_worker", "ours_two_workers", "ddp_one_worker",
         "ddp_two_workers", "bare_libtorch", "bare_two_processes",
         "ours_two_workers_buckets_overlap", "ours_two_workers_buckets_no_overlap",
-        "ours_two_workers_accumulation_2", "ours_two_workers_accumulation_4")
+        "ours_two_workers_accumulation_2", "ours_two_workers_accumulation_4",
+        "ours_two_workers_torchscript", "ours_two_workers_python_module")
 # --smoke runs it on the communication-bound model only.
 MPI_RUNS = ("ours_two_workers_mpi",) if HAS_MPIRUN else ()
 WORLD = {"ours_one_worker": 1, "ours_two_workers": 2, "ddp_one_worker": 1,
          "ddp_two_workers": 2, "bare_libtorch": 1, "bare_two_processes": 2,
          "ours_two_workers_buckets_overlap": 2,
          "ours_two_workers_buckets_no_overlap": 2, "ours_two_workers_mpi": 2,
-         "ours_two_workers_accumulation_2": 2, "ours_two_workers_accumulation_4": 2}
+         "ours_two_workers_accumulation_2": 2, "ours_two_workers_accumulation_4": 2,
+         "ours_two_workers_torchscript": 2, "ours_two_workers_python_module": 2}
 
 
 def temp_dir():
@@ -113,6 +115,21 @@ class SmokeTest(unittest.TestCase):
           text = f.read()
         self.assertIn(f"accumulation_steps: {k}\n", text)
         self.assertIn(f"global_batch: {2 * m['batch_per_rank']}\n", text)
+      # The same layers as TorchScript and as a Python module (issue 27).
+      for route, plugin in (("torchscript", "torchscript"),
+                            ("python_module", "python_module")):
+        routed = m[f"ours_two_workers_{route}"]
+        self.assertAlmostEqual(m[f"{route}_examples_per_second_ratio"], ratio(
+            routed["examples_per_second"], ours2["examples_per_second"]))
+        self.assertAlmostEqual(m[f"{route}_peak_rss_ratio"], ratio(
+            max(routed["peak_rss_mib"]), max(ours2["peak_rss_mib"])))
+        with open(os.path.join(self.out, "configs",
+                               f"{m['name']}_ours_2w_{route}_r0.pbtxt")) as f:
+          text = f.read()
+        self.assertIn(f'name: "{plugin}"', text)
+        with open(os.path.join(os.path.dirname(routed["result_path"]),
+                               "run_manifest.json")) as f:
+          self.assertTrue(json.load(f)["model_revision"]["revision"].startswith(plugin + "("))
       # One round: each ratio's spread is that one round.
       self.assertEqual(m["ours_scaling_spread"]["rounds"], [m["ours_scaling"]])
       # The reducer's all-reduces ran, so the two-worker run spent time in them.
@@ -177,6 +194,9 @@ class SmokeTest(unittest.TestCase):
          for o in ("overlap", "no_overlap")] +
         [f"{m}_ours_2w_accumulation_{k}_r0.pbtxt"
          for m in ("compute_bound", "communication_bound") for k in (2, 4)] +
+        [f"{m}_ours_2w_{route}_r0.pbtxt"
+         for m in ("compute_bound", "communication_bound")
+         for route in ("torchscript", "python_module")] +
         ["communication_bound_ours_2w_mpi_r0.pbtxt"] * len(MPI_RUNS)))
     # The overlap runs: allreduce_sum over a quarter of the gradient's bytes.
     for overlap in (True, False):
@@ -236,7 +256,10 @@ class BadInputTest(unittest.TestCase):
     mark = os.path.join(out, "failed-once")
     python = os.path.join(out, "python-failing-once")
     with open(python, "w") as f:
+      # Only a DDP run fails (not the --script-to call that writes the
+      # TorchScript model first).
       f.write(f"""#!/bin/sh
+case "$*" in *--script-to=*) exec {TORCH_PYTHON} "$@";; esac
 if [ ! -e {mark} ]; then touch {mark}; echo "terminate called" >&2; exit 134; fi
 exec {TORCH_PYTHON} "$@"
 """)

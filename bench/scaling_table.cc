@@ -73,6 +73,13 @@ std::string FormatScalingTable(const ScalingReport& report) {
                         ? Row("this project, accumulate 4",
                               m.ours_two_workers_accumulation_4())
                         : std::string(),
+                    m.has_ours_two_workers_torchscript()
+                        ? Row("this project, TorchScript", m.ours_two_workers_torchscript())
+                        : std::string(),
+                    m.has_ours_two_workers_python_module()
+                        ? Row("this project, Python",
+                              m.ours_two_workers_python_module())
+                        : std::string(),
                     Row("PyTorch DDP", m.ddp_one_worker()),
                     Row("PyTorch DDP", m.ddp_two_workers()),
                     Row("bare LibTorch step", m.bare_libtorch()),
@@ -106,6 +113,16 @@ std::string FormatScalingTable(const ScalingReport& report) {
                                 m.accumulation_4_examples_per_second_ratio(),
                                 m.accumulation_2_peak_rss_ratio(),
                                 m.accumulation_4_peak_rss_ratio()));
+    }
+    if (m.has_ours_two_workers_python_module()) {
+      absl::StrAppend(
+          &out, absl::StrFormat("  2w, the model as TorchScript / as a Python module over "
+                                "built in: examples/s %.2fx / %.2fx, peak RSS %.2fx / "
+                                "%.2fx\n",
+                                m.torchscript_examples_per_second_ratio(),
+                                m.python_module_examples_per_second_ratio(),
+                                m.torchscript_peak_rss_ratio(),
+                                m.python_module_peak_rss_ratio()));
     }
     if (m.allreduce_seconds_1kib() > 0) {
       absl::StrAppend(

@@ -158,6 +158,26 @@ TEST(FormatScalingTableTest, AccumulationRowsAndRatiosWhenRun) {
                                "0.95x / 0.90x\n"));
 }
 
+TEST(FormatScalingTableTest, ModelRouteRowsAndRatiosWhenRun) {
+  EXPECT_THAT(FormatScalingTable(Report()), Not(HasSubstr("as a Python module")));
+  ScalingReport report = Report();
+  ModelScaling* m = report.mutable_models(0);
+  *m->mutable_ours_two_workers_torchscript() =
+      receipt_parity::Run("this_project", 2, 20900, 0.0032, {191, 192});
+  *m->mutable_ours_two_workers_python_module() =
+      receipt_parity::Run("this_project", 2, 15000, 0.0044, {431, 432});
+  m->set_torchscript_examples_per_second_ratio(0.99);
+  m->set_python_module_examples_per_second_ratio(0.71);
+  m->set_torchscript_peak_rss_ratio(1.01);
+  m->set_python_module_peak_rss_ratio(2.27);
+  const std::string table = FormatScalingTable(report);
+  EXPECT_THAT(table, HasSubstr("  this project, Python         2        15000"));
+  EXPECT_THAT(table, HasSubstr("431 / 432"));
+  EXPECT_THAT(table, HasSubstr("2w, the model as TorchScript / as a Python module over "
+                               "built in: examples/s 0.99x / 0.71x, peak RSS 1.01x / "
+                               "2.27x\n"));
+}
+
 TEST(FormatScalingTableTest, SmokeRunsSayTheirFiguresMeanNothing) {
   ScalingReport report = Report();
   report.set_smoke(true);
