@@ -72,6 +72,8 @@ absl::Status StartInterpreter() {
       py::gil_scoped_acquire gil;
       try {
         py::module_ sys = py::module_::import("sys");
+        // No __pycache__ written beside the team's sources.
+        sys.attr("dont_write_bytecode") = true;
         const std::string site = TorchSitePackages();
         if (!site.empty()) sys.attr("path").attr("insert")(0, site);
         py::module_::import("torch");

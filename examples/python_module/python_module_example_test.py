@@ -83,6 +83,8 @@ class PythonModuleExampleTest(unittest.TestCase):
     revision = json.dumps(manifest)
     self.assertIn("python_module(receipt_model.py:ReceiptNet", revision)
     self.assertIn("source_sha1=", revision)
+    # The trainer writes nothing beside the team's sources (no __pycache__).
+    self.assertNotIn("__pycache__", os.listdir(self.folder))
 
   def test_the_kill_drill_resumes_bitwise(self):
     text = with_max_updates(self.config_text(), 12).replace(
