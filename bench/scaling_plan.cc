@@ -32,6 +32,15 @@ class FirstError : public google::protobuf::io::ErrorCollector {
 
 std::string FormatFloat(double value) { return absl::StrCat(value); }
 
+// `script` and ddp_baseline.py's model arguments: the layers of `model`.
+std::vector<std::string> ScriptAndLayers(const std::string& script,
+                                         const BenchmarkModel& model) {
+  return {script, absl::StrCat("--architecture=", model.model.architecture()),
+          absl::StrCat("--conv-channels=", absl::StrJoin(model.model.conv_channels(), ",")),
+          absl::StrCat("--hidden-units=", absl::StrJoin(model.model.hidden_units(), ",")),
+          absl::StrCat("--image-size=", model.image_size)};
+}
+
 }  // namespace
 
 BenchmarkModel CommunicationBoundMlp() {
@@ -137,20 +146,18 @@ std::vector<std::string> DdpArguments(const std::string& script,
                                       const PoolFiles& pool, int world_size,
                                       int updates, int no_sync_updates,
                                       const std::string& out) {
-  return {script,
-          absl::StrCat("--architecture=", model.model.architecture()),
-          absl::StrCat("--conv-channels=", absl::StrJoin(model.model.conv_channels(), ",")),
-          absl::StrCat("--hidden-units=", absl::StrJoin(model.model.hidden_units(), ",")),
-          absl::StrCat("--image-size=", model.image_size),
-          absl::StrCat("--batch-per-rank=", model.batch_per_rank),
-          absl::StrCat("--world-size=", world_size),
-          absl::StrCat("--updates=", updates),
-          absl::StrCat("--no-sync-updates=", no_sync_updates),
-          absl::StrCat("--learning-rate=", FormatFloat(optimizer.sgd().learning_rate())),
-          absl::StrCat("--momentum=", FormatFloat(optimizer.sgd().momentum())),
-          absl::StrCat("--pool-images=", pool.images),
-          absl::StrCat("--pool-labels=", pool.labels),
-          absl::StrCat("--out=", out)};
+  std::vector<std::string> args = ScriptAndLayers(script, model);
+  args.insert(args.end(),
+              {absl::StrCat("--batch-per-rank=", model.batch_per_rank),
+               absl::StrCat("--world-size=", world_size),
+               absl::StrCat("--updates=", updates),
+               absl::StrCat("--no-sync-updates=", no_sync_updates),
+               absl::StrCat("--learning-rate=", FormatFloat(optimizer.sgd().learning_rate())),
+               absl::StrCat("--momentum=", FormatFloat(optimizer.sgd().momentum())),
+               absl::StrCat("--pool-images=", pool.images),
+               absl::StrCat("--pool-labels=", pool.labels),
+               absl::StrCat("--out=", out)});
+  return args;
 }
 
 std::vector<std::string> BareArguments(const BenchmarkModel& model,
@@ -265,14 +272,10 @@ std::string BenchmarkModelKwargs(const BenchmarkModel& model) {
 std::vector<std::string> ScriptModelArguments(const std::string& script,
                                               const BenchmarkModel& model, uint64_t seed,
                                               const std::string& out) {
-  return {script,
-          absl::StrCat("--architecture=", model.model.architecture()),
-          absl::StrCat("--conv-channels=", absl::StrJoin(model.model.conv_channels(), ",")),
-          absl::StrCat("--hidden-units=", absl::StrJoin(model.model.hidden_units(), ",")),
-          absl::StrCat("--image-size=", model.image_size),
-          "--updates=1",
-          absl::StrCat("--seed=", seed),
-          absl::StrCat("--script-to=", out)};
+  std::vector<std::string> args = ScriptAndLayers(script, model);
+  args.insert(args.end(), {"--updates=1", absl::StrCat("--seed=", seed),
+                           absl::StrCat("--script-to=", out)});
+  return args;
 }
 
 TrainingConfig WithModelRoute(TrainingConfig config, const BenchmarkModel& model,

@@ -1,6 +1,8 @@
 #include "model/logits_check.h"
 
-#include <torch/torch.h>
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/autograd/grad_mode.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
