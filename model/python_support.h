@@ -11,7 +11,9 @@
 // This header is the whole contract between the two: the library defines a
 // PythonSupport and hands it to RegisterPythonSupport from a static
 // initializer; the host defines RegisterPythonSupport and exports it
-// (-rdynamic).
+// (-rdynamic), and exports the synchronized batch norm the library mirrors
+// a Python SyncBatchNorm2d by (model/sync_batch_norm.h: one layer, one
+// per-thread pass, the host's).
 #ifndef RECEIPT_PARITY_MODEL_PYTHON_SUPPORT_H_
 #define RECEIPT_PARITY_MODEL_PYTHON_SUPPORT_H_
 
@@ -52,13 +54,16 @@ class PythonSupport {
 
   // Builds the module (the interpreter starts on the first call, once per
   // process) and mirrors its parameters and buffers (the same tensors,
-  // names kept). The classifier reports its layers (layer_reporter(): by
+  // names kept), each receipt_parity_layers.SyncBatchNorm2d by the host's
+  // SyncBatchNorm2dImpl over its tensors (model/sync_batch_norm.h), which
+  // the Python layer's training forward calls. The classifier reports its layers (layer_reporter(): by
   // module type and two trial forwards, receipt_parity_layers.audit); its
   // forward raises a c10::Error with the traceback's last frames when the
   // module's forward raises. InvalidArgument naming `written` with the
   // Python traceback's last frames for a module that fails to import or to
-  // build, a factory that makes no nn.Module, or a forward of another
-  // signature. The host checks the logits' shape (model/logits_check.h).
+  // build, a factory that makes no nn.Module, a forward of another
+  // signature, or SyncBatchNorm2d layers not numbered in the order a
+  // forward reaches them. The host checks the logits' shape (model/logits_check.h).
   virtual absl::StatusOr<std::shared_ptr<Classifier>> Build(
       const PythonModuleRequest& request) const = 0;
 };

@@ -35,6 +35,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "model/python_support.h"
+#include "model/sync_batch_norm.h"
 
 namespace receipt_parity {
 namespace {
@@ -135,13 +136,29 @@ std::string TypeName(const py::handle& object) {
 // them after "At:"), on one line.
 std::string PythonError(py::error_already_set& e) { return LastFrames(e.what()); }
 
+// The harness's layers module (receipt_parity_layers.py). REQUIRES: the GIL.
+py::module_ HarnessLayers() { return py::module_::import("receipt_parity_layers"); }
+
+// A receipt_parity_layers.SyncBatchNorm2d's state: its own tensors.
+// REQUIRES: the GIL.
+SyncBatchNormTensors SyncBatchNormState(const py::object& layer) {
+  return {ToTensor(layer.attr("weight"), "SyncBatchNorm2d.weight"),
+          ToTensor(layer.attr("bias"), "SyncBatchNorm2d.bias"),
+          ToTensor(layer.attr("running_mean"), "SyncBatchNorm2d.running_mean"),
+          ToTensor(layer.attr("running_var"), "SyncBatchNorm2d.running_var"),
+          ToTensor(layer.attr("num_batches_tracked"), "SyncBatchNorm2d.num_batches_tracked")};
+}
+
 class PythonModuleClassifier : public Classifier, public LayerReporter {
  public:
-  // REQUIRES: the GIL is held.
+  // REQUIRES: the GIL is held; the module's SyncBatchNorm2d layers are
+  // numbered in the order forward reaches them
+  // (receipt_parity_layers.sync_batch_norms).
   PythonModuleClassifier(py::object module, std::string description, bool takes_keys,
                          std::vector<int64_t> input_shape)
       : module_(std::move(module)), description_(std::move(description)),
-        takes_keys_(takes_keys), input_shape_(std::move(input_shape)) {
+        takes_keys_(takes_keys), input_shape_(std::move(input_shape)),
+        sync_batch_norm_type_(HarnessLayers().attr("SyncBatchNorm2d")) {
     Mirror(module_, *this);
     // Submodules built in eval mode (a frozen batch norm) stay in eval
     // mode when the classifier trains.
@@ -159,6 +176,7 @@ class PythonModuleClassifier : public Classifier, public LayerReporter {
     py::gil_scoped_acquire gil;
     buffers_.clear();
     eval_submodules_.clear();
+    sync_batch_norm_type_ = py::object();
     module_ = py::object();
   }
 
@@ -209,8 +227,7 @@ class PythonModuleClassifier : public Classifier, public LayerReporter {
     try {
       std::vector<int64_t> shape = {2};
       shape.insert(shape.end(), input_shape_.begin(), input_shape_.end());
-      py::object found = py::module_::import("receipt_parity_layers")
-                             .attr("audit")(module_, shape, takes_keys_);
+      py::object found = HarnessLayers().attr("audit")(module_, shape, takes_keys_);
       std::vector<ReportedLayer> layers;
       for (const py::handle item : found) {
         const auto entry = item.cast<py::tuple>();
@@ -263,11 +280,31 @@ class PythonModuleClassifier : public Classifier, public LayerReporter {
     for (const py::handle item : python.attr("named_children")()) {
       const auto pair = item.cast<py::tuple>();
       const py::object child = py::reinterpret_borrow<py::object>(pair[1]);
+      if (py::isinstance(child, sync_batch_norm_type_)) {
+        MirrorSyncBatchNorm(pair[0].cast<std::string>(), child, mirror);
+        continue;
+      }
       auto sub = std::make_shared<torch::nn::Module>(
           py::str(py::type::of(child).attr("__qualname__")).cast<std::string>());
       Mirror(child, *sub);
       mirror.register_module(pair[0].cast<std::string>(), sub);
     }
+  }
+
+  // A receipt_parity_layers.SyncBatchNorm2d is mirrored by the harness's
+  // own layer over the same tensors, which the Python layer's training
+  // forward calls: the update's passes (model/sync_batch_norm_update.h)
+  // find it among the classifier's modules and drive it through the
+  // calling thread's pass, as they drive a built-in model's.
+  // REQUIRES: the GIL.
+  static void MirrorSyncBatchNorm(const std::string& name, const py::object& python,
+                                  torch::nn::Module& mirror) {
+    auto layer = std::make_shared<SyncBatchNorm2dImpl>(python.attr("layer").cast<int>(),
+                                                       SyncBatchNormState(python));
+    mirror.register_module(name, layer);
+    python.attr("_harness_forward") = py::cpp_function([layer](const py::object& x) {
+      return ToPython(layer->forward(ToTensor(x, "SyncBatchNorm2d's input")));
+    });
   }
 
   // A buffer forward replaced by a new tensor (self.count = self.count + 1):
@@ -289,6 +326,7 @@ class PythonModuleClassifier : public Classifier, public LayerReporter {
   std::string description_;
   bool takes_keys_;
   std::vector<int64_t> input_shape_;
+  py::object sync_batch_norm_type_;
   std::vector<py::object> eval_submodules_;
   std::vector<MirroredBuffer> buffers_;
 };
@@ -358,6 +396,9 @@ absl::StatusOr<std::shared_ptr<Classifier>> BuildWithGil(const PythonModuleReque
   }
   absl::StatusOr<bool> takes_keys = ForwardTakesKeys(r, module);
   if (!takes_keys.ok()) return takes_keys.status();
+  std::vector<int64_t> trial_shape = {2};
+  trial_shape.insert(trial_shape.end(), r.input_shape.begin(), r.input_shape.end());
+  HarnessLayers().attr("sync_batch_norms")(module, trial_shape, *takes_keys);
   const std::string type =
       py::str(py::type::of(module).attr("__qualname__")).cast<std::string>();
   return std::make_shared<PythonModuleClassifier>(

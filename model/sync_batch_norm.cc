@@ -47,6 +47,15 @@ SyncBatchNorm2dImpl::SyncBatchNorm2dImpl(int64_t channels, int layer)
   num_batches_tracked_ = register_buffer("num_batches_tracked", at::zeros({}, at::kLong));
 }
 
+SyncBatchNorm2dImpl::SyncBatchNorm2dImpl(int layer, const SyncBatchNormTensors& tensors)
+    : channels_(tensors.weight.size(0)), layer_(layer) {
+  weight_ = register_parameter("weight", tensors.weight);
+  bias_ = register_parameter("bias", tensors.bias);
+  running_mean_ = register_buffer("running_mean", tensors.running_mean);
+  running_var_ = register_buffer("running_var", tensors.running_var);
+  num_batches_tracked_ = register_buffer("num_batches_tracked", tensors.num_batches_tracked);
+}
+
 at::Tensor SyncBatchNorm2dImpl::Normalize(const at::Tensor& x, const at::Tensor& mean,
                                           const at::Tensor& var) {
   const at::Tensor scale = weight_ * at::rsqrt(var + kEps);

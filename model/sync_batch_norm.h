@@ -97,6 +97,17 @@ class SyncBatchNormPassScope {
 // The calling thread's pass, or nullptr.
 SyncBatchNormPass* CurrentSyncBatchNormPass();
 
+// The state of one synchronized batch norm, named as torch's BatchNorm2d
+// names it: weight and bias (parameters), running_mean and running_var
+// ([C] each) and num_batches_tracked (an int64 scalar).
+struct SyncBatchNormTensors {
+  at::Tensor weight;
+  at::Tensor bias;
+  at::Tensor running_mean;
+  at::Tensor running_var;
+  at::Tensor num_batches_tracked;
+};
+
 class SyncBatchNorm2dImpl : public torch::nn::Module {
  public:
   static constexpr double kEps = 1e-5;
@@ -105,6 +116,11 @@ class SyncBatchNorm2dImpl : public torch::nn::Module {
   // `layer`: this layer's index among the model's synchronized batch norms,
   // in the order a forward reaches them (0 first).
   SyncBatchNorm2dImpl(int64_t channels, int layer);
+
+  // A layer over `tensors` themselves, not copies: a Python module's
+  // receipt_parity_layers.SyncBatchNorm2d (model/python_support.h), whose
+  // forward calls this one. REQUIRES: shapes as SyncBatchNormTensors says.
+  SyncBatchNorm2dImpl(int layer, const SyncBatchNormTensors& tensors);
 
   // x: [N, C, H, W]. See above.
   at::Tensor forward(const at::Tensor& x);

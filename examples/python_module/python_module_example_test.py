@@ -11,6 +11,11 @@ and every proof unchanged:
   * nn.Dropout in the module is named by the layer audit (parity fails,
     exit 3; refused up front with batch_dependent_layers "refuse"); the
     harness's KeyedDropout keeps parity and is listed parity-safe;
+  * the harness's SyncBatchNorm2d keeps parity on an uneven split in
+    micro-batches (its running statistics equal on both ranks), is listed
+    parity-safe and resumes where the uninterrupted run ends; nn.BatchNorm2d
+    in its place is named by the audit; layers numbered out of their
+    forward order are refused at load;
   * a module that fails to import or to build, whose forward raises, or
     that gives the wrong shape is refused at load (exit 2) with the config's
     line and the Python traceback's last frames; a Python exception during
@@ -18,7 +23,8 @@ and every proof unchanged:
     the run resumes from a verified generation.
 
 Arguments: the train binary, the fault_drill binary, receipt_model.py,
-two_worker.pbtxt, two_worker_keyed_dropout.pbtxt.
+two_worker.pbtxt, two_worker_keyed_dropout.pbtxt,
+two_worker_sync_batch_norm.pbtxt.
 """
 import json
 import os
@@ -28,8 +34,9 @@ import sys
 import tempfile
 import unittest
 
-TRAIN, DRILL, MODEL, CONFIG, KEYED_CONFIG = (os.path.abspath(a) for a in sys.argv[1:6])
-del sys.argv[1:6]
+TRAIN, DRILL, MODEL, CONFIG, KEYED_CONFIG, SYNC_CONFIG = (
+    os.path.abspath(a) for a in sys.argv[1:7])
+del sys.argv[1:7]
 
 
 def load(path):
@@ -129,6 +136,97 @@ class PythonModuleExampleTest(unittest.TestCase):
     self.assertEqual([(f["module"], f["kind"]) for f in parity["audit"]["parity_safe"]],
                      [("keyed_dropout", "keyed_dropout")])
     self.assertTrue(parity["audit"]["clean"])
+
+  def sync_config_text(self):
+    with open(SYNC_CONFIG) as f:
+      return f.read()
+
+  def sync_run(self):
+    """The sync batch norm example's whole run (12 updates), once."""
+    cls = type(self)
+    if not hasattr(cls, "synced"):
+      cls.sync_out = os.path.join(cls.tmp, "sync")
+      config = self.write_config("sync.pbtxt", self.sync_config_text())
+      cls.synced = run(TRAIN, "--config=" + config, "--out=" + cls.sync_out)
+    return cls.synced
+
+  def test_sync_batch_norm_keeps_parity_on_an_uneven_split_in_micro_batches(self):
+    result = self.sync_run()
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    parity = load(os.path.join(self.sync_out, "parity.json"))
+    self.assertTrue(parity["pass"], parity.get("failures"))
+    self.assertEqual(parity["split"], [6, 2])
+    self.assertEqual(parity["whole_run"]["mode"], "drift_budget")
+    self.assertTrue(parity["whole_run"]["pass"], parity["whole_run"])
+    self.assertIn("synchronized batch norm", parity["tolerance_reason"])
+    self.assertIn("features.5.weight", [t["name"] for t in parity["gradients"]])
+    self.assertEqual([(f["module"], f["module_type"], f["kind"])
+                      for f in parity["audit"]["parity_safe"]],
+                     [("features.1", "SyncBatchNorm2d", "sync_batch_norm"),
+                      ("features.5", "SyncBatchNorm2d", "sync_batch_norm")])
+    self.assertTrue(parity["audit"]["clean"], parity["audit"])
+    buffers = load(os.path.join(self.sync_out, "run_summary.json"))["buffers"]
+    self.assertTrue(buffers["equal"], buffers)
+    # pixel_mean, and each batch norm's mean, var and count.
+    self.assertEqual(buffers["compared"], 7)
+
+  def test_sync_batch_norm_resumes_where_the_uninterrupted_run_ends(self):
+    whole = self.sync_run()
+    self.assertEqual(whole.returncode, 0, whole.stderr[-3000:])
+    text = self.sync_config_text()
+    out = os.path.join(self.tmp, "sync_part")
+    stopped = run(TRAIN, "--config=" + self.write_config(
+        "sync_part.pbtxt", with_max_updates(text, 5)), "--out=" + out)
+    self.assertEqual(stopped.returncode, 0, stopped.stderr[-3000:])
+    resumed = run(TRAIN, "--config=" + self.write_config("sync_rest.pbtxt", text),
+                  "--out=" + out)
+    self.assertEqual(resumed.returncode, 0, resumed.stderr[-3000:])
+    # Its newest generation holds update 4 (checkpoints every 4 updates).
+    self.assertIn("CONTINUING", resumed.stderr)
+    self.assertIn("at update 4 (epoch 0", resumed.stderr)
+    self.assertEqual(load(os.path.join(out, "run_summary.json"))["final_parameter_hash"],
+                     load(os.path.join(self.sync_out, "run_summary.json"))["final_parameter_hash"])
+    self.assertTrue(load(os.path.join(out, "parity.json"))["whole_run"]["pass"])
+    # The last generations' shards (parameters, the batch norms' running
+    # statistics, the optimizer) are byte for byte the uninterrupted run's.
+    def newest_shards(folder):
+      checkpoints = os.path.join(folder, "checkpoints")
+      newest = os.path.join(checkpoints, sorted(os.listdir(checkpoints))[-1])
+      return {name: open(os.path.join(newest, name), "rb").read()
+              for name in os.listdir(newest) if name.startswith("shard-")}
+    resumed_shards = newest_shards(out)
+    self.assertEqual(len(resumed_shards), 2)
+    self.assertTrue(resumed_shards == newest_shards(self.sync_out))
+
+  def test_nn_batch_norm_in_its_place_is_named_by_the_audit(self):
+    text = with_max_updates(self.sync_config_text(), 2).replace(
+        '"hidden": 16}', '"hidden": 16, "sync": false}')
+    out = os.path.join(self.tmp, "rank_bn")
+    result = run(TRAIN, "--config=" + self.write_config("rank_bn.pbtxt", text), "--out=" + out)
+    self.assertEqual(result.returncode, 3, result.stderr[-3000:])
+    parity = load(os.path.join(out, "parity.json"))
+    self.assertFalse(parity["pass"])
+    self.assertEqual([(f["module"], f["module_type"], f["kind"])
+                      for f in parity["audit"]["findings"]],
+                     [("features.1", "BatchNorm2d", "batch_norm_training"),
+                      ("features.5", "BatchNorm2d", "batch_norm_training")])
+
+  def test_sync_batch_norms_numbered_out_of_forward_order_are_refused(self):
+    source = ("import torch\nfrom receipt_parity_layers import SyncBatchNorm2d\n\n"
+              "class ReceiptNet(torch.nn.Module):\n"
+              "  def __init__(self):\n    super().__init__()\n"
+              "    self.conv = torch.nn.Conv2d(1, 2, 3, padding=1)\n"
+              "    self.late = SyncBatchNorm2d(2, 0)\n"
+              "    self.early = SyncBatchNorm2d(2, 1)\n"
+              "    self.head = torch.nn.Linear(512, 4)\n"
+              "  def forward(self, images):\n%s")
+    self.check_refused(
+        source % "    return self.head(self.late(self.early(self.conv(images))).flatten(1))\n",
+        "{}", "SyncBatchNorm2d layers must be numbered 0, 1, ... in the order forward "
+        "reaches them", "a training forward reaches early (layer=1), late (layer=0)")
+    self.check_refused(
+        source % "    return self.head(self.early(self.conv(images)).flatten(1))\n",
+        "{}", "a training forward never reaches late (layer=0)")
 
   def check_refused(self, source, kwargs, *expected):
     """A module in bad.py, refused at load with exit 2: the config's line

@@ -18,12 +18,20 @@ forward(images, keys) gets each example's key for the update, so its masks
 are the same on every rank and in the one-worker reference
 (two_worker_keyed_dropout.pbtxt). ReceiptNet(dropout=P) with P > 0 uses
 nn.Dropout, which the layer audit names: each rank draws its own mask.
+
+SyncNormReceiptNet puts a batch norm after each convolution: the harness's
+SyncBatchNorm2d (numbered 0, 1 in the order forward reaches them), whose
+statistics are the whole update's on every rank and in every micro-batch
+(two_worker_sync_batch_norm.pbtxt: an uneven 6 + 2 split in two
+micro-batches per rank). SyncNormReceiptNet(sync=False) uses
+nn.BatchNorm2d instead, which the layer audit names: each rank normalizes
+by its own examples.
 """
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from receipt_parity_layers import KeyedDropout
+from receipt_parity_layers import KeyedDropout, SyncBatchNorm2d
 
 NUM_LABELS = 4
 
@@ -60,3 +68,18 @@ class KeyedReceiptNet(ReceiptNet):
     x = self.features(images - self.pixel_mean)
     x = self.keyed_dropout(F.relu(self.hidden(torch.flatten(x, 1))), keys)
     return self.head(x)
+
+
+class SyncNormReceiptNet(ReceiptNet):
+
+  def __init__(self, image_size: int = 16, channels: int = 8, hidden: int = 32,
+               sync: bool = True):
+    super().__init__(image_size, channels, hidden)
+
+    def norm(features, layer):
+      return SyncBatchNorm2d(features, layer) if sync else nn.BatchNorm2d(features)
+
+    self.features = nn.Sequential(
+        nn.Conv2d(1, channels, 3, padding=1), norm(channels, 0), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(channels, 2 * channels, 3, padding=1), norm(2 * channels, 1), nn.ReLU(),
+        nn.MaxPool2d(2))
