@@ -136,6 +136,13 @@ std::string TypeName(const py::handle& object) {
 // them after "At:"), on one line.
 std::string PythonError(py::error_already_set& e) { return LastFrames(e.what()); }
 
+// The shape of the harness's trial batches of a module: two examples.
+std::vector<int64_t> TrialShape(const std::vector<int64_t>& input_shape) {
+  std::vector<int64_t> shape = {2};
+  shape.insert(shape.end(), input_shape.begin(), input_shape.end());
+  return shape;
+}
+
 // The harness's layers module (receipt_parity_layers.py). REQUIRES: the GIL.
 py::module_ HarnessLayers() { return py::module_::import("receipt_parity_layers"); }
 
@@ -225,9 +232,8 @@ class PythonModuleClassifier : public Classifier, public LayerReporter {
   absl::StatusOr<std::vector<ReportedLayer>> ReportLayers() const override {
     py::gil_scoped_acquire gil;
     try {
-      std::vector<int64_t> shape = {2};
-      shape.insert(shape.end(), input_shape_.begin(), input_shape_.end());
-      py::object found = HarnessLayers().attr("audit")(module_, shape, takes_keys_);
+      py::object found =
+          HarnessLayers().attr("audit")(module_, TrialShape(input_shape_), takes_keys_);
       std::vector<ReportedLayer> layers;
       for (const py::handle item : found) {
         const auto entry = item.cast<py::tuple>();
@@ -396,9 +402,7 @@ absl::StatusOr<std::shared_ptr<Classifier>> BuildWithGil(const PythonModuleReque
   }
   absl::StatusOr<bool> takes_keys = ForwardTakesKeys(r, module);
   if (!takes_keys.ok()) return takes_keys.status();
-  std::vector<int64_t> trial_shape = {2};
-  trial_shape.insert(trial_shape.end(), r.input_shape.begin(), r.input_shape.end());
-  HarnessLayers().attr("sync_batch_norms")(module, trial_shape, *takes_keys);
+  HarnessLayers().attr("sync_batch_norms")(module, TrialShape(r.input_shape), *takes_keys);
   const std::string type =
       py::str(py::type::of(module).attr("__qualname__")).cast<std::string>();
   return std::make_shared<PythonModuleClassifier>(
