@@ -9,6 +9,7 @@ BUILTIN_PLUGINS = {
     "sampler_policy/duplicate_pad": "//samplers:duplicate_pad",
     "sampler_policy/masked_tail": "//samplers:masked_tail",
     "sampler_policy/drop_tail": "//samplers:drop_tail",
+    "sampler_policy/global_batches": "//samplers:global_batches",
     "loss_weighting/global_count": "//weighting:global_count",
     "loss_weighting/rank_mean": "//weighting:rank_mean",
     "loss_weighting/class_balanced": "//weighting:class_balanced",

@@ -44,6 +44,25 @@ RankAudit AuditRank(const EpochPlan& plan, int rank,
   return out;
 }
 
+UpdateAudit AuditUpdate(const EpochPlan& plan, int64_t update,
+                        const std::vector<std::string>& receipt_ids) {
+  UpdateAudit out;
+  out.set_update(static_cast<int32_t>(update));
+  std::vector<std::string> ids;
+  for (int r = 0; r < plan.world_size(); ++r) {
+    for (const Slot& slot : plan.UpdateSlots(r, update)) {
+      if (slot.valid) {
+        ids.push_back(receipt_ids[slot.dataset_index]);
+      } else {
+        out.set_masked_slots(out.masked_slots() + 1);
+      }
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  for (std::string& id : ids) out.add_receipt_ids(std::move(id));
+  return out;
+}
+
 // Fills everything of `epoch` that follows from the ranks' slot lists.
 void AuditSlots(const EpochPlan& plan,
                 const std::vector<std::string>& receipt_ids, int micro_batches,
@@ -90,6 +109,7 @@ void AuditSlots(const EpochPlan& plan,
   for (int64_t u = 0; u < plan.num_updates(); ++u) {
     epoch->add_global_accepted_per_update(
         static_cast<int32_t>(plan.GlobalAcceptedCount(u)));
+    *epoch->add_updates() = AuditUpdate(plan, u, receipt_ids);
   }
 }
 
@@ -197,6 +217,7 @@ absl::StatusOr<SamplerAudit> AuditSampler(
   audit.set_seed(static_cast<double>(seed));
   audit.set_seed_exact(seed);
   audit.set_policy(policy_name);
+  audit.set_world_size_independent(policy.world_size_independent());
   for (int batch : local_batch_sizes) audit.add_local_batch_sizes(batch);
 
   for (int e = 0; e < epochs; ++e) {

@@ -40,6 +40,7 @@ GlobalOrder Order(const SamplerPolicy& policy, int64_t n, int world_size) {
   request.num_examples = n;
   request.world_size = world_size;
   request.seed = 3;
+  request.global_batch = 8;
   absl::StatusOr<GlobalOrder> order = policy.Order(request);
   EXPECT_TRUE(order.ok()) << order.status();
   return order.ok() ? *order : GlobalOrder();
@@ -48,7 +49,7 @@ GlobalOrder Order(const SamplerPolicy& policy, int64_t n, int world_size) {
 TEST(BuiltinSamplersTest, AllThreeAreRegistered) {
   ASSERT_TRUE(CheckRegistries().ok());
   EXPECT_THAT(RegisteredNames(SamplerPolicy::kKind),
-              IsSupersetOf({"drop_tail", "duplicate_pad", "masked_tail"}));
+              IsSupersetOf({"drop_tail", "duplicate_pad", "global_batches", "masked_tail"}));
 }
 
 TEST(BuiltinSamplersTest, EachPolicyHasItsTailAndHonoursDisableShuffle) {
@@ -60,7 +61,8 @@ TEST(BuiltinSamplersTest, EachPolicyHasItsTailAndHonoursDisableShuffle) {
   };
   for (const Expected& expected :
        {Expected{"duplicate_pad", 48, 48, 0},
-        Expected{"masked_tail", 48, 47, 0}, Expected{"drop_tail", 45, 45, 2}}) {
+        Expected{"masked_tail", 48, 47, 0}, Expected{"drop_tail", 45, 45, 2},
+        Expected{"global_batches", 48, 47, 0}}) {
     SCOPED_TRACE(expected.name);
     for (bool disable_shuffle : {false, true}) {
       std::unique_ptr<SamplerPolicy> policy =

@@ -68,7 +68,10 @@ absl::StatusOr<EpochPlan> BuildEpochPlan(const SamplerPolicy& policy,
   }
   absl::Status valid = ValidateLocalBatch(request.world_size, local_batch);
   if (!valid.ok()) return valid;
-  absl::StatusOr<GlobalOrder> order = policy.Order(request);
+  OrderRequest dealt = request;
+  dealt.global_batch = 0;
+  for (int slots : local_batch) dealt.global_batch += slots;
+  absl::StatusOr<GlobalOrder> order = policy.Order(dealt);
   if (!order.ok()) return order.status();
   valid = ValidateOrder(*order, request.num_examples);
   if (!valid.ok()) return valid;

@@ -3,7 +3,8 @@
 //
 // Built-ins: duplicate_pad (torch.utils.data.DistributedSampler,
 // drop_last=False), masked_tail (same order, pad slots valid=false),
-// drop_tail (drop_last=True).
+// drop_tail (drop_last=True), and global_batches (samplers/global_batches.h:
+// updates that do not depend on the world size).
 #ifndef RECEIPT_PARITY_SAMPLERS_SAMPLER_POLICY_H_
 #define RECEIPT_PARITY_SAMPLERS_SAMPLER_POLICY_H_
 
@@ -22,6 +23,9 @@ struct OrderRequest {
   // (set_epoch).
   uint64_t seed = 0;
   int64_t epoch = 0;
+  // Slots per update over all ranks. BuildEpochPlan sets it from the local
+  // batches it deals to; a caller of Order() sets it itself.
+  int64_t global_batch = 0;
 };
 
 class SamplerPolicy {
@@ -34,6 +38,11 @@ class SamplerPolicy {
   // world_size < 1.
   virtual absl::StatusOr<GlobalOrder> Order(const OrderRequest& request)
       const = 0;
+
+  // Whether Order() ignores request.world_size: then the slots of every
+  // update (which receipts, which are masked) are the same at any world
+  // size for one global batch, however the local batches deal them.
+  virtual bool world_size_independent() const { return false; }
 };
 
 // Order() then DealEpochPlan(). local_batch: slots per rank per update.
