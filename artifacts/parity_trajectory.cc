@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "artifacts/parity_trajectory.pb.h"
 #include "checkpoint/shard_state.h"
@@ -76,9 +77,8 @@ absl::Status WriteTrajectoryPoint(const std::string& run_dir, const TrajectoryPo
   return WriteArtifact(folder + "/" + PointName(point.checked.update, ".json"), stamp, record);
 }
 
-absl::StatusOr<TrajectoryPoint> ReadTrajectoryPoint(const std::string& run_dir,
-                                                    int64_t update,
-                                                    const std::string& fingerprint) {
+absl::StatusOr<TrajectoryPoint> ReadTrajectoryPoint(
+    const std::string& run_dir, int64_t update, const std::vector<std::string>& fingerprints) {
   const std::string folder = Folder(run_dir);
   const std::string record_path = folder + "/" + PointName(update, ".json");
   UntrustedFileRules record_rules;
@@ -91,10 +91,11 @@ absl::StatusOr<TrajectoryPoint> ReadTrajectoryPoint(const std::string& run_dir,
   if (absl::Status s = ParseJsonFileText(record_path, *record_text, &record, &stamp); !s.ok()) {
     return absl::DataLossError(s.message());
   }
-  if (!fingerprint.empty() && stamp.config_fingerprint() != fingerprint) {
+  if (!fingerprints.empty() && std::find(fingerprints.begin(), fingerprints.end(),
+                                          stamp.config_fingerprint()) == fingerprints.end()) {
     return absl::FailedPreconditionError(absl::StrCat(
         record_path, " was recorded by a run of config ", stamp.config_fingerprint(),
-        ", not of ", fingerprint));
+        ", not of ", absl::StrJoin(fingerprints, " or ")));
   }
   if (record.update() != update || record.parameters_file() != PointName(update, ".pt")) {
     return absl::DataLossError(absl::StrCat(record_path, " records update ", record.update(),

@@ -41,11 +41,12 @@ absl::Status WriteTrajectoryPoint(const std::string& run_dir, const TrajectoryPo
 // (io/untrusted_file.h: a regular file inside the folder, of the size and
 // SHA-1 its record gives). Errors name the file: NotFound when it was never
 // recorded; DataLoss for a damaged or mismatched one; FailedPrecondition
-// for one stamped with another config fingerprint than `fingerprint` (when
-// not empty).
-absl::StatusOr<TrajectoryPoint> ReadTrajectoryPoint(const std::string& run_dir,
-                                                    int64_t update,
-                                                    const std::string& fingerprint = "");
+// for one stamped with a config fingerprint that is not one of
+// `fingerprints` (when not empty: a run whose attempts ran on different
+// numbers of workers has one per world size).
+absl::StatusOr<TrajectoryPoint> ReadTrajectoryPoint(
+    const std::string& run_dir, int64_t update,
+    const std::vector<std::string>& fingerprints = {});
 
 // The updates whose record run_dir/trajectory/ holds, sorted (empty when
 // there is no such folder).

@@ -39,7 +39,7 @@ TEST(ParityTrajectoryTest, APointReadsBackInRegistrationOrderBitwise) {
   ASSERT_TRUE(WriteTrajectoryPoint(dir, Point(7), stamp).ok());
   ASSERT_TRUE(WriteTrajectoryPoint(dir, Point(0), stamp).ok());
   EXPECT_THAT(RecordedTrajectoryUpdates(dir), ElementsAre(0, 7));
-  auto read = ReadTrajectoryPoint(dir, 7, "abc");
+  auto read = ReadTrajectoryPoint(dir, 7, {"abc"});
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(read->checked.update, 7);
   EXPECT_EQ(read->checked.loss, 7.25);
@@ -55,7 +55,7 @@ TEST(ParityTrajectoryTest, AMissingOrDamagedOrForeignPointIsAnErrorNamingIt) {
   ASSERT_TRUE(WriteTrajectoryPoint(dir, Point(3), MakeArtifactStamp("abc", 1)).ok());
   auto missing = ReadTrajectoryPoint(dir, 4);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
-  auto foreign = ReadTrajectoryPoint(dir, 3, "other");
+  auto foreign = ReadTrajectoryPoint(dir, 3, {"other"});
   EXPECT_EQ(foreign.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(foreign.status().message(), HasSubstr("update-3.json"));
   {

@@ -112,18 +112,31 @@ std::vector<std::string> FieldDifferences(const TrainingConfig& a, const Trainin
   return items;
 }
 
+// Whether `config` may take up a run written by another number of
+// workers: checkpoint.allow_world_size_change says so, or the run's
+// updates do not depend on the world size (rules.world_size_dependence).
+bool WorldSizeMayChange(const TrainingConfig& config, const RunFolderRules& rules) {
+  return config.checkpoint().allow_world_size_change() || rules.world_size_dependence.empty();
+}
+
 // Both configs as the run folder compares them: fingerprinted, without
-// what checkpoint.allow_* allows to differ, and without the recipe when
-// `without_recipe`.
+// what checkpoint.allow_* (or a world-size-independent run) allows to
+// differ, and without the recipe when `without_recipe`. Across world sizes
+// the split and the micro-batches may change too (one update's gradient
+// does not depend on them, config/config_fingerprint.h ReferenceConfig);
+// the global batch may not.
 std::pair<TrainingConfig, TrainingConfig> ComparedConfigs(const TrainingConfig& saved,
                                                           const TrainingConfig& config,
+                                                          const RunFolderRules& rules,
                                                           bool without_recipe) {
   TrainingConfig a = saved;
   TrainingConfig b = FingerprintedConfig(config);
-  if (config.checkpoint().allow_world_size_change()) {
+  if (WorldSizeMayChange(config, rules)) {
+    const bool changed = a.world_size() != b.world_size();
     for (TrainingConfig* c : {&a, &b}) {
       c->clear_world_size();
       c->clear_local_batch_sizes();
+      if (changed) c->clear_accumulation_steps();
     }
   }
   if (config.checkpoint().allow_data_change()) {
@@ -139,25 +152,36 @@ std::pair<TrainingConfig, TrainingConfig> ComparedConfigs(const TrainingConfig& 
 
 // What differs between the folder's config and this one, as
 // "field: old -> new" items; empty when they train the same model, or when
-// every difference is one that checkpoint.allow_* (or, with
-// `without_recipe`, --allow_recipe_change) allows.
+// every difference is one that checkpoint.allow_*, a world-size-independent
+// run (or, with `without_recipe`, --allow_recipe_change) allows.
 std::vector<std::string> ConfigDifferences(const TrainingConfig& saved,
                                            const TrainingConfig& config,
+                                           const RunFolderRules& rules,
                                            bool without_recipe) {
-  auto [a, b] = ComparedConfigs(saved, config, without_recipe);
+  auto [a, b] = ComparedConfigs(saved, config, rules, without_recipe);
   return FieldDifferences(a, b);
 }
 
-// What checkpoint.allow_* or --allow_recipe_change would let resume, for
-// the refusal's message.
-std::string AllowHints(const TrainingConfig& saved, const TrainingConfig& config) {
+// What checkpoint.allow_* or --allow_recipe_change would let resume, and
+// what nothing does, for the refusal's message.
+std::string AllowHints(const TrainingConfig& saved, const TrainingConfig& config,
+                       const RunFolderRules& rules) {
   std::string hints;
-  if (saved.world_size() != config.world_size() &&
-      !config.checkpoint().allow_world_size_change()) {
+  if (saved.world_size() != config.world_size() && !WorldSizeMayChange(config, rules)) {
     absl::StrAppend(&hints, ". The run there was written by ", saved.world_size(),
-                    " ranks; this run has ", config.world_size(),
+                    " ranks; this run has ", config.world_size(), ", and ",
+                    rules.world_size_dependence,
                     ": set checkpoint { allow_world_size_change: true } to resume it "
-                    "with ", config.world_size());
+                    "with ", config.world_size(),
+                    " anyway (the rest of its epoch then trains other examples, said in "
+                    "world_size_change.json), or train it with sampler { name: "
+                    "\"global_batches\" }, whose updates do not depend on the world size");
+  }
+  if (saved.global_batch() != config.global_batch()) {
+    absl::StrAppend(&hints, ". A checkpoint's cursor counts updates of global_batch slots, "
+                            "so with global_batch ", config.global_batch(),
+                            " it would not mean the same position as with ",
+                            saved.global_batch(), ": nothing allows that change");
   }
   if (!google::protobuf::util::MessageDifferencer::Equals(saved.data(),
                                                           FingerprintedConfig(config).data()) &&
@@ -165,7 +189,7 @@ std::string AllowHints(const TrainingConfig& saved, const TrainingConfig& config
     absl::StrAppend(&hints, ". Its data settings differ: set checkpoint "
                             "{ allow_data_change: true } to resume it on these");
   }
-  if (ConfigDifferences(saved, config, /*without_recipe=*/true).empty()) {
+  if (ConfigDifferences(saved, config, rules, /*without_recipe=*/true).empty()) {
     absl::StrAppend(&hints, ". Only its recipe differs (the optimizer's settings, "
                             "lr_schedule, clip_grad_norm): pass --allow_recipe_change to "
                             "continue that run with this recipe as a new attempt");
@@ -227,6 +251,23 @@ std::string HostName() {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) return "unknown";
   return host;
+}
+
+// The decision's note when the folder's run was written by another number
+// of workers, and what that changes.
+std::string WorldSizeChangeNote(const TrainingConfig& saved, const TrainingConfig& config,
+                                const RunFolderRules& rules) {
+  return absl::StrCat(
+      "; its last attempt ran on ", saved.world_size(), " workers, this one on ",
+      config.world_size(), ": ",
+      rules.world_size_dependence.empty()
+          ? "the run's sampler order, loss weighting and reducer ignore the world size, "
+            "so it continues as if nothing changed (resume.json: world_size_change_rule "
+            "\"world_size_independent\")"
+          : absl::StrCat("checkpoint.allow_world_size_change, and ",
+                         rules.world_size_dependence,
+                         ": the rest of the epoch trains other examples "
+                         "(world_size_change.json says which)"));
 }
 
 // The decision for a folder that holds a run of this config (or one that
@@ -356,7 +397,7 @@ absl::StatusOr<RunFolderDecision> DecideRunFolder(const std::string& dir,
   if (!state.ok()) return state.status();
   const bool has_state = !state->config_fingerprint().empty();
   const std::vector<std::string> differences =
-      has_state ? ConfigDifferences(state->config(), config, rules.allow_recipe_change)
+      has_state ? ConfigDifferences(state->config(), config, rules, rules.allow_recipe_change)
                 : std::vector<std::string>{};
   if (!HoldsRunOutput(dir)) {
     // Nothing a run wrote: a fresh run, numbered after earlier attempts of
@@ -370,16 +411,20 @@ absl::StatusOr<RunFolderDecision> DecideRunFolder(const std::string& dir,
   if (!differences.empty()) {
     return AnotherConfig(dir, kRunStateFile,
                          absl::StrCat(absl::StrJoin(differences, "; "),
-                                      AllowHints(state->config(), config)));
+                                      AllowHints(state->config(), config, rules)));
   }
   if (!has_state) {
     if (absl::Status s = CheckLegacyFolder(dir, config); !s.ok()) return s;
   }
   absl::StatusOr<RunFolderDecision> decision =
       DecideHeldRun(dir, config, has_state ? state->attempt() : 1, rules);
+  if (decision.ok() && has_state && !decision->finished &&
+      state->config().world_size() != config.world_size()) {
+    absl::StrAppend(&decision->description, WorldSizeChangeNote(state->config(), config, rules));
+  }
   if (!decision.ok() || !has_state || !rules.allow_recipe_change) return decision;
   decision->recipe_changes =
-      ConfigDifferences(state->config(), config, /*without_recipe=*/false);
+      ConfigDifferences(state->config(), config, rules, /*without_recipe=*/false);
   if (!decision->recipe_changes.empty()) {
     absl::StrAppend(&decision->description, "; --allow_recipe_change: ",
                     decision->finished ? "the run is finished, so nothing trains with "
@@ -415,6 +460,7 @@ absl::Status BeginAttempt(const std::string& dir, const TrainingConfig& config,
   attempt->set_pid(static_cast<int32_t>(getpid()));
   attempt->set_elastic_restart(ElasticRestartCount());
   attempt->set_world_size(config.world_size());
+  attempt->set_config_fingerprint(ConfigFingerprint(config));
   for (const std::string& change : decision.recipe_changes) {
     attempt->add_recipe_changes(change);
   }

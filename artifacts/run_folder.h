@@ -22,7 +22,12 @@
 //   another config                refused, naming what differs, unless
 //                                 checkpoint { allow_world_size_change } or
 //                                 { allow_data_change } covers every
-//                                 difference
+//                                 difference, or the only difference is the
+//                                 number of workers (world_size,
+//                                 local_batch_sizes, accumulation_steps)
+//                                 of a run whose updates ignore it
+//                                 (RunFolderRules::world_size_dependence);
+//                                 another global_batch is always refused
 //   another recipe (only the      with --allow_recipe_change: resumed or
 //     optimizer's settings,       continued as attempt N+1 with the new
 //     lr_schedule, clip_grad_     recipe, recorded in the attempt's
@@ -77,6 +82,15 @@ struct RunFolderRules {
   // its recipe (RecipeFreeConfig, config/config_loader.h) continues the
   // run instead of being refused.
   bool allow_recipe_change = false;
+  // Why this run's updates would train otherwise on another number of
+  // workers (RunPluginSelections::world_size_dependence,
+  // config/run_plugins.h), or empty when they would not: then a folder
+  // holding a run of this config written by another number of workers
+  // (another world_size, local_batch_sizes or accumulation_steps, the same
+  // global_batch) is taken up as this config's, without
+  // checkpoint.allow_world_size_change. Not empty unless the caller asked
+  // the run's plugins.
+  std::string world_size_dependence = "the run's plugins were not consulted";
   // Why a run in the folder cannot be resumed (it saves no checkpoints; its
   // checkpoint folder holds no advertised generation), or empty when a
   // generation is there: an unfinished run is then taken up as kStartOver,

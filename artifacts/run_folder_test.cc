@@ -161,8 +161,46 @@ TEST(RunFolderTest, AnotherConfigIsRefusedNamingWhatDiffers) {
   EXPECT_THAT(decision.status().message(), HasSubstr("epochs: 3 -> 7"));
   EXPECT_THAT(decision.status().message(), HasSubstr("--overwrite"));
   EXPECT_THAT(decision.status().message(),
-              HasSubstr("was written by 2 ranks; this run has 3: set checkpoint "
-                        "{ allow_world_size_change: true }"));
+              HasSubstr("was written by 2 ranks; this run has 3, and the run's plugins were "
+                        "not consulted: set checkpoint { allow_world_size_change: true }"));
+}
+
+TEST(RunFolderTest, AWorldSizeIndependentRunGoesOnWithAnotherNumberOfWorkers) {
+  const std::string dir = FreshDir("world_free");
+  StartedRun(dir, Config(2), 1);
+  RunFolderRules dependent;
+  dependent.world_size_dependence = "sampler.name \"masked_tail\" deals its order by the world size";
+  absl::StatusOr<RunFolderDecision> refused = DecideRunFolder(dir, Config(3), dependent);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("this run has 3, and sampler.name "
+                                                    "\"masked_tail\" deals its order"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("global_batches"));
+
+  RunFolderRules independent;
+  independent.world_size_dependence = "";
+  // Another split and other micro-batches come with the world size.
+  TrainingConfig three = Config(3);
+  three.set_accumulation_steps(2);
+  absl::StatusOr<RunFolderDecision> decision = DecideRunFolder(dir, three, independent);
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_EQ(decision->start, AttemptStart::kResume);
+  EXPECT_THAT(decision->description,
+              HasSubstr("its last attempt ran on 2 workers, this one on 3"));
+  EXPECT_THAT(decision->description, HasSubstr("as if nothing changed"));
+  // Micro-batches alone, at the same world size, still name the run.
+  TrainingConfig micro = Config(2);
+  micro.set_accumulation_steps(2);
+  EXPECT_FALSE(DecideRunFolder(dir, micro, independent).ok());
+
+  // Another global batch: the checkpoint's cursor would mean another
+  // position, whatever the plugins.
+  TrainingConfig bigger = Config(3);
+  bigger.set_global_batch(Config(3).global_batch() * 3);
+  absl::StatusOr<RunFolderDecision> moved = DecideRunFolder(dir, bigger, independent);
+  ASSERT_FALSE(moved.ok());
+  EXPECT_EQ(moved.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(moved.status().message(), HasSubstr("global_batch: "));
+  EXPECT_THAT(moved.status().message(), HasSubstr("would not mean the same position"));
 }
 
 TEST(RunFolderTest, AllowFlagsLetTheirDifferencesResume) {

@@ -1,5 +1,6 @@
 #include "artifacts/world_size_change.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -46,6 +47,34 @@ Remaining Collect(const EpochPlan& plan, const std::vector<std::string>& ids,
     out.ranks.push_back(std::move(rank));
   }
   return out;
+}
+
+// Update u's valid receipts (sorted dataset indices) and masked slots,
+// over all ranks.
+std::pair<std::vector<int64_t>, int> UpdateContents(const EpochPlan& plan, int64_t u) {
+  std::vector<int64_t> valid;
+  int masked = 0;
+  for (int r = 0; r < plan.world_size(); ++r) {
+    for (const Slot& slot : plan.UpdateSlots(r, u)) {
+      if (slot.valid) {
+        valid.push_back(slot.dataset_index);
+      } else {
+        ++masked;
+      }
+    }
+  }
+  std::sort(valid.begin(), valid.end());
+  return {std::move(valid), masked};
+}
+
+// Whether every update from `from_update` on holds the same receipts in
+// both plans.
+bool SameUpdates(const EpochPlan& old_plan, const EpochPlan& new_plan, int64_t from_update) {
+  if (old_plan.num_updates() != new_plan.num_updates()) return false;
+  for (int64_t u = from_update; u < old_plan.num_updates(); ++u) {
+    if (UpdateContents(old_plan, u) != UpdateContents(new_plan, u)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -104,6 +133,7 @@ absl::StatusOr<WorldSizeChangeReport> CompareDataOrder(const WorldSizeChange& c)
   report.set_new_masked_slots(new_rest.masked);
   report.set_old_duplicate_slots(duplicates(old_rest));
   report.set_new_duplicate_slots(duplicates(new_rest));
+  report.set_same_updates(SameUpdates(*old_plan, *new_plan, c.updates_done));
   report.set_summary(absl::StrCat(
       "epoch ", c.epoch, " resumed after ", c.updates_done, " updates: ",
       report.old_world_size(), " -> ", report.new_world_size(), " ranks (", c.policy_name,
@@ -111,7 +141,8 @@ absl::StatusOr<WorldSizeChangeReport> CompareDataOrder(const WorldSizeChange& c)
       report.old_masked_slots(), "), ", report.new_duplicate_slots(),
       " duplicate slot(s) (was ", report.old_duplicate_slots(), "), ",
       report.skipped_ids_size(), " id(s) skipped, ", report.repeated_ids_size(),
-      " id(s) trained twice"));
+      " id(s) trained twice",
+      report.same_updates() ? "; every update trains the receipts it would have" : ""));
   return report;
 }
 

@@ -2,6 +2,7 @@
 
 #include "gtest/gtest.h"
 #include "samplers/duplicate_pad.h"
+#include "samplers/global_batches.h"
 #include "samplers/masked_tail.h"
 #include "samplers/sampler_options.pb.h"
 
@@ -70,6 +71,28 @@ TEST(WorldSizeChangeTest, PaddingThatChangesShowsSkippedOrRepeatedIds) {
   EXPECT_EQ(report->old_duplicate_slots(), 0);
   EXPECT_EQ(report->new_duplicate_slots(), 2);
   EXPECT_EQ(report->repeated_ids_size(), 2);
+}
+
+TEST(WorldSizeChangeTest, GlobalBatchesTrainsTheSameUpdatesAfterTheChange) {
+  auto policy = GlobalBatchesFactory().Create(GlobalBatchesOptions());
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  WorldSizeChange change = FortySevenFromTwoToThree(**policy, "global_batches");
+  change.old_local_batch = {5, 1};  // uneven before, even after
+  auto report = CompareDataOrder(change);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->same_updates());
+  EXPECT_EQ(report->skipped_ids_size(), 0);
+  EXPECT_EQ(report->repeated_ids_size(), 0);
+  EXPECT_NE(report->summary().find("every update trains the receipts it would have"),
+            std::string::npos);
+  // duplicate_pad pads by the world size: 46 ids need no pad on 2 ranks
+  // and two on 3, so the updates change.
+  auto padded = DuplicatePadFactory().Create(DuplicatePadOptions());
+  WorldSizeChange dependent = FortySevenFromTwoToThree(**padded, "duplicate_pad");
+  dependent.receipt_ids = Ids(46);
+  auto changed = CompareDataOrder(dependent);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_FALSE(changed->same_updates());
 }
 
 TEST(WorldSizeChangeTest, AnotherGlobalBatchIsRefused) {

@@ -463,4 +463,17 @@ std::vector<int> LocalBatchSizes(const TrainingConfig& c) {
   return std::vector<int>(c.world_size(), c.global_batch() / c.world_size());
 }
 
+absl::StatusOr<LoadedConfig> WithWorldSize(const LoadedConfig& loaded, int world_size) {
+  TrainingConfig config = loaded.config;
+  config.set_world_size(world_size);
+  config.clear_local_batch_sizes();
+  for (absl::Status status : {ValidateBatches(config), ValidateAccumulation(config)}) {
+    if (!status.ok()) {
+      return loaded.locator->Locate(absl::InvalidArgumentError(absl::StrCat(
+          status.message(), " (on the launcher's ", world_size, " workers)")));
+    }
+  }
+  return WithTrainingConfig(loaded, std::move(config));
+}
+
 }  // namespace receipt_parity

@@ -107,6 +107,15 @@ absl::StatusOr<LoadedConfig> ValidateTrainingConfig(TrainingConfig config,
 // as run.max_updates or the world size).
 LoadedConfig WithTrainingConfig(const LoadedConfig& loaded, TrainingConfig config);
 
+// `loaded` on `world_size` workers instead of its config's: world_size set,
+// local_batch_sizes cleared (global_batch split evenly), accumulation_steps
+// kept (the elastic case: a launcher restarted with another number of
+// workers, for a run whose updates ignore the world size). InvalidArgument
+// naming the field and where it is written when global_batch does not
+// split evenly over `world_size` ranks, or a local batch does not cut into
+// accumulation_steps micro-batches.
+absl::StatusOr<LoadedConfig> WithWorldSize(const LoadedConfig& loaded, int world_size);
+
 // Fills the fields left unset with their documented defaults (fields marked
 // `optional` in config/config.proto; a written value, zero included, is
 // kept and checked): precision "fp32", backend "gloo" ("mpi" for reducer

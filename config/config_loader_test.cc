@@ -378,7 +378,7 @@ TEST(ConfigLoaderTest, EveryPluginSelectionIsCheckedAtLoad) {
   EXPECT_EQ(name.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(Message(name),
               HasSubstr("n.pbtxt:7:11: sampler.name: no sampler_policy plugin named "
-                        "'round_robin'; registered: drop_tail, duplicate_pad, masked_tail"));
+                        "'round_robin'; registered: drop_tail, duplicate_pad, global_batches, masked_tail"));
 
   auto type = Load(std::string(kValid) +
                        "reducer { name: \"allreduce_sum\" options { "
@@ -418,6 +418,45 @@ TEST(ConfigLoaderTest, LoadedPluginsCarryTheirTypedOptions) {
   std::vector<int64_t> indices;
   for (const Slot& slot : order->slots) indices.push_back(slot.dataset_index);
   EXPECT_EQ(indices, (std::vector<int64_t>{0, 1, 2, 3, 4}));  // not shuffled
+}
+
+TEST(ConfigLoaderTest, TheLoadSaysWhetherTheRunsUpdatesDependOnTheWorldSize) {
+  auto dependent = Load(kValid, "dependent.pbtxt");
+  ASSERT_TRUE(dependent.ok()) << dependent.status();
+  EXPECT_EQ(dependent->plugins.world_size_dependence,
+            "sampler.name \"masked_tail\" deals its order by the world size");
+  const std::string free_order = std::string(kValid) + "sampler { name: \"global_batches\" }\n";
+  auto independent = Load(free_order, "independent.pbtxt");
+  ASSERT_TRUE(independent.ok()) << independent.status();
+  EXPECT_EQ(independent->plugins.world_size_dependence, "");
+  for (const auto& [extra, field] : std::vector<std::pair<std::string, std::string>>{
+           {"loss_weighting { name: \"rank_mean\" }\n", "loss_weighting.name \"rank_mean\""},
+           {"loss_weighting { name: \"micro_batch_mean\" }\n",
+            "loss_weighting.name \"micro_batch_mean\""},
+           {"reducer { name: \"rank_average\" }\n", "reducer.name \"rank_average\""}}) {
+    auto mixed = Load(free_order + extra, "mixed.pbtxt");
+    ASSERT_TRUE(mixed.ok()) << mixed.status();
+    EXPECT_THAT(mixed->plugins.world_size_dependence, StartsWith(field));
+  }
+  auto balanced = Load(free_order + "loss_weighting { name: \"class_balanced\" }\n", "b.pbtxt");
+  ASSERT_TRUE(balanced.ok()) << balanced.status();
+  EXPECT_EQ(balanced->plugins.world_size_dependence, "");
+}
+
+TEST(ConfigLoaderTest, WithWorldSizeSplitsTheGlobalBatchOrNamesTheField) {
+  auto loaded = Load(std::string(kValid) + "local_batch_sizes: [3, 1]\n", "w.pbtxt");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  absl::StatusOr<LoadedConfig> four = WithWorldSize(*loaded, 4);
+  ASSERT_TRUE(four.ok()) << four.status();
+  EXPECT_EQ(four->config.world_size(), 4);
+  EXPECT_EQ(LocalBatchSizes(four->config), (std::vector<int>{1, 1, 1, 1}));
+  EXPECT_NE(four->fingerprint, loaded->fingerprint);
+  absl::StatusOr<LoadedConfig> three = WithWorldSize(*loaded, 3);
+  ASSERT_FALSE(three.ok());
+  EXPECT_EQ(three.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(three.status().message(), HasSubstr("w.pbtxt:3:"));
+  EXPECT_THAT(three.status().message(), HasSubstr("global_batch: 4 slots do not split evenly"));
+  EXPECT_THAT(three.status().message(), HasSubstr("on the launcher's 3 workers"));
 }
 
 TEST(ConfigLoaderTest, ZeroParityTolerancesMeanExactEquality) {

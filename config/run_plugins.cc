@@ -1,5 +1,6 @@
 #include "config/run_plugins.h"
 
+#include "absl/strings/str_cat.h"
 #include "config/plugin_kinds.h"
 
 namespace receipt_parity {
@@ -26,6 +27,24 @@ absl::Status CreateInto(const SelectedPlugin<Product>& selected,
   return absl::OkStatus();
 }
 
+// RunPluginSelections::world_size_dependence of `plugins`, selected by
+// `config`.
+std::string WorldSizeDependence(const TrainingConfig& config, const RunPlugins& plugins) {
+  if (!plugins.sampler->world_size_independent()) {
+    return absl::StrCat("sampler.name \"", config.sampler().name(),
+                        "\" deals its order by the world size");
+  }
+  if (!plugins.weighting->split_independent()) {
+    return absl::StrCat("loss_weighting.name \"", config.loss_weighting().name(),
+                        "\" weighs each slot by how the update is split over ranks");
+  }
+  if (!plugins.reducer->world_size_independent()) {
+    return absl::StrCat("reducer.name \"", config.reducer().name(),
+                        "\" does not sum the ranks' gradients");
+  }
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<RunPluginSelections> SelectRunPlugins(const TrainingConfig& config) {
@@ -36,6 +55,9 @@ absl::StatusOr<RunPluginSelections> SelectRunPlugins(const TrainingConfig& confi
         SelectInto(config, &s.schedule)}) {
     if (!status.ok()) return status;
   }
+  absl::StatusOr<RunPlugins> plugins = s.Create();
+  if (!plugins.ok()) return plugins.status();
+  s.world_size_dependence = WorldSizeDependence(config, *plugins);
   return s;
 }
 

@@ -10,6 +10,7 @@
 #define RECEIPT_PARITY_CONFIG_RUN_PLUGINS_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "metrics/metric_dedup.h"
@@ -38,6 +39,14 @@ struct RunPluginSelections {
   SelectedPlugin<GradientReducer> reducer;
   SelectedPlugin<MetricDedup> dedup;
   SelectedPlugin<LearningRateSchedule> schedule;
+  // Why an update of this run would train otherwise on another number of
+  // workers, naming the field of the first plugin that makes it so (e.g.
+  // 'sampler.name "masked_tail" deals its order by the world size'); empty
+  // when none does: the sampler's order is world-size-independent, the loss
+  // weighting split-independent and the reducer a sum. Then a generation
+  // saved by W workers resumes on W' as if nothing changed
+  // (artifacts/run_folder.h, trainer/run_checkpoints.h).
+  std::string world_size_dependence;
 
   // New plugins, one of each kind. Errors as SelectRunPlugins'.
   absl::StatusOr<RunPlugins> Create() const;

@@ -55,6 +55,7 @@ class AllreduceSumReducer : public GradientReducer {
   absl::Status StartBucket(at::Tensor& flat, c10d::ProcessGroup& group) override;
   absl::Status FinishBuckets() override;
   bool overlaps_backward() const override { return overlap_backward_; }
+  bool world_size_independent() const override { return true; }
   ReduceStats stats() const override { return stats_; }
 
   int64_t bucket_cap_bytes() const { return bucket_cap_bytes_; }

@@ -105,6 +105,13 @@ class GradientReducer {
   // pass, as soon as its gradients are computed (in bucket order).
   virtual bool overlaps_backward() const { return false; }
 
+  // Whether the reduced gradient is the ranks' SUM, whatever the number of
+  // ranks: then, with a split-independent loss weighting, an update's
+  // gradient does not depend on the world size (up to the order of the
+  // additions). False unless a reducer says so (rank_average divides by
+  // the world size).
+  virtual bool world_size_independent() const { return false; }
+
   // Totals since construction.
   virtual ReduceStats stats() const = 0;
 };

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <filesystem>
@@ -258,13 +259,14 @@ ComparedFingerprints FingerprintsToCompare(const RunCheckpointContext& c,
 absl::Status CheckSameRun(const RunCheckpointContext& c,
                           const CheckpointManifest& manifest) {
   const TrainingConfig& config = *c.config;
-  if (manifest.world_size() != c.world_size &&
+  if (manifest.world_size() != c.world_size && !c.world_size_dependence.empty() &&
       !config.checkpoint().allow_world_size_change()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "checkpoint generation ", manifest.generation(), " was written by ",
-        manifest.world_size(), " ranks; this run has ", c.world_size,
-        ". Set checkpoint { allow_world_size_change: true } to resume "
-        "anyway (the data order of the rest of the epoch changes)"));
+        manifest.world_size(), " ranks; this run has ", c.world_size, ", and ",
+        c.world_size_dependence, ". Set checkpoint { allow_world_size_change: true } to "
+        "resume anyway (the data order of the rest of the epoch changes), or train with "
+        "sampler { name: \"global_batches\" }"));
   }
   const bool same = manifest.config_fingerprint() == ConfigFingerprint(config);
   const ComparedFingerprints compared = FingerprintsToCompare(c, manifest);
@@ -302,6 +304,34 @@ absl::Status CheckSameData(const RunCheckpointContext& c,
       manifest.data_hash(), " != ", c.data_hash,
       " (a file of the manifest changed since). Set checkpoint { "
       "allow_data_change: true } to resume on the new data anyway"));
+}
+
+// The saving run's slots per rank per update: its MANIFEST's, or, in a
+// generation that predates them, the global batch split evenly.
+std::vector<int> SavedLocalBatchSizes(const CheckpointManifest& manifest, int global_batch) {
+  if (manifest.local_batch_sizes_size() > 0) {
+    return {manifest.local_batch_sizes().begin(), manifest.local_batch_sizes().end()};
+  }
+  const int ranks = std::max(1, manifest.world_size());
+  return std::vector<int>(ranks, global_batch / ranks);
+}
+
+// Said loudly: the run goes on with another number of workers, and why
+// that is allowed.
+void LogWorldSizeChange(const RunCheckpointContext& c, const ResumeRecord& record) {
+  if (c.world_size_dependence.empty()) {
+    LOG(WARNING) << "WORLD SIZE CHANGED " << record.saved_world_size() << " -> "
+                 << c.world_size << " at update " << record.update()
+                 << ": the run's sampler order, loss weighting and reducer ignore the world "
+                    "size, so it goes on as if nothing changed: every update trains the "
+                    "receipts it would have (resume.json: world_size_change_rule "
+                    "\"world_size_independent\")";
+    return;
+  }
+  LOG(WARNING) << "WORLD SIZE CHANGED " << record.saved_world_size() << " -> " << c.world_size
+               << " at update " << record.update()
+               << " (checkpoint.allow_world_size_change), and " << c.world_size_dependence
+               << ": the rest of the epoch trains other examples (world_size_change.json)";
 }
 
 // Every shard of the generation, verified again and parsed, in rank order.
@@ -415,6 +445,7 @@ CheckpointManifest ManifestFields(const RunCheckpointContext& c,
   fields.set_epoch(cursor.epoch);
   fields.set_epoch_cursor(cursor.update_in_epoch);
   fields.set_world_size(c.world_size);
+  for (int slots : LocalBatchSizes(config)) fields.add_local_batch_sizes(slots);
   fields.set_config_fingerprint(ConfigFingerprint(config));
   fields.set_world_independent_fingerprint(WorldIndependentFingerprint(config));
   fields.set_recipe_independent_fingerprint(ConfigFingerprint(RecipeFreeConfig(config)));
@@ -488,6 +519,14 @@ absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
   record.set_generation(static_cast<int32_t>(manifest.generation()));
   record.set_saved_world_size(manifest.world_size());
   record.set_world_size_changed(manifest.world_size() != c.world_size);
+  if (record.world_size_changed()) {
+    record.set_world_size_change_rule(c.world_size_dependence.empty()
+                                          ? "world_size_independent"
+                                          : "allow_world_size_change");
+  }
+  for (int slots : SavedLocalBatchSizes(manifest, c.config->global_batch())) {
+    record.add_saved_local_batch_sizes(slots);
+  }
   record.set_saved_data_hash(manifest.data_hash());
   record.set_data_hash(c.data_hash);
   record.set_data_changed(!manifest.data_hash().empty() &&
@@ -512,6 +551,7 @@ absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
             << GenerationFolderName(manifest.generation()) << " at update " << cursor->total_updates
             << " (epoch " << cursor->epoch << ", update " << cursor->update_in_epoch
             << " of the epoch)";
+  if (record.world_size_changed() && c.rank == 0) LogWorldSizeChange(c, record);
   return record;
 }
 

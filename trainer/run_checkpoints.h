@@ -59,6 +59,11 @@ struct RunCheckpointContext {
   // optimizer's settings, lr_schedule, clip_grad_norm: RecipeFreeConfig,
   // config/config_loader.h) resumes with this config's.
   bool allow_recipe_change = false;
+  // RunPluginSelections::world_size_dependence (config/run_plugins.h): when
+  // empty, a generation written by another number of workers (same global
+  // batch) resumes without checkpoint.allow_world_size_change, as if nothing
+  // changed.
+  std::string world_size_dependence = "the run's plugins were not consulted";
   // Its kill points, and its phase kill of phase save: SaveCheckpoint is
   // that phase, from the shard's bytes until the generation is advertised
   // to this rank.

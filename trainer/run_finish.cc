@@ -195,11 +195,12 @@ std::string WhyNotJudged(const Run& run, const ParityReport& first_update) {
   if (!state.ok()) return std::string(state.status().message());
   std::set<int> world_sizes;
   for (const AttemptRecord& attempt : state->attempts()) world_sizes.insert(attempt.world_size());
-  if (world_sizes.size() > 1) {
+  const std::string& dependence = run.options->loaded->plugins.world_size_dependence;
+  if (world_sizes.size() > 1 && !dependence.empty()) {
     return absl::StrCat(
         "the run's attempts trained on ", absl::StrJoin(world_sizes, " and "),
-        " workers (checkpoint.allow_world_size_change), with a sampler whose order depends "
-        "on the world size, so from the change on it trained other examples than the "
+        " workers (checkpoint.allow_world_size_change), and ", dependence,
+        ", so from the change on it trained other examples than the "
         "reference (world_size_change.json says which); the first update is judged");
   }
   for (const AttemptRecord& attempt : state->attempts()) {
@@ -211,6 +212,21 @@ std::string WhyNotJudged(const Run& run, const ParityReport& first_update) {
     }
   }
   return "";
+}
+
+// The config fingerprints the run's trajectory points may carry: this
+// attempt's, and, when the run's updates ignore the world size, those of
+// its attempts on other numbers of workers (run_state.json; an attempt
+// recorded before they were kept gives none).
+std::vector<std::string> RunFingerprints(const Run& run) {
+  std::vector<std::string> fingerprints = {run.options->loaded->fingerprint};
+  if (!run.options->loaded->plugins.world_size_dependence.empty()) return fingerprints;
+  absl::StatusOr<RunFolderState> state = ReadRunFolderState(run.options->artifact_dir);
+  if (!state.ok()) return fingerprints;
+  for (const AttemptRecord& attempt : state->attempts()) {
+    if (!attempt.config_fingerprint().empty()) fingerprints.push_back(attempt.config_fingerprint());
+  }
+  return fingerprints;
 }
 
 // The whole run against its references, made at this point when needed.
@@ -228,7 +244,7 @@ absl::StatusOr<WholeRunParity> JudgeWholeRun(const Run& run, const ParityReport&
   request.run_length = run.inputs.run_length;
   absl::StatusOr<WholeRunReferences> references = run.options->whole_run_references(request);
   if (!references.ok()) return references.status();
-  return CheckWholeRunParity(run.options->artifact_dir, run.options->loaded->fingerprint,
+  return CheckWholeRunParity(run.options->artifact_dir, RunFingerprints(run),
                              *references, checks, run.config->parity());
 }
 

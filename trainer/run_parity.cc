@@ -221,10 +221,12 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
 
 namespace {
 
-// The point of `update` in `dir`, or the reason it cannot be read.
+// The point of `update` in `dir`, stamped with one of `fingerprints` (any,
+// when empty), or the reason it cannot be read.
 absl::StatusOr<CheckedPoint> PointOf(const std::string& dir, int64_t update,
-                                     const std::string& fingerprint, const char* whose) {
-  absl::StatusOr<TrajectoryPoint> point = ReadTrajectoryPoint(dir, update, fingerprint);
+                                     const std::vector<std::string>& fingerprints,
+                                     const char* whose) {
+  absl::StatusOr<TrajectoryPoint> point = ReadTrajectoryPoint(dir, update, fingerprints);
   if (!point.ok()) {
     return absl::Status(point.status().code(),
                         absl::StrCat("update ", update, ": ", whose, " trajectory point: ",
@@ -236,6 +238,8 @@ absl::StatusOr<CheckedPoint> PointOf(const std::string& dir, int64_t update,
 // Update -> the largest |twin loss - reference loss| over the updates up to
 // it, from the two runs' loss curves (run_summary.json); empty when either
 // is unreadable (each update's budget then uses its own loss alone).
+// (Below: `Only(fingerprint)` is the one fingerprint a reference's points
+// carry; an empty one checks none.)
 std::map<int64_t, double> LossDriftEnvelope(const std::string& reference_dir,
                                             const std::string& twin_dir) {
   RunSummary reference, twin;
@@ -261,6 +265,11 @@ std::map<int64_t, double> LossDriftEnvelope(const std::string& reference_dir,
   return envelope;
 }
 
+std::vector<std::string> Only(const std::string& fingerprint) {
+  if (fingerprint.empty()) return {};
+  return {fingerprint};
+}
+
 UpdateParity Unjudged(int64_t update, const absl::Status& why) {
   UpdateParity failed;
   failed.set_update(static_cast<int32_t>(update));
@@ -271,7 +280,7 @@ UpdateParity Unjudged(int64_t update, const absl::Status& why) {
 }  // namespace
 
 absl::StatusOr<WholeRunParity> CheckWholeRunParity(const std::string& run_dir,
-                                                   const std::string& run_fingerprint,
+                                                   const std::vector<std::string>& run_fingerprints,
                                                    const WholeRunReferences& references,
                                                    const std::vector<int64_t>& check_updates,
                                                    const ParityConfig& parity) {
@@ -280,20 +289,21 @@ absl::StatusOr<WholeRunParity> CheckWholeRunParity(const std::string& run_dir,
   verdict.set_twin_dir(references.twin_dir);
   const bool bitwise = references.twin_dir.empty();
   absl::StatusOr<CheckedPoint> reference_first =
-      PointOf(references.reference_dir, 0, references.reference_fingerprint, "the reference's");
+      PointOf(references.reference_dir, 0, Only(references.reference_fingerprint),
+              "the reference's");
   const std::map<int64_t, double> loss_drift =
       bitwise ? std::map<int64_t, double>()
               : LossDriftEnvelope(references.reference_dir, references.twin_dir);
   double drift = 0;
   for (int64_t update : check_updates) {
-    absl::StatusOr<CheckedPoint> run = PointOf(run_dir, update, run_fingerprint, "the run's");
+    absl::StatusOr<CheckedPoint> run = PointOf(run_dir, update, run_fingerprints, "the run's");
     absl::StatusOr<CheckedPoint> reference =
         update == 0 ? reference_first
                     : PointOf(references.reference_dir, update,
-                              references.reference_fingerprint, "the reference's");
+                              Only(references.reference_fingerprint), "the reference's");
     absl::StatusOr<CheckedPoint> twin =
         bitwise ? absl::StatusOr<CheckedPoint>(CheckedPoint())
-                : PointOf(references.twin_dir, update, references.twin_fingerprint,
+                : PointOf(references.twin_dir, update, Only(references.twin_fingerprint),
                           "the drift twin's");
     for (const absl::StatusOr<CheckedPoint>* point : {&run, &reference, &twin}) {
       if (!point->ok()) {

@@ -44,13 +44,15 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
                                             const DeriveTolerance& derive = nullptr);
 
 // The whole-run verdict (parity/whole_run_parity.h) of the run whose
-// trajectory is in `run_dir` (stamped `run_fingerprint`) against
+// trajectory is in `run_dir` (each point stamped with one of
+// `run_fingerprints`: the run's, and, for a run whose updates ignore the
+// world size, its earlier attempts' on other numbers of workers) against
 // `references`, at every update of `check_updates` (sorted, 0 first), with
 // the config's parity rtol and atol as the floor of every budget. A point
 // that is missing or damaged (the run's, the reference's or the twin's)
 // fails its update, saying why. Errors: Internal on a LibTorch error.
 absl::StatusOr<WholeRunParity> CheckWholeRunParity(const std::string& run_dir,
-                                                   const std::string& run_fingerprint,
+                                                   const std::vector<std::string>& run_fingerprints,
                                                    const WholeRunReferences& references,
                                                    const std::vector<int64_t>& check_updates,
                                                    const ParityConfig& parity);

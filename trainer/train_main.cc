@@ -210,11 +210,14 @@ absl::Status FillRunOptions(const LoadedConfig& loaded, const std::string& run_d
   return absl::OkStatus();
 }
 
-// What the flags ask of the run folder, and whether a run with the
-// checkpoint plan `checkpoints` could be resumed there.
-RunFolderRules FolderRules(const std::optional<CheckpointPlan>& checkpoints) {
+// What the flags ask of the run folder, whether a run with the checkpoint
+// plan `checkpoints` could be resumed there, and whether `loaded`'s
+// updates depend on the world size.
+RunFolderRules FolderRules(const LoadedConfig& loaded,
+                           const std::optional<CheckpointPlan>& checkpoints) {
   RunFolderRules rules;
   rules.allow_recipe_change = absl::GetFlag(FLAGS_allow_recipe_change);
+  rules.world_size_dependence = loaded.plugins.world_size_dependence;
   rules.nothing_to_resume = NothingToResume(checkpoints);
   return rules;
 }
@@ -231,7 +234,7 @@ RunFolderRequest FolderRequest(const LoadedConfig& loaded, const std::string& ou
   request.reference_dir = reference_dir;
   request.overwrite = absl::GetFlag(FLAGS_overwrite);
   request.checkpoints = PlanCheckpoints(loaded.config, run_dir);
-  request.rules = FolderRules(request.checkpoints);
+  request.rules = FolderRules(loaded, request.checkpoints);
   return request;
 }
 
@@ -258,11 +261,6 @@ int ReportFinished(const RunFolderDecision& decision) {
 int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
             const std::string& out) {
   const TrainingConfig& config = loaded.config;
-  if (env.world_size != config.world_size()) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "WORLD_SIZE=", env.world_size, " but ", loaded.locator->Where("world_size"),
-        ": world_size is ", config.world_size())));
-  }
   // A one-rank NCCL run is compared too: it proves the NCCL wiring.
   const bool compares = env.world_size > 1 || config.backend() == "nccl";
   const std::string reference_dir = compares ? out + "/reference" : "";
@@ -279,7 +277,7 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
     // The launcher holds the lock and has decided; deciding again reads the
     // same folder (nothing was written since) and gives its decision.
     absl::StatusOr<RunFolderDecision> decision =
-        DecideRunFolder(out, config, FolderRules(PlanCheckpoints(config, out)));
+        DecideRunFolder(out, config, FolderRules(loaded, PlanCheckpoints(config, out)));
     if (!decision.ok()) return Fail(decision.status());
     folder.emplace();
     folder->decision = *std::move(decision);
@@ -345,11 +343,46 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
   return 0;
 }
 
-// RunRank, then MPI_Finalize where MPI was started and the run did not
-// fail: a failed rank exits without it, and mpirun ends the job.
-int RunAsRank(const LoadedConfig& loaded, const DistributedEnv& env,
+// The config this rank runs: `loaded`, or, when the launcher started
+// another number of workers (WORLD_SIZE) than its world_size and the run's
+// updates ignore the world size, `loaded` on the launcher's (the elastic
+// case: torchrun restarted with another --nproc_per_node), said loudly.
+// InvalidArgument naming world_size otherwise.
+absl::StatusOr<LoadedConfig> ConfigForLauncher(const LoadedConfig& loaded,
+                                               const DistributedEnv& env) {
+  const TrainingConfig& config = loaded.config;
+  if (env.world_size == config.world_size()) return loaded;
+  const std::string& dependence = loaded.plugins.world_size_dependence;
+  if (!dependence.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "WORLD_SIZE=", env.world_size, " but ", loaded.locator->Where("world_size"),
+        ": world_size is ", config.world_size(), ", and ", dependence,
+        ", so the run would train otherwise on ", env.world_size,
+        " workers; start ", config.world_size(), " workers, or set world_size (with "
+        "checkpoint { allow_world_size_change: true } to take up a run saved by ",
+        config.world_size(), ")"));
+  }
+  absl::StatusOr<LoadedConfig> adopted = WithWorldSize(loaded, env.world_size);
+  if (!adopted.ok()) return adopted.status();
+  if (env.rank == 0) {
+    LOG(WARNING) << "WORLD_SIZE=" << env.world_size << " from the launcher, "
+                 << loaded.locator->Where("world_size") << " says " << config.world_size()
+                 << ": the run's sampler order, loss weighting and reducer ignore the world "
+                    "size, so it runs on "
+                 << env.world_size << " workers, global_batch " << config.global_batch()
+                 << " split evenly, and trains what it would on " << config.world_size();
+  }
+  return adopted;
+}
+
+// RunRank (on ConfigForLauncher's config), then MPI_Finalize where MPI was
+// started and the run did not fail: a failed rank exits without it, and
+// mpirun ends the job.
+int RunAsRank(const LoadedConfig& config_loaded, const DistributedEnv& env,
               const std::string& out) {
-  const int code = RunRank(loaded, env, out);
+  absl::StatusOr<LoadedConfig> loaded = ConfigForLauncher(config_loaded, env);
+  if (!loaded.ok()) return Fail(loaded.status());
+  const int code = RunRank(*loaded, env, out);
   if (code != 0 && code != kExitCheckFailed) return code;  // preempted, 4, included
   if (absl::Status s = FinishMpi(); !s.ok()) return Fail(s);
   return code;
@@ -417,6 +450,23 @@ int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
   return LaunchExitCode(result, options.under_mpirun);
 }
 
+// Where a one-worker run of `loaded` trains: OUT/reference (it is the
+// reference of OUT's multi-worker runs), or OUT itself when OUT holds a
+// run (only a multi-worker run writes OUT/run_state.json) that this one
+// goes on with on one worker: its updates ignore the world size
+// (RunPluginSelections::world_size_dependence), and the folder's rules
+// then check that it is this config's run.
+std::string OneWorkerRunDir(const LoadedConfig& loaded, const std::string& out) {
+  if (!loaded.plugins.world_size_dependence.empty()) return out + "/reference";
+  absl::StatusOr<RunFolderState> state = ReadRunFolderState(out);
+  if (state.ok() && !state->config_fingerprint().empty()) {
+    LOG(INFO) << out << " holds a run written by " << state->config().world_size()
+              << " worker(s): this one-worker run goes on there";
+    return out;
+  }
+  return out + "/reference";
+}
+
 int Main(int argc, char** argv) {
   ChangeToCallersDirectory();
   if (absl::Status s = CheckRegistries(); !s.ok()) return Fail(s);
@@ -456,8 +506,9 @@ int Main(int argc, char** argv) {
   if (absl::Status s = CheckLauncherFits(*loaded, *env); !s.ok()) return Fail(s);
   if (env->has_value()) return RunAsRank(*loaded, **env, out);
   if (loaded->config.world_size() == 1) {
-    // One worker: this run is the reference (with its checkpoints, if any).
-    const std::string run_dir = out + "/reference";
+    // One worker: this run is the reference (with its checkpoints, if
+    // any), unless it takes up OUT's multi-worker run on one worker.
+    const std::string run_dir = OneWorkerRunDir(*loaded, out);
     TrainingRunOptions options;
     if (absl::Status s = FillRunOptions(*loaded, run_dir, &options); !s.ok()) {
       return Fail(s);
@@ -473,7 +524,8 @@ int Main(int argc, char** argv) {
     absl::StatusOr<TrainingOutcome> outcome = RunTraining(options);
     if (!outcome.ok()) return Fail(outcome.status());
     if (outcome->preempted) return kExitPreempted;
-    std::cout << "reference in " << out << "/reference/" << std::endl;
+    std::cout << (run_dir == out ? "results in " : "reference in ") << run_dir << "/"
+              << std::endl;
     return 0;
   }
   // Bad fault or record flags fail here, before any worker starts.

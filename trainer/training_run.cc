@@ -276,10 +276,10 @@ absl::Status ReportWorldSizeChange(Run& run) {
   change.seed = config.seeds().sampler();
   change.epoch = run.cursor.epoch;
   change.updates_done = run.cursor.update_in_epoch;
-  // The saved run split the same global batch evenly (CompareDataOrder
+  // The saved run's split of the same global batch (CompareDataOrder
   // refuses another global batch).
-  const int saved_world = run.resume.saved_world_size();
-  change.old_local_batch.assign(saved_world, config.global_batch() / saved_world);
+  change.old_local_batch.assign(run.resume.saved_local_batch_sizes().begin(),
+                                run.resume.saved_local_batch_sizes().end());
   change.new_local_batch = run.local_batch;
   change.stamp = run.stamp();
   return WriteWorldSizeChangeReport(
@@ -302,6 +302,7 @@ absl::Status ResumeRun(Run* run) {
   checkpoints.optimizer = options.loaded->optimizer.plugin.get();
   checkpoints.data_hash = run->data_hash;
   checkpoints.allow_recipe_change = options.allow_recipe_change;
+  checkpoints.world_size_dependence = options.loaded->plugins.world_size_dependence;
   checkpoints.fault = options.fault;
   absl::StatusOr<ResumeRecord> resumed = ResumeFromCheckpoint(
       checkpoints, run->model(), *run->optimizer, &run->cursor);

@@ -36,6 +36,7 @@ class ClassBalancedWeighting : public LossWeighting {
   // has no valid slot.
   std::vector<double> Weights(const UpdateComposition& update,
                               int rank) const override;
+  bool split_independent() const override { return true; }
 
   // c_k for every class of `class_counts`.
   std::vector<double> ClassWeights(

@@ -20,6 +20,7 @@ class GlobalCountWeighting : public LossWeighting {
   // w_i = valid_i / |A|; all zeros when |A| = 0.
   std::vector<double> Weights(const UpdateComposition& update,
                               int rank) const override;
+  bool split_independent() const override { return true; }
 };
 
 }  // namespace receipt_parity

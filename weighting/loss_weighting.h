@@ -48,6 +48,12 @@ class LossWeighting {
   // REQUIRES: 0 <= rank < update.by_rank.size().
   virtual std::vector<double> Weights(const UpdateComposition& update,
                                       int rank) const = 0;
+
+  // Whether a slot's weight depends only on the update's valid slots as a
+  // whole, never on how they are split over ranks and micro-batches: then
+  // the update's weighted loss is the same at any world size. False unless
+  // a plugin says so (rank_mean and micro_batch_mean weigh by the split).
+  virtual bool split_independent() const { return false; }
 };
 
 }  // namespace receipt_parity
