@@ -39,7 +39,7 @@ expect_exit 2 "epochs 0" "--epochs=0" "${GOOD[@]}" --epochs=0
 expect_exit 2 "missing out" "--out" --num_ids=5 --world_size=2 \
   --policy=masked_tail
 expect_exit 2 "unknown policy" \
-  "no sampler_policy plugin named 'nope'; registered: drop_tail, duplicate_pad, masked_tail" \
+  "no sampler_policy plugin named 'nope'; registered: drop_tail, duplicate_pad, global_batches, masked_tail" \
   "${GOOD[@]}" --policy=nope
 expect_exit 2 "missing policy" "registered: drop_tail, duplicate_pad" \
   --num_ids=5 --world_size=2 --out="$OUT"

@@ -24,6 +24,8 @@ namespace {
 
 using google::protobuf::TextFormat;
 
+absl::Status ValidateOrderedChunks(const TrainingConfig& c, int chunk);
+
 // Steps 3-7 of the header. `is_file`: `locator` names a config file, and
 // LoadedConfig::data gets the data's paths resolved against its folder
 // (config/config_paths.h); else they are used as they are.
@@ -34,6 +36,9 @@ absl::StatusOr<LoadedConfig> Validate(
   if (absl::Status s = ValidateConfig(config); !s.ok()) return locator->Locate(s);
   absl::StatusOr<RunPluginSelections> plugins = SelectRunPlugins(config);
   if (!plugins.ok()) return locator->Locate(plugins.status());
+  if (absl::Status s = ValidateOrderedChunks(config, plugins->reducer_chunk_slots); !s.ok()) {
+    return locator->Locate(s);
+  }
   absl::StatusOr<RunModel> model =
       SelectRunModel(config.model(), ModelSpecOf(config, is_file ? locator->path() : ""));
   if (!model.ok()) return locator->Locate(model.status());
@@ -162,6 +167,47 @@ absl::Status ValidateAccumulation(const TrainingConfig& c) {
                                   " into equal parts; choose a divisor of every "
                                   "local batch (or local_batch_sizes that it divides)"));
     }
+  }
+  return absl::OkStatus();
+}
+
+// The ordered mode (a reducer with chunk_slots C > 0, e.g. ordered_sum):
+// every chunk of C slots is computed on one rank, so C divides the global
+// batch and every rank's local batch; and there is no rank gradient for
+// clip_grad_norm scope "local" to clip.
+absl::Status ValidateOrderedChunks(const TrainingConfig& c, int chunk) {
+  if (chunk <= 0) return absl::OkStatus();
+  const std::string reducer = absl::StrCat("reducer ", c.reducer().name(), "'s chunk_slots ",
+                                           chunk);
+  if (c.global_batch() % chunk != 0) {
+    return Invalid("global_batch",
+                   absl::StrCat(c.global_batch(), " slots do not cut into whole chunks of ",
+                                chunk, " (", reducer, "); choose a global batch that ", chunk,
+                                " divides, or other chunk_slots"));
+  }
+  const int chunks = c.global_batch() / chunk;
+  const std::vector<int> local = LocalBatchSizes(c);
+  for (size_t r = 0; r < local.size(); ++r) {
+    if (local[r] % chunk == 0) continue;
+    if (c.local_batch_sizes_size() > 0) {
+      return Invalid(absl::StrCat("local_batch_sizes[", r, "]"),
+                     absl::StrCat(local[r], " slots are not a whole number of chunks (",
+                                  reducer, "): every chunk is computed on one rank, so "
+                                  "give every rank a multiple of ", chunk, " slots"));
+    }
+    return Invalid("world_size",
+                   absl::StrCat(c.world_size(), " ranks cannot share the ", chunks,
+                                " chunks of global_batch ", c.global_batch(), " (", reducer,
+                                ") evenly: every chunk is computed on one rank, so the "
+                                "world size must divide the chunk count ", chunks,
+                                ", or local_batch_sizes must give every rank a multiple of ",
+                                chunk, " slots"));
+  }
+  if (c.has_clip_grad_norm() && c.clip_grad_norm().scope() == "local") {
+    return Invalid("clip_grad_norm.scope",
+                   absl::StrCat("\"local\" clips each rank's own gradient before the "
+                                "reduction, and ", c.reducer().name(),
+                                " sums chunks, not rank gradients: use \"global\""));
   }
   return absl::OkStatus();
 }
@@ -467,7 +513,9 @@ absl::StatusOr<LoadedConfig> WithWorldSize(const LoadedConfig& loaded, int world
   TrainingConfig config = loaded.config;
   config.set_world_size(world_size);
   config.clear_local_batch_sizes();
-  for (absl::Status status : {ValidateBatches(config), ValidateAccumulation(config)}) {
+  for (absl::Status status :
+       {ValidateBatches(config), ValidateAccumulation(config),
+        ValidateOrderedChunks(config, loaded.plugins.reducer_chunk_slots)}) {
     if (!status.ok()) {
       return loaded.locator->Locate(absl::InvalidArgumentError(absl::StrCat(
           status.message(), " (on the launcher's ", world_size, " workers)")));

@@ -58,6 +58,7 @@ absl::StatusOr<RunPluginSelections> SelectRunPlugins(const TrainingConfig& confi
   absl::StatusOr<RunPlugins> plugins = s.Create();
   if (!plugins.ok()) return plugins.status();
   s.world_size_dependence = WorldSizeDependence(config, *plugins);
+  s.reducer_chunk_slots = plugins->reducer->chunk_slots();
   return s;
 }
 

@@ -47,6 +47,10 @@ struct RunPluginSelections {
   // saved by W workers resumes on W' as if nothing changed
   // (artifacts/run_folder.h, trainer/run_checkpoints.h).
   std::string world_size_dependence;
+  // The reducer's GradientReducer::chunk_slots(): > 0 in the ordered mode
+  // (reducers/ordered_sum_reducer.h), whose chunks the loader checks
+  // against the split (config/config_loader.h).
+  int reducer_chunk_slots = 0;
 
   // New plugins, one of each kind. Errors as SelectRunPlugins'.
   absl::StatusOr<RunPlugins> Create() const;

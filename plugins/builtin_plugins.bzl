@@ -16,6 +16,7 @@ BUILTIN_PLUGINS = {
     "loss_weighting/micro_batch_mean": "//weighting:micro_batch_mean",
     "reducer/allreduce_sum": "//reducers:allreduce_sum",
     "reducer/rank_average": "//reducers:rank_average",
+    "reducer/ordered_sum": "//reducers:ordered_sum",
     "reducer/mpi_allreduce": "//reducers:mpi_allreduce",
     "metric_dedup/by_receipt_id": "//metrics:by_receipt_id",
     "metric_dedup/none": "//metrics:none",

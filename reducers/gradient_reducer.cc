@@ -28,6 +28,12 @@ std::vector<GradientBucket> GradientReducer::PlanBuckets(
   return receipt_parity::PlanBuckets(gradients, kDefaultBucketCapBytes);
 }
 
+absl::StatusOr<at::Tensor> GradientReducer::SumChunks(at::Tensor& /*chunks*/,
+                                                      c10d::ProcessGroup* /*group*/) {
+  return absl::UnimplementedError(
+      "this reducer reduces buckets; SumChunks is the ordered mode's (chunk_slots() > 0)");
+}
+
 absl::StatusOr<int64_t> BucketCapBytes(int64_t bucket_cap_bytes) {
   if (bucket_cap_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat(

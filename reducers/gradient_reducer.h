@@ -112,6 +112,23 @@ class GradientReducer {
   // the world size).
   virtual bool world_size_independent() const { return false; }
 
+  // The ordered reduction mode (reducers/ordered_sum_reducer.h): the slots
+  // of one chunk when this reducer sums the gradients of fixed chunks of
+  // the global batch in one fixed order, or 0 (every other reducer) when it
+  // reduces each rank's summed gradient through the buckets above. With
+  // C > 0 the trainer computes every chunk of C slots alone and calls
+  // SumChunks once per update instead of the bucket calls.
+  virtual int chunk_slots() const { return 0; }
+
+  // Ordered mode only. `chunks` is [K, n] (K chunks of the global batch, n
+  // gradient elements): row k is the flattened gradient of the update's
+  // chunk k where this rank computed it, zeros elsewhere; `group` is
+  // nullptr on one rank. Returns the update's gradient [n], the same bits
+  // on every rank and at every world size; `chunks` may be overwritten.
+  // Default: Unimplemented.
+  virtual absl::StatusOr<at::Tensor> SumChunks(at::Tensor& chunks,
+                                               c10d::ProcessGroup* group);
+
   // Totals since construction.
   virtual ReduceStats stats() const = 0;
 };

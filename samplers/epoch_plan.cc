@@ -93,6 +93,35 @@ uint64_t EpochPlan::Fingerprint() const {
   return fnv.hash();
 }
 
+std::vector<int> BlockDeal(const std::vector<int>& local_batch, int64_t positions) {
+  const int world_size = static_cast<int>(local_batch.size());
+  std::vector<int> ranks;
+  ranks.reserve(static_cast<size_t>(positions));
+  std::vector<int> room = local_batch;
+  int next_rank = 0;
+  for (int64_t p = 0; p < positions; ++p) {
+    // The positions of a block never exceed its room, so a rank with room
+    // is always found within one turn.
+    while (room[next_rank] == 0) next_rank = (next_rank + 1) % world_size;
+    ranks.push_back(next_rank);
+    --room[next_rank];
+    next_rank = (next_rank + 1) % world_size;
+  }
+  return ranks;
+}
+
+std::vector<DealtPosition> EpochPlan::UpdateOrder(int64_t update) const {
+  int64_t positions = 0;
+  for (int r = 0; r < world_size(); ++r) {
+    positions += static_cast<int64_t>(UpdateSlots(r, update).size());
+  }
+  std::vector<int> taken(world_size(), 0);
+  std::vector<DealtPosition> order;
+  order.reserve(static_cast<size_t>(positions));
+  for (int rank : BlockDeal(local_batch_, positions)) order.push_back({rank, taken[rank]++});
+  return order;
+}
+
 EpochPlan DealEpochPlan(int64_t epoch, const GlobalOrder& order,
                         const std::vector<int>& local_batch) {
   CHECK(!local_batch.empty()) << "no ranks";
@@ -106,15 +135,9 @@ EpochPlan DealEpochPlan(int64_t epoch, const GlobalOrder& order,
   const int64_t total = static_cast<int64_t>(order.slots.size());
   for (int64_t block_start = 0; block_start < total; block_start += block) {
     const int64_t block_end = std::min(total, block_start + block);
-    std::vector<int> room = local_batch;
-    int next_rank = 0;
+    const std::vector<int> ranks = BlockDeal(local_batch, block_end - block_start);
     for (int64_t p = block_start; p < block_end; ++p) {
-      // The positions of a block never exceed its room, so a rank with room
-      // is always found within one turn.
-      while (room[next_rank] == 0) next_rank = (next_rank + 1) % world_size;
-      slots_by_rank[next_rank].push_back(order.slots[p]);
-      --room[next_rank];
-      next_rank = (next_rank + 1) % world_size;
+      slots_by_rank[ranks[p - block_start]].push_back(order.slots[p]);
     }
   }
   return EpochPlan(epoch, local_batch, std::move(slots_by_rank), order.dropped);

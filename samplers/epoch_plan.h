@@ -45,6 +45,18 @@ struct GlobalOrder {
   std::vector<int64_t> dropped;
 };
 
+// Where one position of an update's block of the global order was dealt:
+// UpdateSlots(rank, update)[index].
+struct DealtPosition {
+  int rank = 0;
+  int index = 0;
+};
+
+// The rank each of a block's first `positions` positions is dealt to (the
+// deal of the file comment: round robin over the ranks with room left).
+// REQUIRES: positions <= the sum of local_batch.
+std::vector<int> BlockDeal(const std::vector<int>& local_batch, int64_t positions);
+
 class EpochPlan {
  public:
   EpochPlan() = default;
@@ -67,6 +79,12 @@ class EpochPlan {
   // The slots of `rank` in `update` (possibly empty in the last update).
   // REQUIRES: 0 <= rank < world_size(), 0 <= update < num_updates().
   absl::Span<const Slot> UpdateSlots(int rank, int64_t update) const;
+
+  // The update's block in the global order: position p of the block is
+  // UpdateSlots(order[p].rank, update)[order[p].index] (the deal inverted;
+  // the ordered reduction mode computes the block's chunks by position,
+  // reducers/ordered_sum_reducer.h). REQUIRES: as UpdateSlots.
+  std::vector<DealtPosition> UpdateOrder(int64_t update) const;
 
   // Valid slots of `update` over all ranks: the effective-batch denominator.
   int64_t GlobalAcceptedCount(int64_t update) const;

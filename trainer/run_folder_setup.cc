@@ -246,7 +246,10 @@ absl::StatusOr<WholeRunReferences> EnsureWholeRunReferences(const LoadedConfig& 
       !s.ok()) {
     return s;
   }
-  const bool bitwise = config.world_size() == 1 && config.accumulation_steps() == 1;
+  // The ordered mode (reducers/ordered_sum_reducer.h) computes every update
+  // as its one-worker reference does, chunk by chunk in one order: bitwise.
+  const bool bitwise = (config.world_size() == 1 && config.accumulation_steps() == 1) ||
+                       loaded.plugins.reducer_chunk_slots > 0;
   if (bitwise) return references;
   references.twin_micro_batches = SmallestSplit(config.global_batch());
   if (references.twin_micro_batches == 0) {

@@ -79,7 +79,7 @@ class BadInputTest(unittest.TestCase):
     self.check_refused(support.small_config(sampler="round_robin"),
                        "sampler.name: no sampler_policy plugin named "
                        "'round_robin'; registered: drop_tail, duplicate_pad, "
-                       "masked_tail")
+                       "global_batches, masked_tail")
 
   def test_plugin_options_of_another_type_are_refused(self):
     text = support.small_config().replace(

@@ -79,6 +79,7 @@ UpdateStep::UpdateStep(const UpdateStepParts& parts) : parts_(parts) {
     base_rates_.push_back(group.options().get_lr());
   }
   has_sync_batch_norm_ = !SyncBatchNorms(*parts.model).empty();
+  chunk_slots_ = parts.reducer->chunk_slots();
 }
 
 absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
@@ -89,15 +90,21 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
   result.local_slots =
       static_cast<int64_t>(plan.UpdateSlots(parts_.rank, update).size());
   result.global_accepted = plan.GlobalAcceptedCount(update);
-  if (absl::Status s = PrepareBuckets(total_update); !s.ok()) return s;
-  absl::StatusOr<WeightedBackwardResult> loss = Backward(plan, update, total_update);
+  const bool ordered = chunk_slots_ > 0;
+  if (!ordered) {
+    if (absl::Status s = PrepareBuckets(total_update); !s.ok()) return s;
+  }
+  absl::StatusOr<WeightedBackwardResult> loss =
+      ordered ? OrderedBackward(plan, update, total_update) : Backward(plan, update, total_update);
   if (!loss.ok()) return loss.status();
   result.weighted_loss = loss->weighted_loss;
   result.accepted_loss_sum = loss->accepted_loss_sum;
   const bool clips_locally = parts_.clipping.has_value() && !parts_.clipping->global;
   if (absl::Status s = Clip(clips_locally, total_update, &result); !s.ok()) return s;
   const Clock::time_point sync_start = Clock::now();
-  if (absl::Status s = Reduce(total_update); !s.ok()) return s;
+  if (absl::Status s = ordered ? SumChunks(total_update) : Reduce(total_update); !s.ok()) {
+    return s;
+  }
   result.sync_seconds =
       std::chrono::duration<double>(Clock::now() - sync_start).count();
   if (absl::Status s = CheckReducedUpdate(total_update, result.weighted_loss); !s.ok()) {
@@ -215,6 +222,95 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::SyncBatchNormUpdate(
                                                            ": ", loss.status().message()));
   }
   return loss;
+}
+
+absl::StatusOr<WeightedBackwardResult> UpdateStep::OrderedBackward(const EpochPlan& plan,
+                                                                   int64_t update,
+                                                                   int64_t total_update) {
+  const PhaseKillScope injected_kill(parts_.phase_kill, KillPhase::kForwardBackward,
+                                     parts_.rank, total_update);
+  if (has_sync_batch_norm_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        Where(parts_.rank, total_update), ": reducer ", parts_.reducer->chunk_slots(),
+        "-slot chunks are computed alone, and a synchronized batch norm's statistics "
+        "span the whole update: use reducer allreduce_sum with this model"));
+  }
+  const int world = plan.world_size();
+  // Every rank's weights, laid out by the update's global order.
+  const UpdateComposition composition =
+      ComposeUpdate(plan, update, *parts_.labels, *parts_.class_counts, parts_.micro_batches);
+  std::vector<std::vector<double>> weights_by_rank(world);
+  for (int r = 0; r < world; ++r) weights_by_rank[r] = parts_.weighting->Weights(composition, r);
+  const std::vector<DealtPosition> order = plan.UpdateOrder(update);
+  const int64_t positions = static_cast<int64_t>(order.size());
+  const int64_t chunks = (plan.global_batch() + chunk_slots_ - 1) / chunk_slots_;
+  // This rank computes the chunks its share of the global batch covers.
+  int64_t first = 0;
+  for (int r = 0; r < parts_.rank; ++r) first += plan.local_batch()[r];
+  const int64_t last = first + plan.local_batch()[parts_.rank];
+  WeightedBackwardResult loss;
+  try {
+    const std::vector<at::Tensor> parameters = parts_.model->parameters();
+    int64_t elements = 0;
+    for (const at::Tensor& p : parameters) elements += p.numel();
+    chunk_rows_ = at::zeros({chunks, elements}, parameters.front().options());
+    for (int64_t begin = first; begin < std::min(last, positions); begin += chunk_slots_) {
+      const int64_t end = std::min({begin + chunk_slots_, last, positions});
+      std::vector<Slot> slots;
+      std::vector<double> weights;
+      for (int64_t p = begin; p < end; ++p) {
+        const DealtPosition& at = order[p];
+        slots.push_back(plan.UpdateSlots(at.rank, update)[at.index]);
+        weights.push_back(weights_by_rank[at.rank][at.index]);
+      }
+      ExampleTensors batch = SelectSlots(*parts_.examples, slots);
+      absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
+          *parts_.model, batch.images, batch.labels, weights, GradientStart::kZero,
+          parts_.bf16, UpdateKeys(batch.keys, total_update));
+      if (!backward.ok()) return backward.status();
+      loss.weighted_loss += backward->weighted_loss;
+      loss.accepted_loss_sum += backward->accepted_loss_sum;
+      at::Tensor row = chunk_rows_[begin / chunk_slots_];
+      int64_t offset = 0;
+      for (const at::Tensor& p : parameters) {
+        if (p.grad().defined()) row.narrow(0, offset, p.numel()).copy_(p.grad().reshape(-1));
+        offset += p.numel();
+      }
+    }
+  } catch (const std::exception& e) {
+    return LibTorchError(e, parts_.rank, total_update);
+  }
+  return loss;
+}
+
+absl::Status UpdateStep::SumChunks(int64_t total_update) {
+  absl::StatusOr<at::Tensor> sum;
+  try {
+    const PhaseKillScope injected_kill(parts_.phase_kill, KillPhase::kAllReduce,
+                                       parts_.rank, total_update);
+    sum = parts_.reducer->SumChunks(chunk_rows_, parts_.group);
+  } catch (const std::exception& e) {
+    return LibTorchError(e, parts_.rank, total_update);
+  }
+  if (!sum.ok()) {
+    return absl::Status(sum.status().code(), absl::StrCat(Where(parts_.rank, total_update),
+                                                          ": ", sum.status().message()));
+  }
+  try {
+    int64_t offset = 0;
+    for (at::Tensor p : parts_.model->parameters()) {
+      const at::Tensor part = sum->narrow(0, offset, p.numel()).view(p.sizes());
+      if (p.grad().defined()) {
+        p.mutable_grad().copy_(part);
+      } else {
+        p.mutable_grad() = part.clone();
+      }
+      offset += p.numel();
+    }
+  } catch (const std::exception& e) {
+    return LibTorchError(e, parts_.rank, total_update);
+  }
+  return absl::OkStatus();
 }
 
 void UpdateStep::ArmBuckets() {

@@ -13,6 +13,11 @@
 //              micro-batch (model/sync_batch_norm_update.h), its statistics'
 //              sums crossing the ranks between passes, and its buckets are
 //              reduced after them
+//   in the ordered mode (a reducer with chunk_slots() > 0, e.g.
+//   ordered_sum), instead: every chunk of the update's global order that
+//   this rank's share covers is its own forward and backward, and the
+//   reducer's SumChunks adds all chunks' gradients in chunk order
+//   (OrderedBackward below; no buckets, no micro-batches)
 //   with a group, the gradients live in persistent flat buckets
 //   (reducers/gradient_buckets.h, made at the first update; every .grad a
 //   view into them); the reducer reduces the buckets in place once per
@@ -206,6 +211,19 @@ class UpdateStep {
                                                              int local_batch,
                                                              const std::vector<double>& weights,
                                                              int64_t total_update);
+  // The ordered mode (the reducer's chunk_slots() C > 0,
+  // reducers/ordered_sum_reducer.h): this rank's chunks of the update's
+  // global order (EpochPlan::UpdateOrder), the positions
+  // [its first slot, + its local batch) of the global batch cut into chunks
+  // of C, each one forward and backward from zero gradients, each chunk's
+  // gradient a row of chunk_rows_ ([chunks, parameter elements], zeros
+  // where another rank computes). A rank computes as many slots as its
+  // local batch, not the slots dealt to it.
+  absl::StatusOr<WeightedBackwardResult> OrderedBackward(const EpochPlan& plan, int64_t update,
+                                                         int64_t total_update);
+  // The ordered mode's reduction: the reducer's SumChunks over chunk_rows_,
+  // its result the parameters' gradients.
+  absl::Status SumChunks(int64_t total_update);
   // With a group: the buckets, made once.
   absl::Status PrepareBuckets(int64_t total_update);
   // With buckets: armed for the next backward pass, unless this rank clips
@@ -227,6 +245,9 @@ class UpdateStep {
   std::vector<double> base_rates_;
   // The model has synchronized batch norms (model/sync_batch_norm.h).
   bool has_sync_batch_norm_ = false;
+  // The reducer's chunk_slots(): > 0 in the ordered mode.
+  int chunk_slots_ = 0;
+  at::Tensor chunk_rows_;
 };
 
 }  // namespace receipt_parity

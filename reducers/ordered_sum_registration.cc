@@ -1,0 +1,29 @@
+// Registers `ordered_sum` (reducers/ordered_sum_reducer.h).
+#include <memory>
+#include <string>
+
+#include "plugins/plugin_factory.h"
+#include "plugins/plugin_registry.h"
+#include "reducers/ordered_sum_reducer.h"
+#include "reducers/reducer_options.pb.h"
+
+namespace receipt_parity {
+namespace {
+
+class OrderedSumFactory : public TypedFactory<GradientReducer, OrderedSumOptions> {
+ public:
+  std::string name() const override { return OrderedSumReducer::kName; }
+
+ private:
+  absl::StatusOr<std::unique_ptr<GradientReducer>> CreateTyped(
+      const OrderedSumOptions& options) const override {
+    absl::StatusOr<OrderedSumReducer> reducer = OrderedSumReducer::Create(options.chunk_slots());
+    if (!reducer.ok()) return reducer.status();
+    return std::make_unique<OrderedSumReducer>(*std::move(reducer));
+  }
+};
+
+PluginRegistrar<OrderedSumFactory, GradientReducer> registrar;
+
+}  // namespace
+}  // namespace receipt_parity
