@@ -67,14 +67,16 @@ std::pair<std::vector<int64_t>, int> UpdateContents(const EpochPlan& plan, int64
   return {std::move(valid), masked};
 }
 
-// Whether every update from `from_update` on holds the same receipts in
-// both plans.
-bool SameUpdates(const EpochPlan& old_plan, const EpochPlan& new_plan, int64_t from_update) {
-  if (old_plan.num_updates() != new_plan.num_updates()) return false;
-  for (int64_t u = from_update; u < old_plan.num_updates(); ++u) {
-    if (UpdateContents(old_plan, u) != UpdateContents(new_plan, u)) return false;
+// The updates from `from_update` on whose receipts (or masked slots)
+// differ between the plans; an update only one plan has counts as changed.
+int ChangedUpdates(const EpochPlan& old_plan, const EpochPlan& new_plan, int64_t from_update) {
+  const int64_t common = std::min(old_plan.num_updates(), new_plan.num_updates());
+  int changed = static_cast<int>(std::max(old_plan.num_updates(), new_plan.num_updates()) -
+                                 std::max(common, from_update));
+  for (int64_t u = from_update; u < common; ++u) {
+    if (UpdateContents(old_plan, u) != UpdateContents(new_plan, u)) ++changed;
   }
-  return true;
+  return changed;
 }
 
 }  // namespace
@@ -133,7 +135,10 @@ absl::StatusOr<WorldSizeChangeReport> CompareDataOrder(const WorldSizeChange& c)
   report.set_new_masked_slots(new_rest.masked);
   report.set_old_duplicate_slots(duplicates(old_rest));
   report.set_new_duplicate_slots(duplicates(new_rest));
-  report.set_same_updates(SameUpdates(*old_plan, *new_plan, c.updates_done));
+  report.set_changed_updates(ChangedUpdates(*old_plan, *new_plan, c.updates_done));
+  report.set_remaining_updates(static_cast<int32_t>(
+      std::max<int64_t>(0, old_plan->num_updates() - c.updates_done)));
+  report.set_same_updates(report.changed_updates() == 0);
   report.set_summary(absl::StrCat(
       "epoch ", c.epoch, " resumed after ", c.updates_done, " updates: ",
       report.old_world_size(), " -> ", report.new_world_size(), " ranks (", c.policy_name,
@@ -142,7 +147,10 @@ absl::StatusOr<WorldSizeChangeReport> CompareDataOrder(const WorldSizeChange& c)
       " duplicate slot(s) (was ", report.old_duplicate_slots(), "), ",
       report.skipped_ids_size(), " id(s) skipped, ", report.repeated_ids_size(),
       " id(s) trained twice",
-      report.same_updates() ? "; every update trains the receipts it would have" : ""));
+      report.same_updates()
+          ? "; every update trains the receipts it would have"
+          : absl::StrCat("; ", report.changed_updates(), " of the ", report.remaining_updates(),
+                         " remaining update(s) train other receipts")));
   return report;
 }
 

@@ -93,6 +93,10 @@ TEST(WorldSizeChangeTest, GlobalBatchesTrainsTheSameUpdatesAfterTheChange) {
   auto changed = CompareDataOrder(dependent);
   ASSERT_TRUE(changed.ok()) << changed.status();
   EXPECT_FALSE(changed->same_updates());
+  EXPECT_GT(changed->changed_updates(), 0);
+  EXPECT_LE(changed->changed_updates(), changed->remaining_updates());
+  EXPECT_NE(changed->summary().find("remaining update(s) train other receipts"),
+            std::string::npos);
 }
 
 TEST(WorldSizeChangeTest, AnotherGlobalBatchIsRefused) {

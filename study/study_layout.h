@@ -21,6 +21,17 @@ inline constexpr char kTwoWorkerBf16Dir[] = "two_worker_bf16";
 inline constexpr char kTwoWorkerAllRecipesDir[] = "two_worker_all_recipes";
 // What a run folder says of its config (artifacts/run_folder.h).
 inline constexpr char kRunState[] = "run_state.json";
+// The world-size-change stage's runs (study/study_stages.h), under
+// kWorldSizeChangeDir.
+inline constexpr char kWorldSizeChangeDir[] = "world_size_change";
+inline constexpr char kUninterruptedDir[] = "uninterrupted";
+inline constexpr char kPreemptedDir[] = "preempted";
+inline constexpr char kOnThreeDir[] = "on_three";
+inline constexpr char kOnOneDir[] = "on_one";
+inline constexpr char kDuplicatePadOnThreeDir[] = "duplicate_pad_on_three";
+inline constexpr char kWorldSizeChangeReport[] = "world_size_change.json";
+inline constexpr char kResumeRecord[] = "resume.json";
+inline constexpr char kWorldSizeChangePicture[] = "world_size_change.svg";
 inline constexpr char kFaultDrillDir[] = "fault_drill";
 // The checkpoints of the drill's killed-and-resumed run, inside its folder.
 inline constexpr char kFaultDrillCheckpointsDir[] = "interrupted/checkpoints";

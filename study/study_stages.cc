@@ -23,6 +23,17 @@ constexpr char kTwoWorkerMpiConfig[] = "two_worker_mpi.pbtxt";
 constexpr char kTwoWorkerMpiStage[] = "two_worker_mpi";
 constexpr char kTwoWorkerBf16Config[] = "two_worker_bf16.pbtxt";
 constexpr char kTwoWorkerAllRecipesConfig[] = "two_worker_all_recipes.pbtxt";
+constexpr char kWorldSizeChangeConfig[] = "world_size_change.pbtxt";
+constexpr char kWorldSizeChangeOnThreeConfig[] = "world_size_change_on_three.pbtxt";
+constexpr char kWorldSizeChangeOnOneConfig[] = "world_size_change_on_one.pbtxt";
+constexpr char kDuplicatePadConfig[] = "world_size_change_duplicate_pad.pbtxt";
+constexpr char kDuplicatePadOnThreeConfig[] = "world_size_change_duplicate_pad_on_three.pbtxt";
+// The update at which the world-size-change stage preempts its runs: in
+// the middle of an epoch (15 updates each), so the rest of the epoch is
+// dealt to the new number of workers.
+constexpr int kPreemptAtUpdate = 25;
+// //trainer:train's exit after a preemption (trainer/train_main.cc).
+constexpr int kExitPreempted = 4;
 constexpr int kAuditIds = 47;
 constexpr int kAuditRanks = 3;
 constexpr int kAuditEpochs = 2;
@@ -283,6 +294,84 @@ absl::Status RunTwoWorkerAllRecipes(const StudyPrograms& programs,
   return RequireFile(Path(run_out, layout::kRunState));
 }
 
+// //trainer:train of `config` into `run_out`, preempted by a SIGTERM to
+// rank 0 when it has done kPreemptAtUpdate updates: it stops there, saves
+// a generation and exits 4.
+absl::Status TrainUntilPreempted(const StudyPrograms& programs, const std::string& config,
+                                 const std::string& run_out, const std::string& log) {
+  absl::StatusOr<ProcessExit> exit = RunProcess(
+      {{programs.train, "--config=" + Path(programs.configs_dir, config), "--out=" + run_out,
+        "--kill_rank=0", "--kill_phase=forward_backward",
+        absl::StrCat("--kill_update=", kPreemptAtUpdate), "--kill_signal=SIGTERM"},
+       log});
+  if (!exit.ok()) return exit.status();
+  if (exit->exit_code() != kExitPreempted) {
+    return absl::AbortedError(absl::StrCat(
+        programs.train, " --config=", config, " preempted at update ", kPreemptAtUpdate, " ",
+        exit->Describe(), ", not with status ", kExitPreempted, " (preempted); last lines of ",
+        log, ":\n", LastLines(log, 20)));
+  }
+  return absl::OkStatus();
+}
+
+// A copy of the preempted run `preempted`, continued with `config` in
+// `run_out` (another number of workers).
+absl::Status ContinueCopy(const StudyPrograms& programs, const std::string& preempted,
+                          const std::string& config, const std::string& run_out,
+                          const std::string& log) {
+  if (absl::Status s = CopyTree(preempted, run_out); !s.ok()) return s;
+  if (absl::Status s = TrainMultiWorker(programs, config, run_out, log); !s.ok()) return s;
+  for (const char* artifact : {layout::kRunSummary, layout::kResumeRecord,
+                               layout::kWorldSizeChangeReport}) {
+    if (absl::Status s = RequireFile(Path(run_out, artifact)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// The world-size-change stage (issue 28): world_size_change.pbtxt on two
+// workers uninterrupted; the same run preempted at update 25 and continued
+// from that generation on three workers and, from a copy, on one; and
+// world_size_change_duplicate_pad.pbtxt (an order that depends on the world
+// size) preempted the same way and continued on three.
+absl::Status RunWorldSizeChange(const StudyPrograms& programs, const StudyOptions& options) {
+  const std::string dir = Path(options.out_dir, layout::kWorldSizeChangeDir);
+  const std::string log = LogPath(options, "world_size_change");
+  auto at = [&](const char* name) { return Path(dir, name); };
+  if (absl::Status s = TrainMultiWorker(programs, kWorldSizeChangeConfig,
+                                        at(layout::kUninterruptedDir), log);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = RequireFile(Path(at(layout::kUninterruptedDir), layout::kRunSummary));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = TrainUntilPreempted(programs, kWorldSizeChangeConfig,
+                                           at(layout::kPreemptedDir), log);
+      !s.ok()) {
+    return s;
+  }
+  for (const auto& [config, name] :
+       {std::pair{kWorldSizeChangeOnThreeConfig, layout::kOnThreeDir},
+        std::pair{kWorldSizeChangeOnOneConfig, layout::kOnOneDir}}) {
+    if (absl::Status s = ContinueCopy(programs, at(layout::kPreemptedDir), config, at(name), log);
+        !s.ok()) {
+      return s;
+    }
+  }
+  const std::string duplicate_pad = at(layout::kDuplicatePadOnThreeDir);
+  if (absl::Status s = TrainUntilPreempted(programs, kDuplicatePadConfig, duplicate_pad, log);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          TrainMultiWorker(programs, kDuplicatePadOnThreeConfig, duplicate_pad, log);
+      !s.ok()) {
+    return s;
+  }
+  return RequireFile(Path(duplicate_pad, layout::kWorldSizeChangeReport));
+}
+
 absl::Status RunFaultDrill(const StudyPrograms& programs,
                            const StudyOptions& options) {
   const std::string out = Path(options.out_dir, layout::kFaultDrillDir);
@@ -353,7 +442,12 @@ std::vector<std::string> StudyConfigs(const StudyPrograms& programs) {
           Path(programs.configs_dir, kTwoWorkerConfig),
           Path(programs.configs_dir, kTwoWorkerMpiConfig),
           Path(programs.configs_dir, kTwoWorkerBf16Config),
-          Path(programs.configs_dir, kTwoWorkerAllRecipesConfig)};
+          Path(programs.configs_dir, kTwoWorkerAllRecipesConfig),
+          Path(programs.configs_dir, kWorldSizeChangeConfig),
+          Path(programs.configs_dir, kWorldSizeChangeOnThreeConfig),
+          Path(programs.configs_dir, kWorldSizeChangeOnOneConfig),
+          Path(programs.configs_dir, kDuplicatePadConfig),
+          Path(programs.configs_dir, kDuplicatePadOnThreeConfig)};
 }
 
 std::vector<Stage> StudyStages(const StudyPrograms& programs,
@@ -382,6 +476,11 @@ std::vector<Stage> StudyStages(const StudyPrograms& programs,
        "the two-worker run with every recipe and layer at once, judged over the whole run "
        "(configs/two_worker_all_recipes.pbtxt)",
        [=] { return RunTwoWorkerAllRecipes(programs, options); }},
+      {"world_size_change",
+       absl::StrCat("the run preempted at update ", kPreemptAtUpdate,
+                    " on two workers, continued on three and on one "
+                    "(configs/world_size_change*.pbtxt)"),
+       [=] { return RunWorldSizeChange(programs, options); }},
       {"fault_drill", "fault drill: kill a rank mid-save, restart, compare",
        [=] { return RunFaultDrill(programs, options); }},
       {"trade_report", "trade report: trade_report.json, .md and .svg",

@@ -13,6 +13,10 @@
 //   two_worker_bf16   //trainer:train, configs/two_worker_bf16.pbtxt (the
 //                     two-worker run with bf16 forward passes, its own
 //                     bf16 reference and derived tolerance)
+//   world_size_change //trainer:train, configs/world_size_change*.pbtxt:
+//                     the run uninterrupted on two workers, preempted at
+//                     update 25 and continued on three and on one; its
+//                     duplicate_pad twin preempted and continued on three
 //   fault_drill       //trainer:fault_drill, same config
 //   trade_report      trade_report.{json,md,svg}
 #ifndef RECEIPT_PARITY_STUDY_STUDY_STAGES_H_

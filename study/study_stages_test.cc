@@ -90,8 +90,8 @@ TEST(StudyStagesTest, RunsTheDesignedStagesInOrder) {
   EXPECT_THAT(names, ::testing::ElementsAre("one_worker", "parity_simulated",
                                             "sampler_audit", "two_worker",
                                             "two_worker_mpi", "two_worker_bf16",
-                                            "two_worker_all_recipes", "fault_drill",
-                                            "trade_report"));
+                                            "two_worker_all_recipes", "world_size_change",
+                                            "fault_drill", "trade_report"));
 }
 
 TEST(StudyStagesTest, AMissingProgramStopsTheStudyAtTheFirstStage) {
@@ -109,7 +109,7 @@ TEST(StudyStagesTest, AMissingProgramStopsTheStudyAtTheFirstStage) {
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(status.message(), HasSubstr("stage 'one_worker' failed"));
   EXPECT_THAT(status.message(), HasSubstr("/nonexistent/trainer/train"));
-  EXPECT_THAT(progress.str(), Not(HasSubstr("[2/9]")));
+  EXPECT_THAT(progress.str(), Not(HasSubstr("[2/10]")));
 }
 
 // Fake programs that write stand-in artifacts where the real ones do:
@@ -146,6 +146,13 @@ case "$config" in
     done
     echo "all-recipes run ends" >&2
     exit )", all_recipes_exit, R"(;;
+  */world_size_change*.pbtxt)
+    mkdir -p "$out"
+    for f in first_step parity run_summary validation resume world_size_change; do
+      echo '{}' > "$out/$f.json"
+    done
+    for a in "$@"; do test "$a" = "--kill_signal=SIGTERM" && exit 4; done
+    exit 0;;
   *)
     test -f "$out/reference/first_step.json" && echo "reference reused"
     for f in first_step parity run_summary validation; do echo '{}' > "$out/$f.json"; done
@@ -181,8 +188,8 @@ TEST(StudyStagesTest, ATwoWorkerParityFailureStopsTheStudyNamingTheStage) {
                         "failed (the first update or the whole run"));
   EXPECT_THAT(status.message(), HasSubstr("two-worker run ends"));
   EXPECT_THAT(status.message(), HasSubstr("see " + out + "/two_worker/parity.json"));
-  EXPECT_THAT(progress.str(), HasSubstr("[3/9] sampler_audit: done"));
-  EXPECT_THAT(progress.str(), HasSubstr("[4/9] two_worker: FAILED"));
+  EXPECT_THAT(progress.str(), HasSubstr("[3/10] sampler_audit: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[4/10] two_worker: FAILED"));
   EXPECT_THAT(progress.str(), Not(HasSubstr("fault_drill")));
   EXPECT_FALSE(fs::exists(out + "/fault_drill"));
 
@@ -217,7 +224,7 @@ TEST(StudyStagesTest, EveryStageLeavesItsArtifactsAtTheTop) {
   EXPECT_THAT(status.message(), HasSubstr("stage 'trade_report' failed"));
   EXPECT_THAT(status.message(),
               HasSubstr("one_worker/reference/run_summary.json: world_size is 0"));
-  EXPECT_THAT(progress.str(), HasSubstr("[8/9] fault_drill: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[9/10] fault_drill: done"));
   for (const char* artifact :
        {"reference/run_manifest.json", "reference/first_step.json",
         "first_step.json", "parity.json", "sampler_audit.json",
@@ -263,10 +270,10 @@ class ScopedMpirun {
   std::optional<std::string> old_;
 };
 
-// Stage 5 of 9, before the bf16 run and the fault drill.
+// Stage 5 of 10, before the bf16 run and the fault drill.
 TEST(StudyStagesTest, TheMpiStageFollowsTheTwoWorkerRun) {
   std::vector<Stage> stages = StudyStages({}, {});
-  ASSERT_EQ(stages.size(), 9u);
+  ASSERT_EQ(stages.size(), 10u);
   EXPECT_EQ(stages[4].name, "two_worker_mpi");
   EXPECT_EQ(stages[3].name, "two_worker");
 }
@@ -280,11 +287,11 @@ TEST(StudyStagesTest, WithoutMpirunTheMpiStageSucceedsWithoutRunning) {
   std::ostringstream progress;
   RunStages(StudyStages(programs, {out, 0}), &progress).IgnoreError();
   EXPECT_THAT(progress.str(),
-              HasSubstr("[5/9] two_worker_mpi: the two-worker run over OpenMPI "
+              HasSubstr("[5/10] two_worker_mpi: the two-worker run over OpenMPI "
                         "(configs/two_worker_mpi.pbtxt): not run, OpenMPI's "
                         "mpirun is not installed"));
-  EXPECT_THAT(progress.str(), HasSubstr("[5/9] two_worker_mpi: done"));
-  EXPECT_THAT(progress.str(), HasSubstr("[8/9] fault_drill: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[5/10] two_worker_mpi: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[9/10] fault_drill: done"));
   EXPECT_FALSE(fs::exists(out + "/two_worker_mpi"));
   EXPECT_THAT(*ReadFileToString(out + "/logs/two_worker_mpi.log"),
               HasSubstr("not run: OpenMPI's mpirun is not installed "
@@ -298,7 +305,7 @@ TEST(StudyStagesTest, WithMpirunTheMpiStageTrainsItsConfigIntoItsFolder) {
   ASSERT_TRUE(PrepareStudyFolder(out).ok());
   std::ostringstream progress;
   RunStages(StudyStages(programs, {out, 0}), &progress).IgnoreError();
-  EXPECT_THAT(progress.str(), HasSubstr("[5/9] two_worker_mpi: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[5/10] two_worker_mpi: done"));
   EXPECT_THAT(progress.str(), Not(HasSubstr("not run")));
   EXPECT_THAT(*ReadFileToString(out + "/logs/two_worker_mpi.log"),
               HasSubstr("--config=/configs/two_worker_mpi.pbtxt --out=" + out +
@@ -324,7 +331,7 @@ TEST(StudyStagesTest, AnInstalledMpirunThatFailsFailsTheStudy) {
               HasSubstr("exited with status 1 (a run failed: a rank died or a "
                         "peer timed out)"));
   EXPECT_THAT(status.message(), HasSubstr("mpirun exited with status"));
-  EXPECT_THAT(progress.str(), HasSubstr("[5/9] two_worker_mpi: FAILED"));
+  EXPECT_THAT(progress.str(), HasSubstr("[5/10] two_worker_mpi: FAILED"));
   EXPECT_THAT(progress.str(), Not(HasSubstr("fault_drill")));
 }
 
@@ -335,9 +342,9 @@ TEST(StudyStagesTest, TheBf16StageTrainsItsConfigIntoItsFolderWithItsOwnReferenc
   std::ostringstream progress;
   RunStages(StudyStages(programs, {out, 0}), &progress).IgnoreError();
   EXPECT_THAT(progress.str(),
-              HasSubstr("[6/9] two_worker_bf16: the two-worker run with bf16 "
+              HasSubstr("[6/10] two_worker_bf16: the two-worker run with bf16 "
                         "forward passes (configs/two_worker_bf16.pbtxt)"));
-  EXPECT_THAT(progress.str(), HasSubstr("[6/9] two_worker_bf16: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[6/10] two_worker_bf16: done"));
   const std::string log = *ReadFileToString(out + "/logs/two_worker_bf16.log");
   EXPECT_THAT(log, HasSubstr("--config=/configs/two_worker_bf16.pbtxt --out=" +
                              out + "/two_worker_bf16"));
@@ -370,9 +377,9 @@ TEST(StudyStagesTest, TheAllRecipesStageTrainsItsConfigWithItsOwnReference) {
   ASSERT_TRUE(PrepareStudyFolder(out).ok());
   std::ostringstream progress;
   RunStages(StudyStages(programs, {out, 0}), &progress).IgnoreError();
-  EXPECT_THAT(progress.str(), HasSubstr("[7/9] two_worker_all_recipes: the two-worker run "
+  EXPECT_THAT(progress.str(), HasSubstr("[7/10] two_worker_all_recipes: the two-worker run "
                                         "with every recipe and layer at once"));
-  EXPECT_THAT(progress.str(), HasSubstr("[7/9] two_worker_all_recipes: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[7/10] two_worker_all_recipes: done"));
   const std::string log = *ReadFileToString(out + "/logs/two_worker_all_recipes.log");
   EXPECT_THAT(log, HasSubstr("--config=/configs/two_worker_all_recipes.pbtxt --out=" + out +
                              "/two_worker_all_recipes"));
@@ -401,7 +408,35 @@ TEST(StudyStagesTest, StudyConfigsAreTheConfigsTheStagesPass) {
                                       "/configs/two_worker_masked_tail.pbtxt",
                                       "/configs/two_worker_mpi.pbtxt",
                                       "/configs/two_worker_bf16.pbtxt",
-                                      "/configs/two_worker_all_recipes.pbtxt"}));
+                                      "/configs/two_worker_all_recipes.pbtxt",
+                                      "/configs/world_size_change.pbtxt",
+                                      "/configs/world_size_change_on_three.pbtxt",
+                                      "/configs/world_size_change_on_one.pbtxt",
+                                      "/configs/world_size_change_duplicate_pad.pbtxt",
+                                      "/configs/world_size_change_duplicate_pad_on_three.pbtxt"}));
+}
+
+// The world-size-change stage needs its run preempted (exit 4): a run that
+// trains through instead fails the stage, saying so.
+TEST(StudyStagesTest, APreemptionThatDoesNotPreemptFailsTheWorldSizeStage) {
+  const std::string out = FreshDir("fake_study_no_preemption");
+  StudyPrograms programs = FakePrograms(FreshDir("fake_bin_no_preemption"), 0);
+  const std::string real_train = programs.train;
+  programs.train = FakeProgram(FreshDir("fake_bin_no_preemption_train"), "train",
+                               absl::StrCat(R"(
+case "$config" in
+  */world_size_change*.pbtxt)
+    mkdir -p "$out"; echo '{}' > "$out/run_summary.json"; exit 0;;
+esac
+exec )", real_train, R"( "$@"
+)"));
+  ASSERT_TRUE(PrepareStudyFolder(out).ok());
+  std::ostringstream progress;
+  absl::Status status = RunStages(StudyStages(programs, {out, 0}), &progress);
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(status.message(), HasSubstr("stage 'world_size_change' failed"));
+  EXPECT_THAT(status.message(), HasSubstr("exited with status 0, not with status 4"));
+  EXPECT_THAT(progress.str(), HasSubstr("[8/10] world_size_change: FAILED"));
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ ARTIFACTS = [
     "reference/run_manifest.json", "reference/first_step.json", "first_step.json",
     "parity.json", "sampler_audit.json", "validation.json", "failure_trace.log",
     "recovery.json", "trade_report.json", "trade_report.md", "trade_report.svg",
+    "world_size_change.svg",
 ]
 
 
@@ -73,6 +74,20 @@ class StudyTest(unittest.TestCase):
                    "batch_norm sync", "local_batch_sizes 20+12"):
       self.assertIn(recipe, all_recipes["recipes"])
     self.assertIn("## Every recipe at once", markdown)
+    # The run preempted on two workers and continued on three and on one
+    # trains the same receipts in every update and ends with the
+    # uninterrupted run's bits; its duplicate_pad twin trains others.
+    with open(os.path.join(out, "trade_report.json")) as f:
+      world = json.load(f)["world_size_change"]
+    self.assertEqual(world["status"], "measured")
+    self.assertEqual([c["new_world_size"] for c in world["continuations"]], [3, 1])
+    for continued in world["continuations"]:
+      self.assertEqual(continued.get("changed_updates", 0), 0, continued)
+      self.assertTrue(continued["final_parameters_equal"], continued)
+      self.assertEqual(continued["world_size_change_rule"], "world_size_independent")
+      self.assertEqual(continued.get("loss_max_abs_diff", 0), 0)
+    self.assertGreater(world["duplicate_pad"]["changed_updates"], 0, world["duplicate_pad"])
+    self.assertIn("## The world size changed mid-run", markdown)
 
 
 if __name__ == "__main__":

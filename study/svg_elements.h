@@ -28,6 +28,19 @@ std::string Line(double x1, double y1, double x2, double y2,
                  const std::string& stroke, double width,
                  const std::string& attrs = "");
 
+inline constexpr char kFont[] = "DejaVu Sans, Helvetica, Arial, sans-serif";
+
+// The opening of a standalone document of `width` x `height` in the
+// pictures' font, on a white background (close it with "</svg>\n").
+std::string DocumentStart(double width, double height);
+
+// A tick step of 1, 2 or 5 × 10^k giving about `target` intervals of
+// `range` (1 when range is not positive).
+double NiceStep(double range, int target);
+
+// `value` with as many decimals as `step` needs.
+std::string TickLabel(double value, double step);
+
 // A negative width or height draws nothing (0).
 std::string Rect(double x, double y, double w, double h,
                  const std::string& fill, const std::string& attrs = "");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -339,6 +340,89 @@ absl::StatusOr<AllRecipesFigures> SummariseAllRecipes(
   return figures;
 }
 
+// `curve` at the run's update index: a resumed attempt's curve counts from
+// its first update.
+google::protobuf::RepeatedPtrField<LossPoint> AtRunUpdates(const RunSummary& summary) {
+  google::protobuf::RepeatedPtrField<LossPoint> curve = summary.loss_curve();
+  for (LossPoint& p : curve) p.set_update(summary.first_update() + p.update());
+  return curve;
+}
+
+// The largest |loss difference| over the updates both curves hold (at the
+// run's update index); -1 when they share none.
+double SharedLossMaxAbsDiff(const google::protobuf::RepeatedPtrField<LossPoint>& a,
+                            const google::protobuf::RepeatedPtrField<LossPoint>& b) {
+  std::map<int32_t, double> by_update;
+  for (const LossPoint& p : a) by_update[p.update()] = p.loss();
+  double largest = -1;
+  for (const LossPoint& q : b) {
+    auto it = by_update.find(q.update());
+    if (it != by_update.end()) largest = std::max(largest, std::abs(it->second - q.loss()));
+  }
+  return largest;
+}
+
+absl::StatusOr<WorldSizeContinuation> SummariseContinuation(
+    const ContinuationArtifacts& run, const RunSummary* uninterrupted) {
+  if (!run.resume.world_size_changed()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        run.source, "/resume.json: world_size_changed is false; the continuation was to "
+                    "resume on another number of workers"));
+  }
+  WorldSizeContinuation figures;
+  figures.set_source(run.source);
+  figures.set_policy(run.change.policy());
+  figures.set_old_world_size(run.change.old_world_size());
+  figures.set_new_world_size(run.change.new_world_size());
+  figures.set_resumed_at_update(run.resume.update());
+  figures.set_world_size_change_rule(run.resume.world_size_change_rule());
+  figures.set_changed_updates(run.change.changed_updates());
+  figures.set_remaining_updates(run.change.remaining_updates());
+  figures.set_skipped_ids(run.change.skipped_ids_size());
+  figures.set_repeated_ids(run.change.repeated_ids_size());
+  figures.set_old_duplicate_slots(run.change.old_duplicate_slots());
+  figures.set_new_duplicate_slots(run.change.new_duplicate_slots());
+  figures.set_summary(run.change.summary());
+  *figures.mutable_loss_curve() = AtRunUpdates(run.summary);
+  figures.set_final_loss(run.summary.final_loss());
+  figures.set_final_parameter_hash(run.summary.final_parameter_hash());
+  figures.set_loss_max_abs_diff(-1);
+  if (uninterrupted != nullptr) {
+    figures.set_final_parameters_equal(run.summary.final_parameter_hash() ==
+                                       uninterrupted->final_parameter_hash());
+    figures.set_loss_max_abs_diff(
+        SharedLossMaxAbsDiff(AtRunUpdates(*uninterrupted), figures.loss_curve()));
+  }
+  return figures;
+}
+
+absl::StatusOr<WorldSizeChangeFigures> SummariseWorldSizeChange(
+    const std::optional<WorldSizeChangeArtifacts>& runs, const std::string& picture) {
+  WorldSizeChangeFigures figures;
+  if (!runs.has_value()) {
+    figures.set_status(kNotMeasured);
+    figures.set_note(kNoWorldSizeChange);
+    return figures;
+  }
+  figures.set_status(kMeasured);
+  figures.set_source(runs->source);
+  figures.set_world_size(runs->uninterrupted.world_size());
+  *figures.mutable_uninterrupted_loss_curve() = AtRunUpdates(runs->uninterrupted);
+  figures.set_final_parameter_hash(runs->uninterrupted.final_parameter_hash());
+  for (const ContinuationArtifacts& run : runs->continuations) {
+    absl::StatusOr<WorldSizeContinuation> continued =
+        SummariseContinuation(run, &runs->uninterrupted);
+    if (!continued.ok()) return continued.status();
+    *figures.add_continuations() = *std::move(continued);
+  }
+  absl::StatusOr<WorldSizeContinuation> twin =
+      SummariseContinuation(runs->duplicate_pad, nullptr);
+  if (!twin.ok()) return twin.status();
+  *figures.mutable_duplicate_pad() = *std::move(twin);
+  figures.set_picture(picture);
+  return figures;
+}
+
 double LossCurvesMaxAbsDiff(const RunFigures& a, const RunFigures& b) {
   const int common = std::min(a.loss_curve_size(), b.loss_curve_size());
   if (common == 0) return -1;
@@ -403,6 +487,10 @@ absl::StatusOr<TradeReport> BuildTradeReport(const TradeReportInputs& inputs) {
       SummariseAllRecipes(inputs.two_workers_all_recipes, report.two_workers());
   if (!all.ok()) return all.status();
   *report.mutable_two_workers_all_recipes() = *std::move(all);
+  absl::StatusOr<WorldSizeChangeFigures> world_size = SummariseWorldSizeChange(
+      inputs.world_size_change, inputs.world_size_change_picture);
+  if (!world_size.ok()) return world_size.status();
+  *report.mutable_world_size_change() = *std::move(world_size);
   report.set_picture(inputs.picture);
   return report;
 }

@@ -13,6 +13,8 @@
 #include "samplers/audit.pb.h"
 #include "study/trade_report.pb.h"
 #include "artifacts/artifact_stamp.pb.h"
+#include "artifacts/resume_record.pb.h"
+#include "artifacts/world_size_change.pb.h"
 #include "artifacts/run_summary.pb.h"
 #include "config/config.pb.h"
 #include "drill/drill_report.pb.h"
@@ -72,6 +74,30 @@ inline constexpr char kNoAllRecipesRun[] = "the study has no two_worker_all_reci
 // OpenMPI's mpirun is installed.
 inline constexpr char kMpirunNotInstalled[] = "OpenMPI's mpirun is not installed";
 
+// Why a study has no world-size-change runs (as kNoBf16Run).
+inline constexpr char kNoWorldSizeChange[] = "the study has no world_size_change runs";
+
+// A run of the world-size-change stage continued on another number of
+// workers: its folder, run_summary.json, resume.json and
+// world_size_change.json.
+struct ContinuationArtifacts {
+  std::string source;
+  RunSummary summary;
+  ResumeRecord resume;
+  WorldSizeChangeReport change;
+};
+
+// The world-size-change stage's runs (study/study_stages.h).
+struct WorldSizeChangeArtifacts {
+  // The uninterrupted run's folder and run_summary.json.
+  std::string source;
+  RunSummary uninterrupted;
+  // The same run continued on other numbers of workers.
+  std::vector<ContinuationArtifacts> continuations;
+  // Its duplicate_pad twin continued on another number of workers.
+  ContinuationArtifacts duplicate_pad;
+};
+
 struct TradeReportInputs {
   RunArtifacts one_worker;
   RunArtifacts two_workers;
@@ -91,6 +117,11 @@ struct TradeReportInputs {
   // The two-worker run with every recipe, or nullopt when the study did
   // not run it.
   std::optional<AllRecipesRunArtifacts> two_workers_all_recipes;
+  // The world-size-change stage's runs, or nullopt when the study did not
+  // run it.
+  std::optional<WorldSizeChangeArtifacts> world_size_change;
+  // File name of its picture, recorded in the report.
+  std::string world_size_change_picture = "world_size_change.svg";
   // File name of the picture, recorded in the report.
   std::string picture = "trade_report.svg";
 };
@@ -106,7 +137,8 @@ struct TradeReportInputs {
 // the bf16 run with world_size < 2, a bf16 run whose parity.json is not of
 // precision bf16 (no derived tolerance), an all-recipes run whose
 // parity.json has no whole-run verdict, a run whose timing does not hold
-// one entry per rank, a run with no updates.
+// one entry per rank, a run with no updates, a world-size-change
+// continuation whose resume.json says the world size did not change.
 absl::StatusOr<TradeReport> BuildTradeReport(const TradeReportInputs& inputs);
 
 }  // namespace receipt_parity

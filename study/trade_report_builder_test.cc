@@ -47,6 +47,7 @@ TEST(TradeReportBuilderTest, EveryKeyOfTheFormatIsWritten) {
   inputs.two_workers_mpi = TestMpiRun();
   inputs.two_workers_bf16 = TestBf16Run();
   inputs.two_workers_all_recipes = TestAllRecipesRun();
+  inputs.world_size_change = TestWorldSizeChange();
   const std::string json = ToJson(Build(inputs));
   std::set<const Descriptor*> visited;
   std::set<std::string> names;
@@ -55,6 +56,38 @@ TEST(TradeReportBuilderTest, EveryKeyOfTheFormatIsWritten) {
   for (const std::string& name : names) {
     EXPECT_THAT(json, HasSubstr("\"" + name + "\":")) << name;
   }
+}
+
+TEST(TradeReportBuilderTest, TheWorldSizeChangeComparesEachContinuationWithTheUninterruptedRun) {
+  TradeReportInputs inputs = TestInputs();
+  EXPECT_EQ(Build(inputs).world_size_change().status(), kNotMeasured);
+  EXPECT_EQ(Build(inputs).world_size_change().note(), kNoWorldSizeChange);
+  inputs.world_size_change = TestWorldSizeChange();
+  const WorldSizeChangeFigures f = Build(inputs).world_size_change();
+  ASSERT_EQ(f.status(), kMeasured);
+  ASSERT_EQ(f.continuations_size(), 2);
+  const WorldSizeContinuation& three = f.continuations(0);
+  EXPECT_EQ(three.new_world_size(), 3);
+  EXPECT_TRUE(three.final_parameters_equal());
+  EXPECT_EQ(three.loss_max_abs_diff(), 0);
+  EXPECT_EQ(three.world_size_change_rule(), "world_size_independent");
+  // The curve is at the run's update index: the attempt began at update 2.
+  ASSERT_EQ(three.loss_curve_size(), 2);
+  EXPECT_EQ(three.loss_curve(0).update(), 2);
+  const WorldSizeContinuation& one = f.continuations(1);
+  EXPECT_FALSE(one.final_parameters_equal());
+  EXPECT_NEAR(one.loss_max_abs_diff(), 1e-3, 1e-12);
+  EXPECT_EQ(f.duplicate_pad().changed_updates(), 2);
+  EXPECT_EQ(f.duplicate_pad().skipped_ids(), 1);
+  EXPECT_EQ(f.duplicate_pad().loss_max_abs_diff(), -1);  // another run: not compared
+  EXPECT_EQ(f.picture(), "world_size_change.svg");
+  EXPECT_EQ(f.uninterrupted_loss_curve_size(), 4);
+
+  inputs.world_size_change->continuations[0].resume.set_world_size_changed(false);
+  absl::StatusOr<TradeReport> refused = BuildTradeReport(inputs);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("world_size_change/on_three/resume.json: world_size_changed is false"));
 }
 
 TEST(TradeReportBuilderTest, CarriesRunFiguresUnchanged) {

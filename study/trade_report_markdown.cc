@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "study/markdown_table.h"
 #include "study/trade_report_all_recipes.h"
+#include "study/trade_report_world_size.h"
 #include "study/trade_report_builder.h"
 #include "drill/drill_report.pb.h"
 #include "artifacts/run_summary.pb.h"
@@ -460,6 +461,8 @@ std::string TradeReportHeadline(const TradeReport& report) {
                   Bf16Line(report.two_workers_bf16()), "\n");
   absl::StrAppend(&out, "two workers, every recipe: ",
                   AllRecipesLine(report.two_workers_all_recipes()), "\n");
+  absl::StrAppend(&out, "world size changed mid-run: ",
+                  WorldSizeChangeLine(report.world_size_change()), "\n");
   absl::StrAppend(&out, "recovery: ", report.recovery().verdict(), "\n");
   absl::StrAppend(&out, "checkpoint cost: ",
                   CheckpointCostLine(report.checkpoint_cost()), "\n");
@@ -476,6 +479,7 @@ std::string TradeReportMarkdown(const TradeReport& report) {
   AppendMpi(report, &md);
   AppendBf16(report, &md);
   AppendAllRecipes(report, &md);
+  AppendWorldSizeChange(report, &md);
   AppendValidation(report, &md);
   AppendParity(report, &md);
   AppendSamplerAudits(report, &md);

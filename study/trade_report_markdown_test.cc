@@ -208,6 +208,30 @@ TEST(TradeReportMarkdownTest, ShowsTheAllRecipesRunAndEachCheckedUpdate) {
                             "`two_worker_all_recipes/parity.json` | **pass** |"));
 }
 
+TEST(TradeReportMarkdownTest, ShowsTheWorldSizeChangeWithItsDataOrderAndParameters) {
+  EXPECT_THAT(TradeReportMarkdown(Build(TestInputs())),
+              HasSubstr("## The world size changed mid-run\n\nNot measured: the study has no "
+                        "world_size_change runs."));
+  TradeReportInputs inputs = TestInputs();
+  inputs.world_size_change = TestWorldSizeChange();
+  const TradeReport report = Build(inputs);
+  const std::string md = TradeReportMarkdown(report);
+  EXPECT_THAT(TradeReportHeadline(report),
+              HasSubstr("\nworld size changed mid-run: on 3: 0 updates differ, parameters "
+                        "bitwise equal; on 1: 0 updates differ, parameters differ; "
+                        "duplicate_pad on 3: 2 of 3 updates differ\n"));
+  EXPECT_THAT(md, HasSubstr("![Loss per update of the continued runs over the uninterrupted "
+                            "run's](world_size_change.svg)"));
+  EXPECT_THAT(md, HasSubstr("| `world_size_change/on_three` | global_batches | 2 → 3 | 2 | "
+                            "world_size_independent | the same receipts in all 3 remaining "
+                            "updates of the epoch | 0.750000 | bitwise equal; losses differ "
+                            "by at most 0 |"));
+  EXPECT_THAT(md, HasSubstr("| `world_size_change/duplicate_pad_on_three` | duplicate_pad | "
+                            "2 → 3 | 2 | allow_world_size_change | 2 of 3 remaining updates "
+                            "train other receipts; duplicate slots 1 -> 0, 1 id(s) skipped, "
+                            "1 trained twice |"));
+}
+
 TEST(TradeReportMarkdownTest, ShowsSamplerAudits) {
   const std::string md = TradeReportMarkdown(Build(TestInputs()));
   EXPECT_THAT(md, HasSubstr("| duplicate_pad | 5 | 2 | 2 | 6 | 2 | r-0, r-3 | "

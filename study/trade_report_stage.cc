@@ -84,6 +84,48 @@ absl::Status ReadAllRecipesRun(const std::string& study_dir,
   return absl::OkStatus();
 }
 
+// One continuation's folder `relative` (under the study's).
+absl::Status ReadContinuation(const std::string& study_dir, const std::string& relative,
+                              ContinuationArtifacts* run) {
+  run->source = relative;
+  const std::string dir = Join(study_dir, relative);
+  if (absl::Status s = ReadArtifact(Join(dir, layout::kRunSummary), &run->summary); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ReadArtifact(Join(dir, layout::kResumeRecord), &run->resume); !s.ok()) {
+    return s;
+  }
+  return ReadArtifact(Join(dir, layout::kWorldSizeChangeReport), &run->change);
+}
+
+// The world-size-change stage's runs, when the study made their folder.
+absl::Status ReadWorldSizeChange(const std::string& study_dir,
+                                 std::optional<WorldSizeChangeArtifacts>* artifacts) {
+  if (!fs::is_directory(Join(study_dir, layout::kWorldSizeChangeDir))) return absl::OkStatus();
+  auto under = [](const char* name) {
+    return absl::StrCat(layout::kWorldSizeChangeDir, "/", name);
+  };
+  WorldSizeChangeArtifacts read;
+  read.source = under(layout::kUninterruptedDir);
+  if (absl::Status s = ReadArtifact(
+          Join(Join(study_dir, read.source), layout::kRunSummary), &read.uninterrupted);
+      !s.ok()) {
+    return s;
+  }
+  for (const char* name : {layout::kOnThreeDir, layout::kOnOneDir}) {
+    ContinuationArtifacts run;
+    if (absl::Status s = ReadContinuation(study_dir, under(name), &run); !s.ok()) return s;
+    read.continuations.push_back(std::move(run));
+  }
+  if (absl::Status s = ReadContinuation(study_dir, under(layout::kDuplicatePadOnThreeDir),
+                                        &read.duplicate_pad);
+      !s.ok()) {
+    return s;
+  }
+  *artifacts = std::move(read);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<TradeReportInputs> LoadTradeReportInputs(
@@ -144,7 +186,11 @@ absl::StatusOr<TradeReportInputs> LoadTradeReportInputs(
   if (absl::Status s = ReadAllRecipesRun(study_dir, &inputs.two_workers_all_recipes); !s.ok()) {
     return s;
   }
+  if (absl::Status s = ReadWorldSizeChange(study_dir, &inputs.world_size_change); !s.ok()) {
+    return s;
+  }
   inputs.picture = layout::kTradeReportPicture;
+  inputs.world_size_change_picture = layout::kWorldSizeChangePicture;
   return inputs;
 }
 
@@ -169,6 +215,14 @@ absl::StatusOr<TradeReport> WriteTradeReport(const std::string& study_dir) {
                               TradeReportSvg(*report));
       !s.ok()) {
     return s;
+  }
+  if (report->world_size_change().status() == kMeasured) {
+    if (absl::Status s =
+            WriteFileAtomically(Join(study_dir, layout::kWorldSizeChangePicture),
+                                WorldSizeChangeSvg(report->world_size_change()));
+        !s.ok()) {
+      return s;
+    }
   }
   return report;
 }

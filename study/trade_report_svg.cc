@@ -18,7 +18,9 @@ namespace receipt_parity {
 namespace {
 
 using svg::Line;
+using svg::NiceStep;
 using svg::Rect;
+using svg::TickLabel;
 using svg::Text;
 using svg::kOneColor;
 using svg::kRateColor;
@@ -28,27 +30,10 @@ constexpr int kWidth = 1000;
 // Without per-class rows; the class panel below the loss panel adds to it.
 constexpr int kMinHeight = 660;
 constexpr double kClassPanelTop = 550;
-constexpr char kFont[] = "DejaVu Sans, Helvetica, Arial, sans-serif";
 constexpr char kPassColor[] = "#1a7f37";
 constexpr char kFailColor[] = "#cf222e";
 constexpr char kGreyColor[] = "#6e7781";
 constexpr char kGridColor[] = "#e1e4e8";
-
-// A tick step of 1, 2 or 5 × 10^k giving about `target` intervals.
-double NiceStep(double range, int target) {
-  if (!(range > 0)) return 1;
-  const double raw = range / target;
-  const double magnitude = std::pow(10, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (raw <= m * magnitude) return m * magnitude;
-  }
-  return 10 * magnitude;
-}
-
-std::string TickLabel(double value, double step) {
-  const int digits = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step)));
-  return absl::StrFormat("%.*f", digits, value);
-}
 
 std::string VerdictColor(const std::string& verdict) {
   if (verdict == kPass) return kPassColor;
@@ -294,12 +279,7 @@ int PictureHeight(const TradeReport& report) {
 
 std::string TradeReportSvg(const TradeReport& report) {
   const int height = PictureHeight(report);
-  std::string svg = absl::StrFormat(
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-      "viewBox=\"0 0 %d %d\" font-family=\"%s\" fill=\"#24292f\">\n",
-      kWidth, height, kWidth, height, kFont);
-  absl::StrAppend(&svg, Rect(0, 0, kWidth, height, "white"));
+  std::string svg = svg::DocumentStart(kWidth, height);
   absl::StrAppend(&svg, Text(30, 34,
                              "Receipt classifier: one worker against two", 20,
                              "font-weight=\"bold\""));

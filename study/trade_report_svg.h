@@ -20,6 +20,13 @@ namespace receipt_parity {
 // zero figures draw empty axes and zero-length bars.
 std::string TradeReportSvg(const TradeReport& report);
 
+// world_size_change.svg (study/trade_report_svg_world_size.cc): the
+// world-size-change stage's loss per update, the uninterrupted run's and
+// each continuation's from the update it resumed at, their data-order and
+// final-parameter differences, and the duplicate_pad twin's data order.
+// Never fails, as TradeReportSvg.
+std::string WorldSizeChangeSvg(const WorldSizeChangeFigures& figures);
+
 }  // namespace receipt_parity
 
 #endif  // RECEIPT_PARITY_STUDY_TRADE_REPORT_SVG_H_

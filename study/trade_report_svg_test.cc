@@ -245,6 +245,23 @@ TEST(TradeReportSvgTest, EscapesText) {
   EXPECT_THAT(svg, HasSubstr("parity, 2 workers: &lt;&amp;&gt;"));
 }
 
+TEST(TradeReportSvgTest, TheWorldSizeChangeOverlaysEachContinuationOnTheUninterruptedRun) {
+  TradeReportInputs inputs = TestInputs();
+  inputs.world_size_change = TestWorldSizeChange();
+  const std::string svg = WorldSizeChangeSvg(Build(inputs).world_size_change());
+  EXPECT_THAT(svg, StartsWith("<?xml"));
+  EXPECT_THAT(svg, EndsWith("</svg>\n"));
+  // The uninterrupted run and the two continuations: three curves, the
+  // uninterrupted one of 4 points, each continuation of 2.
+  EXPECT_EQ(Count(svg, "<polyline"), 3);
+  EXPECT_THAT(svg, HasSubstr("on 3 from update 2"));
+  EXPECT_THAT(svg, HasSubstr("on 1 from update 2"));
+  EXPECT_THAT(svg, HasSubstr("parameters: bitwise equal at the end"));
+  EXPECT_THAT(svg, HasSubstr("parameters: differ at the end"));
+  EXPECT_THAT(svg, HasSubstr("data order: 2 of 3 updates differ"));
+  EXPECT_EQ(Count(svg, "data order: every update the same"), 2);
+}
+
 TEST(TradeReportSvgTest, AnEmptyReportStillDraws) {
   const std::string svg = TradeReportSvg(TradeReport());
   EXPECT_THAT(svg, EndsWith("</svg>\n"));

@@ -230,6 +230,57 @@ PrecisionRunArtifacts TestBf16Run() {
   return bf16;
 }
 
+namespace {
+
+// A continuation on `world` workers of a run saved by 2 at update 2: the
+// last two of the uninterrupted run's updates, `loss_offset` added to the
+// last, under parameter hash `hash`.
+ContinuationArtifacts TestContinuation(const std::string& source, const std::string& policy,
+                                       int world, const std::string& hash,
+                                       double loss_offset, int changed_updates) {
+  ContinuationArtifacts run;
+  run.source = source;
+  run.summary = TestRun(2).summary;
+  run.summary.set_world_size(world);
+  run.summary.set_first_update(2);
+  run.summary.mutable_loss_curve()->DeleteSubrange(0, 2);
+  for (int i = 0; i < 2; ++i) run.summary.mutable_loss_curve(i)->set_update(i);
+  run.summary.mutable_loss_curve(1)->set_loss(run.summary.loss_curve(1).loss() + loss_offset);
+  run.summary.set_final_parameter_hash(hash);
+  run.resume.set_world_size_changed(true);
+  run.resume.set_update(2);
+  run.resume.set_world_size_change_rule(policy == "duplicate_pad" ? "allow_world_size_change"
+                                                                  : "world_size_independent");
+  run.change.set_policy(policy);
+  run.change.set_old_world_size(2);
+  run.change.set_new_world_size(world);
+  run.change.set_changed_updates(changed_updates);
+  run.change.set_remaining_updates(3);
+  run.change.set_old_duplicate_slots(1);
+  run.change.set_new_duplicate_slots(policy == "duplicate_pad" ? 0 : 1);
+  if (changed_updates > 0) {
+    run.change.add_skipped_ids("r7");
+    run.change.add_repeated_ids("r3");
+  }
+  run.change.set_summary("epoch 0 resumed after 2 updates");
+  return run;
+}
+
+}  // namespace
+
+WorldSizeChangeArtifacts TestWorldSizeChange() {
+  WorldSizeChangeArtifacts runs;
+  runs.source = "world_size_change/uninterrupted";
+  runs.uninterrupted = TestRun(2).summary;
+  runs.continuations.push_back(TestContinuation("world_size_change/on_three", "global_batches",
+                                                3, "hash", 0, 0));
+  runs.continuations.push_back(TestContinuation("world_size_change/on_one", "global_batches",
+                                                1, "other", 1e-3, 0));
+  runs.duplicate_pad = TestContinuation("world_size_change/duplicate_pad_on_three",
+                                        "duplicate_pad", 3, "dp", 0, 2);
+  return runs;
+}
+
 AllRecipesRunArtifacts TestAllRecipesRun() {
   AllRecipesRunArtifacts all;
   all.run.run = TestRun(2, 2e-3);

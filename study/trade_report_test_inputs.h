@@ -61,6 +61,13 @@ PrecisionRunArtifacts TestBf16Run();
 // judged).
 AllRecipesRunArtifacts TestAllRecipesRun();
 
+// The world-size-change stage: the uninterrupted run's summary (4 updates,
+// hash "hash"); continued on 3 workers from update 2 with the same hash
+// and losses, and on 1 with another hash and loss 1e-3 off at update 3
+// (both "world_size_independent", nothing changed); the duplicate_pad twin
+// on 3 with 2 of its 3 remaining updates changed.
+WorldSizeChangeArtifacts TestWorldSizeChange();
+
 // one_worker = TestRun(1), two_workers = TestRun(2, 1e-6), both parities
 // passing, both audits; no recovery, no checkpoint cost, no run over MPI, no bf16 run.
 TradeReportInputs TestInputs();
