@@ -179,7 +179,9 @@ std::vector<int64_t> JudgedCheckUpdates(const Run& run) {
 // Why the whole run cannot be judged against one reference, or empty: an
 // attempt that changed the recipe (--allow_recipe_change) trained another
 // recipe than the reference.
-std::string WhyNotJudged(const Run& run, const ParityReport& first_update) {
+// `state` is the run folder's run_state.json, as read.
+std::string WhyNotJudged(const Run& run, const ParityReport& first_update,
+                         const absl::StatusOr<RunFolderState>& state) {
   if (!run.options->whole_run_references) {
     return "this run was asked for no whole-run verdict (train --whole_run_parity=false)";
   }
@@ -191,7 +193,6 @@ std::string WhyNotJudged(const Run& run, const ParityReport& first_update) {
                         "more than a reduction order; the first update is judged with the "
                         "cross-device tolerance");
   }
-  absl::StatusOr<RunFolderState> state = ReadRunFolderState(run.options->artifact_dir);
   if (!state.ok()) return std::string(state.status().message());
   std::set<int> world_sizes;
   for (const AttemptRecord& attempt : state->attempts()) world_sizes.insert(attempt.world_size());
@@ -217,13 +218,11 @@ std::string WhyNotJudged(const Run& run, const ParityReport& first_update) {
 // The config fingerprints the run's trajectory points may carry: this
 // attempt's, and, when the run's updates ignore the world size, those of
 // its attempts on other numbers of workers (run_state.json; an attempt
-// recorded before they were kept gives none).
-std::vector<std::string> RunFingerprints(const Run& run) {
+// recorded before they were kept gives none). REQUIRES: `state` read.
+std::vector<std::string> RunFingerprints(const Run& run, const RunFolderState& state) {
   std::vector<std::string> fingerprints = {run.options->loaded->fingerprint};
   if (!run.options->loaded->plugins.world_size_dependence.empty()) return fingerprints;
-  absl::StatusOr<RunFolderState> state = ReadRunFolderState(run.options->artifact_dir);
-  if (!state.ok()) return fingerprints;
-  for (const AttemptRecord& attempt : state->attempts()) {
+  for (const AttemptRecord& attempt : state.attempts()) {
     if (!attempt.config_fingerprint().empty()) fingerprints.push_back(attempt.config_fingerprint());
   }
   return fingerprints;
@@ -237,14 +236,15 @@ absl::StatusOr<WholeRunParity> JudgeWholeRun(const Run& run, const ParityReport&
                      "the first update failed parity and parity.stop_on_failure stopped the "
                      "run there");
   }
-  const std::string why_not = WhyNotJudged(run, first_update);
+  const absl::StatusOr<RunFolderState> state = ReadRunFolderState(run.options->artifact_dir);
+  const std::string why_not = WhyNotJudged(run, first_update, state);
   if (!why_not.empty()) return NotJudged(checks, why_not);
   WholeRunRequest request;
   request.check_updates = checks;
   request.run_length = run.inputs.run_length;
   absl::StatusOr<WholeRunReferences> references = run.options->whole_run_references(request);
   if (!references.ok()) return references.status();
-  return CheckWholeRunParity(run.options->artifact_dir, RunFingerprints(run),
+  return CheckWholeRunParity(run.options->artifact_dir, RunFingerprints(run, *state),
                              *references, checks, run.config->parity());
 }
 
