@@ -198,9 +198,12 @@ std::string VariantTag(TrainerVariant how) {
     case TrainerVariant::kOverMpi: return "_mpi";
     case TrainerVariant::kAccumulation2: return "_accumulation_2";
     case TrainerVariant::kAccumulation4: return "_accumulation_4";
+    case TrainerVariant::kOrderedSum: return "_ordered_sum";
   }
   return "";
 }
+
+int OrderedSumChunkSlots(int batch_per_rank) { return std::max(1, batch_per_rank / 2); }
 
 int AccumulationStepsOf(TrainerVariant how) {
   switch (how) {
@@ -213,6 +216,9 @@ int AccumulationStepsOf(TrainerVariant how) {
 std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes) {
   if (how == TrainerVariant::kAsConfigured) return "";
   if (how == TrainerVariant::kOverMpi) return " over MPI";
+  if (how == TrainerVariant::kOrderedSum) {
+    return " (ordered_sum: chunks of half a rank's batch, summed in chunk order)";
+  }
   if (const int steps = AccumulationStepsOf(how); steps > 1) {
     return absl::StrCat(", ", steps, " micro-batches per update (accumulation_steps ",
                         steps, ", the same global batch)");
@@ -234,6 +240,14 @@ TrainingConfig WithTrainerVariant(TrainingConfig config, TrainerVariant how,
     config.mutable_reducer()->set_name("mpi_allreduce");
     config.mutable_reducer()->clear_options();
     config.mutable_run()->set_launcher("mpirun");
+    return config;
+  }
+  if (how == TrainerVariant::kOrderedSum) {
+    OrderedSumOptions options;
+    options.set_chunk_slots(OrderedSumChunkSlots(
+        config.global_batch() / std::max(1, config.world_size())));
+    config.mutable_reducer()->set_name("ordered_sum");
+    config.mutable_reducer()->mutable_options()->PackFrom(options);
     return config;
   }
   AllreduceSumOptions options;

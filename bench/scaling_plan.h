@@ -90,15 +90,24 @@ std::vector<std::string> BareArguments(const BenchmarkModel& model,
 // after the backward pass over backend "mpi", its ranks under the
 // launcher's mpirun; the name the benchmark's MPI figures were measured
 // with); or each update in 2 or 4 micro-batches per rank at the same
-// global batch (accumulation_steps).
+// global batch (accumulation_steps); or the ordered mode (reducer
+// ordered_sum, chunks of OrderedSumChunkSlots slots: each chunk's gradient
+// computed alone, every chunk's all-reduced, summed in chunk order).
 enum class TrainerVariant {
   kAsConfigured,
   kBucketsOverlapped,
   kBucketsNotOverlapped,
   kOverMpi,
   kAccumulation2,
-  kAccumulation4
+  kAccumulation4,
+  kOrderedSum
 };
+
+// The ordered_sum variant's chunk_slots for a per-rank batch: half of it
+// (at least 1), so that each rank computes two chunks alone per update,
+// as accumulation_steps 2 does, and all-reduces every chunk's gradient
+// (world_size * 2 gradients' bytes instead of one).
+int OrderedSumChunkSlots(int batch_per_rank);
 
 // The micro-batches per update of `how`: 2 or 4 for the accumulation
 // variants, 1 otherwise.
@@ -110,7 +119,7 @@ inline constexpr int kLargestBenchmarkAccumulation = 4;
 
 // The suffix of a variant's run names ("" for kAsConfigured,
 // "_buckets_overlap", "_buckets_no_overlap", "_mpi", "_accumulation_2",
-// "_accumulation_4").
+// "_accumulation_4", "_ordered_sum").
 std::string VariantTag(TrainerVariant how);
 
 // The variant as the benchmark announces it ("" for kAsConfigured).
@@ -119,7 +128,9 @@ std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes);
 // `config` set for `how`: unchanged; its reducer allreduce_sum with
 // buckets of at most `bucket_cap_bytes` and overlap_backward on or off, or
 // mpi_allreduce (no options) with run.launcher "mpirun"; or its
-// accumulation_steps 2 or 4 (global_batch unchanged).
+// accumulation_steps 2 or 4 (global_batch unchanged); or its reducer
+// ordered_sum with chunk_slots OrderedSumChunkSlots(its per-rank batch)
+// (sampler and loss weighting unchanged: only the reducer differs).
 TrainingConfig WithTrainerVariant(TrainingConfig config, TrainerVariant how,
                                   int64_t bucket_cap_bytes);
 

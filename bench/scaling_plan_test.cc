@@ -236,11 +236,32 @@ TEST(ScalingPlanTest, AccumulationVariantsCutTheSameGlobalBatch) {
             "global batch)");
 }
 
+TEST(ScalingPlanTest, OrderedSumVariantChunksHalfARanksBatch) {
+  TrainingConfig base;
+  base.set_global_batch(64);
+  base.set_world_size(2);
+  base.mutable_sampler()->set_name("masked_tail");
+  base.mutable_reducer()->set_name("allreduce_sum");
+  const TrainingConfig ordered = WithTrainerVariant(base, TrainerVariant::kOrderedSum, 1000);
+  EXPECT_EQ(ordered.reducer().name(), "ordered_sum");
+  OrderedSumOptions options;
+  ASSERT_TRUE(ordered.reducer().options().UnpackTo(&options));
+  // 32 per rank: chunks of 16, two per rank, four per update.
+  EXPECT_EQ(options.chunk_slots(), 16);
+  EXPECT_EQ(ordered.global_batch(), 64);
+  EXPECT_FALSE(ordered.has_accumulation_steps());
+  EXPECT_EQ(ordered.sampler().name(), "masked_tail");  // only the reducer differs
+  EXPECT_EQ(OrderedSumChunkSlots(1), 1);
+  EXPECT_EQ(OrderedSumChunkSlots(7), 3);
+  EXPECT_EQ(VariantTag(TrainerVariant::kOrderedSum), "_ordered_sum");
+}
+
 TEST(ScalingPlanTest, VariantsHaveDistinctRunNames) {
   const std::vector<TrainerVariant> all = {
       TrainerVariant::kAsConfigured, TrainerVariant::kBucketsOverlapped,
       TrainerVariant::kBucketsNotOverlapped, TrainerVariant::kOverMpi,
-      TrainerVariant::kAccumulation2, TrainerVariant::kAccumulation4};
+      TrainerVariant::kAccumulation2, TrainerVariant::kAccumulation4,
+      TrainerVariant::kOrderedSum};
   std::set<std::string> tags;
   for (TrainerVariant how : all) tags.insert(VariantTag(how));
   EXPECT_EQ(tags.size(), all.size());

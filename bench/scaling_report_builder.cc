@@ -62,6 +62,9 @@ SystemRun FromRunSummary(const RunSummary& summary) {
     run.add_peak_rss_mib(timing.peak_rss_mib());
   }
   run.set_median_update_seconds(Median(slowest));
+  if (!summary.timing().empty() && summary.updates() > 0) {
+    run.set_bytes_reduced_per_update(summary.timing(0).bytes_reduced() / summary.updates());
+  }
   return run;
 }
 
@@ -166,6 +169,12 @@ void FillRatios(ModelScaling* m) {
       Ratio(LargestRss(m->ours_two_workers_torchscript()), LargestRss(one_step)));
   m->set_python_module_peak_rss_ratio(
       Ratio(LargestRss(m->ours_two_workers_python_module()), LargestRss(one_step)));
+  const SystemRun& ordered = m->ours_two_workers_ordered_sum();
+  m->set_ordered_sum_examples_per_second_ratio(
+      Ratio(ordered.examples_per_second(), one_step.examples_per_second()));
+  m->set_ordered_sum_bytes_per_update_ratio(
+      Ratio(ordered.bytes_reduced_per_update(), one_step.bytes_reduced_per_update()));
+  m->set_ordered_sum_peak_rss_ratio(Ratio(LargestRss(ordered), LargestRss(one_step)));
   if (m->has_ours_two_workers_mpi()) FillMpiRatios(m);
 }
 
@@ -239,6 +248,15 @@ const std::vector<RatioField>& RatioFields() {
       {&ModelScaling::python_module_peak_rss_ratio,
        &ModelScaling::set_python_module_peak_rss_ratio,
        &ModelScaling::mutable_python_module_peak_rss_ratio_spread},
+      {&ModelScaling::ordered_sum_examples_per_second_ratio,
+       &ModelScaling::set_ordered_sum_examples_per_second_ratio,
+       &ModelScaling::mutable_ordered_sum_examples_per_second_ratio_spread},
+      {&ModelScaling::ordered_sum_bytes_per_update_ratio,
+       &ModelScaling::set_ordered_sum_bytes_per_update_ratio,
+       &ModelScaling::mutable_ordered_sum_bytes_per_update_ratio_spread},
+      {&ModelScaling::ordered_sum_peak_rss_ratio,
+       &ModelScaling::set_ordered_sum_peak_rss_ratio,
+       &ModelScaling::mutable_ordered_sum_peak_rss_ratio_spread},
       {&ModelScaling::ours_mpi_scaling, &ModelScaling::set_ours_mpi_scaling,
        &ModelScaling::mutable_ours_mpi_scaling_spread, true},
       {&ModelScaling::ours_mpi_over_ceiling, &ModelScaling::set_ours_mpi_over_ceiling,

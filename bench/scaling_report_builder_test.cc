@@ -36,6 +36,18 @@ TEST(FromRunSummaryTest, MedianOfTheSlowestRankPerUpdateAndRssPerRank) {
   EXPECT_DOUBLE_EQ(run.sync_seconds_per_update(), 0.002);
   EXPECT_DOUBLE_EQ(run.sync_share(), 0.25);
   EXPECT_THAT(run.peak_rss_mib(), ::testing::ElementsAre(150, 160));
+  EXPECT_EQ(run.bytes_reduced_per_update(), 0);  // no bytes reported
+}
+
+TEST(FromRunSummaryTest, BytesReducedPerUpdateAreRankZerosOverTheUpdates) {
+  RunSummary summary;
+  summary.set_world_size(2);
+  summary.set_updates(8);
+  *summary.add_timing() = Timing(0, {0.01}, 150);
+  *summary.add_timing() = Timing(1, {0.01}, 160);
+  summary.mutable_timing(0)->set_bytes_reduced(8 * 4096.0);
+  summary.mutable_timing(1)->set_bytes_reduced(8 * 4096.0);
+  EXPECT_DOUBLE_EQ(FromRunSummary(summary).bytes_reduced_per_update(), 4096);
 }
 
 TEST(FromBaselinesTest, CarryTheirFigures) {
@@ -205,6 +217,31 @@ TEST(FillRatiosTest, ModelRoutesOverTheBuiltInModel) {
   EXPECT_DOUBLE_EQ(m.python_module_examples_per_second_ratio(), 1330.0 / 1900);
   EXPECT_DOUBLE_EQ(m.torchscript_peak_rss_ratio(), 190.0 / 180);
   EXPECT_DOUBLE_EQ(m.python_module_peak_rss_ratio(), 450.0 / 180);
+}
+
+TEST(FillRatiosTest, OrderedSumOverAllreduceSum) {
+  ModelScaling m =
+      Model("communication_bound", 1000, 1900, 800, 1500, 0.0022, 0.002, 180, 300, 0.1);
+  EXPECT_EQ(m.ordered_sum_examples_per_second_ratio(), 0);  // not run
+  m.mutable_ours_two_workers()->set_bytes_reduced_per_update(1000);
+  *m.mutable_ours_two_workers_ordered_sum() = receipt_parity::Run(1520, 0, {185, 190});
+  m.mutable_ours_two_workers_ordered_sum()->set_bytes_reduced_per_update(4000);
+  FillRatios(&m);
+  // ours_two_workers (allreduce_sum): 1900 examples/s, largest rank 180.
+  EXPECT_DOUBLE_EQ(m.ordered_sum_examples_per_second_ratio(), 1520.0 / 1900);
+  EXPECT_DOUBLE_EQ(m.ordered_sum_bytes_per_update_ratio(), 4);
+  EXPECT_DOUBLE_EQ(m.ordered_sum_peak_rss_ratio(), 190.0 / 180);
+
+  std::vector<ModelScaling> rounds = {m, m};
+  rounds[1].mutable_ours_two_workers_ordered_sum()->set_examples_per_second(1710);
+  FillRatios(&rounds[1]);
+  ModelScaling both;
+  FillRoundRatios(rounds, &both);
+  EXPECT_THAT(both.ordered_sum_examples_per_second_ratio_spread().rounds(),
+              ElementsAre(1520.0 / 1900, 1710.0 / 1900));
+  EXPECT_DOUBLE_EQ(both.ordered_sum_bytes_per_update_ratio(), 4);
+  EXPECT_THAT(both.ordered_sum_peak_rss_ratio_spread().rounds(),
+              ElementsAre(190.0 / 180, 190.0 / 180));
 }
 
 TEST(FillRoundRatiosTest, AccumulationRatiosPerRoundThenTheMedian) {

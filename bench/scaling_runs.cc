@@ -198,6 +198,8 @@ class ScalingRunner::Impl {
          ours(2, TrainerVariant::kAccumulation2)},
         {[](ModelScaling* s) { return s->mutable_ours_two_workers_accumulation_4(); },
          ours(2, TrainerVariant::kAccumulation4)},
+        {[](ModelScaling* s) { return s->mutable_ours_two_workers_ordered_sum(); },
+         ours(2, TrainerVariant::kOrderedSum)},
         {[](ModelScaling* s) { return s->mutable_ours_two_workers_torchscript(); },
          routed(ModelRoute::kTorchScript)},
         {[](ModelScaling* s) { return s->mutable_ours_two_workers_python_module(); },

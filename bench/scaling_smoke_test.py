@@ -24,6 +24,7 @@ RUNS = ("ours_one_worker", "ours_two_workers", "ddp_one_worker",
         "ddp_two_workers", "bare_libtorch", "bare_two_processes",
         "ours_two_workers_buckets_overlap", "ours_two_workers_buckets_no_overlap",
         "ours_two_workers_accumulation_2", "ours_two_workers_accumulation_4",
+        "ours_two_workers_ordered_sum",
         "ours_two_workers_torchscript", "ours_two_workers_python_module")
 # --smoke runs it on the communication-bound model only.
 MPI_RUNS = ("ours_two_workers_mpi",) if HAS_MPIRUN else ()
@@ -32,7 +33,7 @@ WORLD = {"ours_one_worker": 1, "ours_two_workers": 2, "ddp_one_worker": 1,
          "ours_two_workers_buckets_overlap": 2,
          "ours_two_workers_buckets_no_overlap": 2, "ours_two_workers_mpi": 2,
          "ours_two_workers_accumulation_2": 2, "ours_two_workers_accumulation_4": 2,
-         "ours_two_workers_torchscript": 2, "ours_two_workers_python_module": 2}
+         "ours_two_workers_ordered_sum": 2, "ours_two_workers_torchscript": 2, "ours_two_workers_python_module": 2}
 
 
 def temp_dir():
@@ -115,6 +116,22 @@ class SmokeTest(unittest.TestCase):
           text = f.read()
         self.assertIn(f"accumulation_steps: {k}\n", text)
         self.assertIn(f"global_batch: {2 * m['batch_per_rank']}\n", text)
+      # The ordered mode (issue 28): four chunks of half a rank's batch per
+      # update, every chunk's gradient all-reduced: four gradients' bytes.
+      ordered = m["ours_two_workers_ordered_sum"]
+      gradient_bytes = 4 * m["parameter_count"]
+      self.assertEqual(ours2["bytes_reduced_per_update"], gradient_bytes)
+      self.assertEqual(ordered["bytes_reduced_per_update"], 4 * gradient_bytes)
+      self.assertAlmostEqual(m["ordered_sum_bytes_per_update_ratio"], 4)
+      self.assertAlmostEqual(m["ordered_sum_examples_per_second_ratio"], ratio(
+          ordered["examples_per_second"], ours2["examples_per_second"]))
+      self.assertAlmostEqual(m["ordered_sum_peak_rss_ratio"], ratio(
+          max(ordered["peak_rss_mib"]), max(ours2["peak_rss_mib"])))
+      with open(os.path.join(self.out, "configs",
+                             f"{m['name']}_ours_2w_ordered_sum_r0.pbtxt")) as f:
+        text = f.read()
+      self.assertIn('name: "ordered_sum"', text)
+      self.assertIn(f"chunk_slots: {m['batch_per_rank'] // 2}\n", text)
       # The same layers as TorchScript and as a Python module (issue 27).
       for route, plugin in (("torchscript", "torchscript"),
                             ("python_module", "python_module")):
@@ -194,6 +211,8 @@ class SmokeTest(unittest.TestCase):
          for o in ("overlap", "no_overlap")] +
         [f"{m}_ours_2w_accumulation_{k}_r0.pbtxt"
          for m in ("compute_bound", "communication_bound") for k in (2, 4)] +
+        [f"{m}_ours_2w_ordered_sum_r0.pbtxt"
+         for m in ("compute_bound", "communication_bound")] +
         [f"{m}_ours_2w_{route}_r0.pbtxt"
          for m in ("compute_bound", "communication_bound")
          for route in ("torchscript", "python_module")] +

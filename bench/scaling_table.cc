@@ -73,6 +73,10 @@ std::string FormatScalingTable(const ScalingReport& report) {
                         ? Row("this project, accumulate 4",
                               m.ours_two_workers_accumulation_4())
                         : std::string(),
+                    m.has_ours_two_workers_ordered_sum()
+                        ? Row("this project, ordered_sum",
+                              m.ours_two_workers_ordered_sum())
+                        : std::string(),
                     m.has_ours_two_workers_torchscript()
                         ? Row("this project, TorchScript", m.ours_two_workers_torchscript())
                         : std::string(),
@@ -113,6 +117,17 @@ std::string FormatScalingTable(const ScalingReport& report) {
                                 m.accumulation_4_examples_per_second_ratio(),
                                 m.accumulation_2_peak_rss_ratio(),
                                 m.accumulation_4_peak_rss_ratio()));
+    }
+    if (m.has_ours_two_workers_ordered_sum()) {
+      absl::StrAppend(
+          &out, absl::StrFormat("  2w, ordered_sum over allreduce_sum: examples/s %.2fx, "
+                                "bytes all-reduced per update %.2fx (%.0f / %.0f), "
+                                "peak RSS %.2fx\n",
+                                m.ordered_sum_examples_per_second_ratio(),
+                                m.ordered_sum_bytes_per_update_ratio(),
+                                m.ours_two_workers_ordered_sum().bytes_reduced_per_update(),
+                                m.ours_two_workers().bytes_reduced_per_update(),
+                                m.ordered_sum_peak_rss_ratio()));
     }
     if (m.has_ours_two_workers_python_module()) {
       absl::StrAppend(

@@ -158,6 +158,25 @@ TEST(FormatScalingTableTest, AccumulationRowsAndRatiosWhenRun) {
                                "0.95x / 0.90x\n"));
 }
 
+TEST(FormatScalingTableTest, OrderedSumRowAndRatiosWhenRun) {
+  EXPECT_THAT(FormatScalingTable(Report()), Not(HasSubstr("ordered_sum")));
+  ScalingReport report = Report();
+  ModelScaling* m = report.mutable_models(0);
+  m->mutable_ours_two_workers()->set_bytes_reduced_per_update(1004320);
+  *m->mutable_ours_two_workers_ordered_sum() =
+      receipt_parity::Run("this_project", 2, 17777, 0.0036, {201, 203});
+  m->mutable_ours_two_workers_ordered_sum()->set_bytes_reduced_per_update(4017280);
+  m->set_ordered_sum_examples_per_second_ratio(0.8);
+  m->set_ordered_sum_bytes_per_update_ratio(4);
+  m->set_ordered_sum_peak_rss_ratio(1.057);
+  const std::string table = FormatScalingTable(report);
+  EXPECT_THAT(table, HasSubstr("  this project, ordered_sum    2        17777"));
+  EXPECT_THAT(table, HasSubstr("201 / 203"));
+  EXPECT_THAT(table, HasSubstr("2w, ordered_sum over allreduce_sum: examples/s 0.80x, "
+                               "bytes all-reduced per update 4.00x (4017280 / 1004320), "
+                               "peak RSS 1.06x\n"));
+}
+
 TEST(FormatScalingTableTest, ModelRouteRowsAndRatiosWhenRun) {
   EXPECT_THAT(FormatScalingTable(Report()), Not(HasSubstr("as a Python module")));
   ScalingReport report = Report();

@@ -69,6 +69,25 @@ const std::vector<Pinned>& PinnedFingerprints() {
       {"configs/two_worker_uneven.pbtxt",
        "c131bc95f475742c1e5484479a88ebef7be66f70",
        "0978027b9ddc0486b96311130debb43935856085"},
+      // Issue 28's world-size change: the run and its continuations on three
+      // and on one worker share the reference fingerprint (the
+      // world-independent fingerprint their checkpoints carry); so do the
+      // duplicate_pad twin and its continuation.
+      {"configs/world_size_change.pbtxt",
+       "de64b48fb012e9246521d2805060fc2da1317f83",
+       "d62ff622fb804dc09109e21e5dc43b3c3fe06196"},
+      {"configs/world_size_change_on_three.pbtxt",
+       "2bdc64455efe1561293e868e4e62c1d9af0dd57d",
+       "d62ff622fb804dc09109e21e5dc43b3c3fe06196"},
+      {"configs/world_size_change_on_one.pbtxt",
+       "d62ff622fb804dc09109e21e5dc43b3c3fe06196",
+       "d62ff622fb804dc09109e21e5dc43b3c3fe06196"},
+      {"configs/world_size_change_duplicate_pad.pbtxt",
+       "36b5ceb41a2243f19aa9bd6dbcdfca4fd64e28f1",
+       "2e15cbe7209606a16fe5e2414f7348a21d79a398"},
+      {"configs/world_size_change_duplicate_pad_on_three.pbtxt",
+       "dc6332ab8cb60ee482199b1cd7849b394ca2d60f",
+       "2e15cbe7209606a16fe5e2414f7348a21d79a398"},
   };
   return *pinned;
 }
