@@ -25,6 +25,19 @@ void FinishCheckpointCost(CheckpointCost* cost) {
     cost->set_save_vs_sequential_ratio(cost->save_seconds_median() /
                                        cost->sequential_write_seconds_median());
   }
+  SavePhases* median = cost->mutable_save_phases_median();
+  median->Clear();
+  if (cost->save_phases().empty()) return;
+  const google::protobuf::Descriptor* descriptor = SavePhases::descriptor();
+  const google::protobuf::Reflection* reflection = SavePhases::GetReflection();
+  for (int f = 0; f < descriptor->field_count(); ++f) {
+    const google::protobuf::FieldDescriptor* phase = descriptor->field(f);
+    std::vector<double> seconds;
+    for (const SavePhases& save : cost->save_phases()) {
+      seconds.push_back(reflection->GetDouble(save, phase));
+    }
+    reflection->SetDouble(median, phase, Median(std::move(seconds)));
+  }
 }
 
 namespace {

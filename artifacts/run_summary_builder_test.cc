@@ -159,5 +159,23 @@ TEST(RunSummaryBuilderTest, MedianAndCheckpointCost) {
   EXPECT_DOUBLE_EQ(none.save_vs_sequential_ratio(), 0);
 }
 
+TEST(RunSummaryBuilderTest, EachSavePhaseHasItsOwnMedian) {
+  CheckpointCost cost;
+  for (double shard : {0.004, 0.001, 0.002}) {
+    SavePhases* save = cost.add_save_phases();
+    save->set_shard(shard);
+    save->set_manifest(0.01 - shard);  // the order differs from the shard's
+    save->set_prune(0.5);
+  }
+  FinishCheckpointCost(&cost);
+  EXPECT_DOUBLE_EQ(cost.save_phases_median().shard(), 0.002);
+  EXPECT_DOUBLE_EQ(cost.save_phases_median().manifest(), 0.008);
+  EXPECT_DOUBLE_EQ(cost.save_phases_median().prune(), 0.5);
+  EXPECT_DOUBLE_EQ(cost.save_phases_median().verify(), 0);
+  CheckpointCost none;
+  FinishCheckpointCost(&none);
+  EXPECT_DOUBLE_EQ(none.save_phases_median().shard(), 0);
+}
+
 }  // namespace
 }  // namespace receipt_parity

@@ -129,10 +129,7 @@ absl::StatusOr<PhaseKillPlan> MakePhaseKillPlan(int rank, absl::string_view phas
 
 void KillIfPlanned(const FaultPlan& plan, KillPoint point, int rank,
                    int64_t generation) {
-  if (!plan.armed() || plan.point != point || plan.rank != rank ||
-      plan.generation != generation) {
-    return;
-  }
+  if (!plan.Kills(point, rank, generation)) return;
   DieOfInjectedFault(absl::StrCat("rank ", rank, " kills itself (SIGKILL) at ",
                                   KillPointName(point), " of generation ", generation));
 }

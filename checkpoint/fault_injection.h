@@ -112,6 +112,10 @@ struct FaultPlan {
 
   // The kill point is armed (the phase kill has its own armed()).
   bool armed() const { return rank >= 0; }
+  // Armed, and for this point, rank and generation: KillIfPlanned kills.
+  bool Kills(KillPoint at_point, int at_rank, int64_t at_generation) const {
+    return armed() && point == at_point && rank == at_rank && generation == at_generation;
+  }
 };
 
 // A plan from config-style values. rank -1 gives the unarmed plan (the other

@@ -1,6 +1,7 @@
 #include "checkpoint/save_generation.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <system_error>
 
@@ -15,6 +16,24 @@ namespace receipt_parity {
 namespace {
 
 namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Adds the seconds since it was made, or since the last Lap(), to a phase.
+class PhaseClock {
+ public:
+  explicit PhaseClock(SaveTimings* timings) : timings_(timings), last_(Clock::now()) {}
+  void Lap(double SaveTimings::*phase) {
+    const Clock::time_point now = Clock::now();
+    if (timings_ != nullptr) {
+      timings_->*phase += std::chrono::duration<double>(now - last_).count();
+    }
+    last_ = now;
+  }
+
+ private:
+  SaveTimings* timings_;
+  Clock::time_point last_;
+};
 
 absl::Status CheckArguments(int64_t generation, int rank, int world_size,
                             const SaveOptions& options) {
@@ -33,10 +52,10 @@ absl::Status CheckArguments(int64_t generation, int rank, int world_size,
   return absl::OkStatus();
 }
 
-// Creates ROOT/gen-NNNNNN (every rank may race to do it) and makes its
-// entry in ROOT durable.
+// Creates ROOT/gen-NNNNNN (every rank may race to do it); rank 0 makes its
+// entry in ROOT durable (before its MANIFEST; no other rank needs it).
 absl::StatusOr<std::string> MakeGenerationFolder(const std::string& root,
-                                                 int64_t generation) {
+                                                 int64_t generation, int rank) {
   const std::string gen_dir = GenerationPath(root, generation);
   std::error_code create_error, ec;
   fs::create_directories(gen_dir, create_error);
@@ -49,6 +68,7 @@ absl::StatusOr<std::string> MakeGenerationFolder(const std::string& root,
         gen_dir, " already has a ", kManifestFileName, ": generation ",
         generation, " is advertised; save a new one"));
   }
+  if (rank != 0) return gen_dir;
   absl::Status synced = SyncDirectory(root);
   if (!synced.ok()) return synced;
   return gen_dir;
@@ -58,7 +78,7 @@ absl::StatusOr<std::string> MakeGenerationFolder(const std::string& root,
 absl::Status Advertise(const std::string& gen_dir, int64_t generation,
                        std::vector<ShardInfo> shards,
                        const CheckpointManifest& fields,
-                       const FaultPlan& fault) {
+                       const FaultPlan& fault, PhaseClock& clock) {
   absl::Status complete = CheckShardSet(shards, fields.world_size());
   if (!complete.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -79,6 +99,9 @@ absl::Status Advertise(const std::string& gen_dir, int64_t generation,
           shard.rank(), " (", verified.status().message(), ")"));
     }
   }
+  // Every shard's name (no rank fsynced the folder after its rename).
+  if (absl::Status synced = SyncDirectory(gen_dir); !synced.ok()) return synced;
+  clock.Lap(&SaveTimings::verify);
   CheckpointManifest manifest = fields;
   manifest.set_format_version(kManifestFormatVersion);
   manifest.set_generation(generation);
@@ -92,10 +115,14 @@ absl::Status Advertise(const std::string& gen_dir, int64_t generation,
 
   KillIfPlanned(fault, KillPoint::kBeforeManifest, 0, generation);
   WriteHooks hooks;
-  hooks.after_half = [&] {
-    KillIfPlanned(fault, KillPoint::kMidManifest, 0, generation);
-  };
-  return WriteManifest(gen_dir, std::move(manifest), hooks);
+  if (fault.Kills(KillPoint::kMidManifest, 0, generation)) {
+    hooks.after_half = [&] {
+      KillIfPlanned(fault, KillPoint::kMidManifest, 0, generation);
+    };
+  }
+  absl::Status written = WriteManifest(gen_dir, std::move(manifest), hooks);
+  clock.Lap(&SaveTimings::manifest);
+  return written;
 }
 
 }  // namespace
@@ -108,11 +135,14 @@ absl::Status SaveGeneration(const std::string& root, int64_t generation,
   absl::Status arguments =
       CheckArguments(generation, rank, manifest_fields.world_size(), options);
   if (!arguments.ok()) return arguments;
-  absl::StatusOr<std::string> gen_dir = MakeGenerationFolder(root, generation);
+  PhaseClock clock(options.timings);
+  absl::StatusOr<std::string> gen_dir = MakeGenerationFolder(root, generation, rank);
+  clock.Lap(&SaveTimings::folder);
   if (!gen_dir.ok()) return gen_dir.status();
 
   absl::StatusOr<ShardInfo> mine =
       WriteShard(*gen_dir, generation, rank, shard_bytes, options.fault);
+  clock.Lap(&SaveTimings::shard);
   if (!mine.ok()) return mine.status();
   if (rank != 0) {
     // Only rank 0 writes a MANIFEST: on other ranks both manifest points
@@ -122,16 +152,19 @@ absl::Status SaveGeneration(const std::string& root, int64_t generation,
   }
   absl::StatusOr<std::vector<ShardInfo>> shards =
       confirmations.GatherOnRankZero(*mine);
+  clock.Lap(&SaveTimings::confirmations);
   if (!shards.ok()) return shards.status();
   if (rank != 0) return absl::OkStatus();
 
   absl::Status advertised = Advertise(*gen_dir, generation, *std::move(shards),
-                                      manifest_fields, options.fault);
+                                      manifest_fields, options.fault, clock);
   if (!advertised.ok()) return advertised;
   LOG(INFO) << "checkpoint generation " << generation << " advertised in "
             << *gen_dir;
   if (options.keep_last == 0) return absl::OkStatus();
-  return PruneGenerations(root, options.keep_last, generation);
+  absl::Status pruned = PruneGenerations(root, options.keep_last, generation);
+  clock.Lap(&SaveTimings::prune);
+  return pruned;
 }
 
 absl::Status PruneGenerations(const std::string& root, int keep_last,
@@ -172,7 +205,10 @@ absl::Status PruneGenerations(const std::string& root, int keep_last,
     LOG(INFO) << "checkpoint retention (keep_last " << keep_last
               << "): deleted " << it->path;
   }
-  return SyncDirectory(root);
+  // The root is not fsynced: a deletion lost to a crash brings back a
+  // folder whose MANIFEST is already gone (fsynced above), which recovery
+  // ignores and clears.
+  return absl::OkStatus();
 }
 
 }  // namespace receipt_parity

@@ -1,13 +1,20 @@
 // The save protocol of one checkpoint generation, run by every rank:
 //
-//   1. every rank writes its shard durably (checkpoint/shard_file.h);
+//   1. every rank writes its shard's bytes durably under its final name
+//      (checkpoint/shard_file.h);
 //   2. every rank confirms its ShardInfo to rank 0 (ShardConfirmations);
-//   3. rank 0, once ALL ranks confirmed, writes the MANIFEST durably: only
-//      now is the generation advertised;
+//   3. rank 0, once ALL ranks confirmed, reads every shard back against
+//      its confirmation, fsyncs the generation folder (every shard's name
+//      durable) and writes the MANIFEST durably: only now is the
+//      generation advertised;
 //   4. rank 0 prunes: keeps the newest `keep_last` advertised generations.
 //
 // A crash anywhere before 3 completes leaves a folder without MANIFEST,
-// which recovery ignores (checkpoint/recovery.h).
+// which recovery ignores (checkpoint/recovery.h). The fsyncs, each needed
+// once: rank 0 the root (the new folder's entry) when it makes the folder,
+// every rank its shard's bytes, rank 0 the folder (every shard's name),
+// the MANIFEST's bytes and the folder again (its name); pruning, each
+// deleted generation's folder after its MANIFEST is unlinked.
 #ifndef RECEIPT_PARITY_CHECKPOINT_SAVE_GENERATION_H_
 #define RECEIPT_PARITY_CHECKPOINT_SAVE_GENERATION_H_
 
@@ -48,12 +55,32 @@ class SingleRankConfirmations : public ShardConfirmations {
   }
 };
 
+// Where one save's time went on the calling rank, in seconds.
+struct SaveTimings {
+  // The generation folder made (on rank 0, its entry in the root fsynced).
+  double folder = 0;
+  // This rank's shard written, fsynced and renamed.
+  double shard = 0;
+  // Rank 0: waiting until every rank confirmed; other ranks: handing the
+  // confirmation over.
+  double confirmations = 0;
+  // Rank 0: every shard read back and checked, the folder fsynced.
+  double verify = 0;
+  // Rank 0: the MANIFEST written durably.
+  double manifest = 0;
+  // Rank 0: older generations deleted (keep_last).
+  double prune = 0;
+};
+
 struct SaveOptions {
   // Advertised generations kept after a save, the new one included; older
   // ones are deleted (MANIFEST first). 0 keeps all.
   int keep_last = 0;
   // Injected failure (checkpoint/fault_injection.h); unarmed by default.
   FaultPlan fault;
+  // When set, receives where the save's time went (also on error: the
+  // phases passed so far).
+  SaveTimings* timings = nullptr;
 };
 
 // Saves this rank's part of generation `generation` under `root` (created

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -284,6 +285,53 @@ std::vector<int64_t> Generations(const std::string& root) {
     generations.push_back(folder.generation);
   }
   return generations;
+}
+
+TEST(SaveGenerationTest, TimingsSayWhereRankZerosSaveWent) {
+  const std::string root = FreshTestDir("save_timings");
+  SingleRankConfirmations single;
+  ASSERT_TRUE(SaveGeneration(root, 1, 0, TestShardBytes(1, 0), TestManifestFields(1, 10),
+                             single, {1, {}})
+                  .ok());
+  SaveTimings timings;
+  SaveOptions options{1, {}};
+  options.timings = &timings;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(SaveGeneration(root, 2, 0, TestShardBytes(2, 0), TestManifestFields(1, 20),
+                             single, options)
+                  .ok());
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Every phase ran (generation 1 was pruned), and together they are the
+  // save's time, no more.
+  for (double phase : {timings.folder, timings.shard, timings.confirmations,
+                       timings.verify, timings.manifest, timings.prune}) {
+    EXPECT_GT(phase, 0);
+  }
+  EXPECT_LE(timings.folder + timings.shard + timings.confirmations + timings.verify +
+                timings.manifest + timings.prune,
+            wall);
+  EXPECT_THAT(Generations(root), ElementsAre(2));
+}
+
+TEST(SaveGenerationTest, OtherRanksTimeOnlyTheirShardAndConfirmation) {
+  const std::string root = FreshTestDir("save_timings_rank1");
+  const std::string gen1 = GenerationPath(root, 1);
+  fs::create_directories(gen1);
+  FixedConfirmations confirmations({});
+  SaveTimings timings;
+  SaveOptions options;
+  options.timings = &timings;
+  ASSERT_TRUE(SaveGeneration(root, 1, 1, TestShardBytes(1, 1), TestManifestFields(2, 10),
+                             confirmations, options)
+                  .ok());
+  EXPECT_GT(timings.shard, 0);
+  EXPECT_EQ(timings.verify, 0);
+  EXPECT_EQ(timings.manifest, 0);
+  EXPECT_EQ(timings.prune, 0);
+  // Its shard is whole under its final name; nothing is advertised.
+  EXPECT_EQ(*ReadFileToString(gen1 + "/" + ShardFileName(1)), TestShardBytes(1, 1));
+  EXPECT_FALSE(fs::exists(gen1 + "/MANIFEST"));
 }
 
 TEST(SaveGenerationTest, RetentionKeepsExactlyTheLastK) {

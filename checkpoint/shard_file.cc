@@ -37,9 +37,12 @@ absl::StatusOr<ShardInfo> WriteShard(const std::string& gen_dir,
   info.set_size_bytes(static_cast<int64_t>(bytes.size()));
   info.set_checksum(Crc32Checksum(bytes));
   WriteHooks hooks;
-  hooks.after_half = [&] {
-    KillIfPlanned(fault, KillPoint::kMidShard, rank, generation);
-  };
+  if (fault.Kills(KillPoint::kMidShard, rank, generation)) {
+    hooks.after_half = [&] {
+      KillIfPlanned(fault, KillPoint::kMidShard, rank, generation);
+    };
+  }
+  hooks.sync_folder = false;  // rank 0 fsyncs the folder for every shard
   hooks.before_rename = [&] {
     KillIfPlanned(fault, KillPoint::kAfterShardBeforeRename, rank, generation);
   };

@@ -14,12 +14,15 @@
 
 namespace receipt_parity {
 
-// Writes `bytes` to GEN_DIR/ShardFileName(rank): temp name, fsync, rename,
-// folder fsync (io/atomic_file.h). `fault` may kill the process
-// at before_shard (nothing written), mid_shard (half the bytes in the temp
-// file) or after_shard_before_rename, for this `rank` and `generation`.
-// Returns the file's name, size and checksum: once it returns, the shard is
-// durable under its final name.
+// Writes `bytes` to GEN_DIR/ShardFileName(rank): temp name, fsync, rename
+// (io/atomic_file.h). `fault` may kill the process at before_shard (nothing
+// written), mid_shard (half the bytes in the temp file, written and
+// fsynced: only then is the half fsynced on its own) or
+// after_shard_before_rename, for this `rank` and `generation`.
+// Returns the file's name, size and checksum: once it returns, the shard's
+// bytes are durable and it has its final name; the folder is not fsynced
+// here: the name is durable once someone fsyncs GEN_DIR (SaveGeneration's
+// rank 0 does, once for every rank's shard, before the MANIFEST).
 // REQUIRES: GEN_DIR exists. Errors (Internal) name the file.
 absl::StatusOr<ShardInfo> WriteShard(const std::string& gen_dir,
                                      int64_t generation, int rank,

@@ -54,6 +54,7 @@ absl::Status Publish(const std::string& tmp, const std::string& path,
     unlink(tmp.c_str());
     return status;
   }
+  if (!hooks.sync_folder) return absl::OkStatus();
   return SyncDirectory(std::filesystem::path(path).parent_path().string());
 }
 
@@ -62,8 +63,10 @@ absl::Status WriteTemp(const std::string& tmp, absl::string_view bytes,
                        const WriteHooks& hooks) {
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError("cannot create", tmp);
-  const size_t half = bytes.size() / 2;
-  absl::Status status = WriteAndSync(fd, bytes.substr(0, half), tmp);
+  // Without a hook at the half, nothing needs the half on disk first.
+  const size_t half = hooks.after_half ? bytes.size() / 2 : 0;
+  absl::Status status = absl::OkStatus();
+  if (hooks.after_half) status = WriteAndSync(fd, bytes.substr(0, half), tmp);
   if (status.ok() && hooks.after_half) hooks.after_half();
   if (status.ok()) status = WriteAndSync(fd, bytes.substr(half), tmp);
   if (close(fd) != 0 && status.ok()) status = ErrnoError("cannot close", tmp);

@@ -20,11 +20,17 @@ namespace receipt_parity {
 
 struct WriteHooks {
   // Called once the first half of the bytes (size / 2) is written to the
-  // temp file and fsynced.
+  // temp file and fsynced. Set, it costs one more fsync (the half's); unset,
+  // the temp file is written and fsynced once.
   std::function<void()> after_half;
   // Called once all bytes are in the temp file and fsynced, before the
   // rename.
   std::function<void()> before_rename;
+  // false: the folder of `path` is not fsynced after the rename; the
+  // caller fsyncs it (SyncDirectory) before anything depends on the new
+  // name being durable, e.g. once for several files renamed into one
+  // folder. The contents are durable either way.
+  bool sync_folder = true;
 };
 
 // FINAL.tmp-PID for the calling process: where WriteFileAtomically stages
@@ -35,7 +41,7 @@ std::string TempPathFor(const std::string& final_path);
 bool IsTempFileName(absl::string_view name);
 
 // Writes `contents` to TempPathFor(path), fsyncs it, renames it to `path`
-// and fsyncs the folder of `path`. An existing file at `path` is replaced.
+// and fsyncs the folder of `path` (unless hooks.sync_folder is false). An existing file at `path` is replaced.
 // Errors (Internal) name the path and carry strerror's text; on error the
 // temporary file is removed and `path` is left as it was.
 absl::Status WriteFileAtomically(const std::string& path,

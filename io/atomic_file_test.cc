@@ -64,6 +64,22 @@ TEST(AtomicFileTest, HalfwayHookSeesHalfTheBytesInTheTempFile) {
   EXPECT_EQ(seen, "01234");
 }
 
+TEST(AtomicFileTest, LeavingTheFolderToTheCallerStillRenamesTheWholeFile) {
+  const std::string path = TestDir() + "/unsynced_folder.txt";
+  WriteHooks hooks;
+  hooks.sync_folder = false;
+  bool before_rename = false;
+  hooks.before_rename = [&] {
+    before_rename = true;
+    EXPECT_EQ(*ReadFileToString(TempPathFor(path)), "0123456789");
+  };
+  ASSERT_TRUE(WriteFileAtomically(path, "0123456789", hooks).ok());
+  EXPECT_TRUE(before_rename);
+  EXPECT_EQ(*ReadFileToString(path), "0123456789");
+  EXPECT_FALSE(std::filesystem::exists(TempPathFor(path)));
+  ASSERT_TRUE(SyncDirectory(TestDir()).ok());
+}
+
 TEST(AtomicFileTest, PiecesGoToTheTempFileAsTheyComeAndAreRenamedWhole) {
   const std::string path = TestDir() + "/pieces.txt";
   std::string staged_while_producing;

@@ -413,6 +413,16 @@ void AppendCheckpointCost(const TradeReport& report, std::string* md) {
                c.save_vs_sequential_ratio() > 0
                    ? Fixed(c.save_vs_sequential_ratio(), 2) + "×"
                    : kNotMeasured}));
+  if (!c.save_phases().empty()) {
+    const SavePhases& p = c.save_phases_median();
+    absl::StrAppend(md, "\nWhere a save's time goes on rank 0, ms (each phase's median):\n\n",
+                    HeaderRow({"serialize", "folder", "own shard", "confirmations",
+                               "verify", "MANIFEST", "prune", "advertise"},
+                              "---:"),
+                    Row({Ms(p.serialize()), Ms(p.folder()), Ms(p.shard()),
+                         Ms(p.confirmations()), Ms(p.verify()), Ms(p.manifest()),
+                         Ms(p.prune()), Ms(p.advertise())}));
+  }
   absl::StrAppend(md, "\nFrom `", figures.source(), "`.\n\n");
 }
 

@@ -110,6 +110,11 @@ TEST(TradeReportMarkdownTest, ShowsRecoveryAndCheckpointFigures) {
                             "saved in 30.00 ms (median of 3), 1.50× one "
                             "fsync'd sequential write of the same bytes"));
   EXPECT_THAT(md, HasSubstr("| 3 | 123456 | 30.000 | 20.000 | 1.50× |"));
+  EXPECT_THAT(md, HasSubstr("Where a save's time goes on rank 0, ms (each phase's "
+                            "median):\n\n| serialize | folder | own shard | "
+                            "confirmations | verify | MANIFEST | prune | advertise |\n"));
+  EXPECT_THAT(md, HasSubstr("| 4.000 | 1.000 | 8.000 | 2.000 | 3.000 | 6.000 | 5.000 | "
+                            "0.500 |\n"));
 }
 
 TEST(TradeReportMarkdownTest, WithoutARunOverMpiSaysWhyNotMeasured) {

@@ -190,6 +190,16 @@ CheckpointCost TestCheckpointCost() {
   c.set_save_seconds_median(0.03);
   c.set_sequential_write_seconds_median(0.02);
   c.set_save_vs_sequential_ratio(1.5);
+  SavePhases* p = c.mutable_save_phases_median();
+  p->set_serialize(0.004);
+  p->set_folder(0.001);
+  p->set_shard(0.008);
+  p->set_confirmations(0.002);
+  p->set_verify(0.003);
+  p->set_manifest(0.006);
+  p->set_prune(0.005);
+  p->set_advertise(0.0005);
+  for (int i = 0; i < 3; ++i) *c.add_save_phases() = *p;
   return c;
 }
 

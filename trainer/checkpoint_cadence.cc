@@ -50,6 +50,7 @@ absl::Status CheckpointCadence::SaveNow(int64_t completed_updates, int epoch, in
   cost_.set_bytes_per_generation(static_cast<double>(saved->bytes));
   cost_.add_save_seconds(saved->seconds);
   cost_.add_sequential_write_seconds(saved->sequential_write_seconds);
+  *cost_.add_save_phases() = saved->phases;
   return absl::OkStatus();
 }
 

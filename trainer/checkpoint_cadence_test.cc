@@ -38,6 +38,7 @@ class FakeSaver {
       result.bytes = 1000 + static_cast<int64_t>(n);
       result.seconds = n < seconds_.size() ? seconds_[n] : 0;
       result.sequential_write_seconds = result.seconds / 4;
+      result.phases.set_shard(result.seconds / 2);
       return result;
     };
   }
@@ -148,6 +149,10 @@ TEST(CheckpointCadenceTest, CostBooksEverySaveAndTheMedians) {
   EXPECT_DOUBLE_EQ(cost.save_seconds_median(), 0.2);
   EXPECT_DOUBLE_EQ(cost.sequential_write_seconds_median(), 0.05);
   EXPECT_DOUBLE_EQ(cost.save_vs_sequential_ratio(), 4);
+  // Where each save went, in save order, and each phase's median.
+  ASSERT_EQ(cost.save_phases_size(), 3);
+  EXPECT_DOUBLE_EQ(cost.save_phases(0).shard(), 0.2);
+  EXPECT_DOUBLE_EQ(cost.save_phases_median().shard(), 0.1);
 }
 
 TEST(CheckpointCadenceTest, FailedSaveIsReturnedAndNotBooked) {

@@ -464,10 +464,13 @@ CheckpointManifest ManifestFields(const RunCheckpointContext& c,
 // Writes this rank's shard; rank 0 advertises the generation once every
 // rank's shard is durable. Returns when the generation is advertised.
 absl::Status SaveAndAdvertise(const RunCheckpointContext& c, int64_t generation,
-                              const std::string& bytes, const TrainingCursor& cursor) {
+                              const std::string& bytes, const TrainingCursor& cursor,
+                              SavePhases* phases) {
+  SaveTimings timings;
   SaveOptions options;
   options.keep_last = c.plan.keep_last;
   options.fault = c.fault;
+  options.timings = &timings;
   SingleRankConfirmations single;
   std::unique_ptr<StoreConfirmations> through_store;
   ShardConfirmations* confirmations = &single;
@@ -481,11 +484,20 @@ absl::Status SaveAndAdvertise(const RunCheckpointContext& c, int64_t generation,
       !s.ok()) {
     return s;
   }
+  phases->set_folder(timings.folder);
+  phases->set_shard(timings.shard);
+  phases->set_confirmations(timings.confirmations);
+  phases->set_verify(timings.verify);
+  phases->set_manifest(timings.manifest);
+  phases->set_prune(timings.prune);
   if (c.store == nullptr) return absl::OkStatus();
   // Nobody runs ahead of a generation that is not advertised yet.
+  const Clock::time_point start = Clock::now();
   const std::string advertised = absl::StrCat("ckpt/gen-", generation, "/advertised");
-  return c.rank == 0 ? StoreSet(*c.store, advertised, "1")
-                     : StoreGet(*c.store, advertised).status();
+  absl::Status told = c.rank == 0 ? StoreSet(*c.store, advertised, "1")
+                                  : StoreGet(*c.store, advertised).status();
+  phases->set_advertise(std::chrono::duration<double>(Clock::now() - start).count());
+  return told;
 }
 
 // The bytes of the generation's shards on disk (MANIFEST left out).
@@ -564,11 +576,14 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
   const Clock::time_point start = Clock::now();
   absl::StatusOr<std::string> bytes = ShardBytes(c, model, optimizer, cursor);
   if (!bytes.ok()) return bytes.status();
-  if (absl::Status s = SaveAndAdvertise(c, generation, *bytes, cursor); !s.ok()) {
+  SaveResult result;
+  result.phases.set_serialize(std::chrono::duration<double>(Clock::now() - start).count());
+  if (absl::Status s = SaveAndAdvertise(c, generation, *bytes, cursor, &result.phases);
+      !s.ok()) {
     return s;
   }
-  SaveResult result;
   result.generation = generation;
+  if (c.rank != 0) result.phases.Clear();
   if (c.rank == 0) {
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     result.bytes = GenerationBytes(c, generation);

@@ -28,6 +28,7 @@
 #include "model/classifier.h"
 #include "optimizers/optimizer_plugin.h"
 #include "artifacts/resume_record.pb.h"
+#include "artifacts/run_summary.pb.h"
 #include "config/checkpoint_plan.h"
 #include "config/config.pb.h"
 
@@ -72,11 +73,13 @@ struct RunCheckpointContext {
 
 struct SaveResult {
   int64_t generation = 0;
-  // Rank 0: the bytes of all shards, the save's wall time, and one
-  // fsync'd sequential write of as many bytes. Other ranks: zeros.
+  // Rank 0: the bytes of all shards, the save's wall time, one fsync'd
+  // sequential write of as many bytes, and where the save's time went.
+  // Other ranks: zeros.
   int64_t bytes = 0;
   double seconds = 0;
   double sequential_write_seconds = 0;
+  SavePhases phases;
 };
 
 // Every rank calls it once, before training. Loads the chosen generation
