@@ -465,10 +465,11 @@ CheckpointManifest ManifestFields(const RunCheckpointContext& c,
 // rank's shard is durable. Returns when the generation is advertised.
 absl::Status SaveAndAdvertise(const RunCheckpointContext& c, int64_t generation,
                               const std::string& bytes, const TrainingCursor& cursor,
-                              SavePhases* phases) {
+                              BackgroundPruner* pruner, SavePhases* phases) {
   SaveTimings timings;
   SaveOptions options;
-  options.keep_last = c.plan.keep_last;
+  // With a pruner, retention runs in its thread after the save.
+  options.keep_last = pruner != nullptr ? 0 : c.plan.keep_last;
   options.fault = c.fault;
   options.timings = &timings;
   SingleRankConfirmations single;
@@ -489,7 +490,7 @@ absl::Status SaveAndAdvertise(const RunCheckpointContext& c, int64_t generation,
   phases->set_confirmations(timings.confirmations);
   phases->set_verify(timings.verify);
   phases->set_manifest(timings.manifest);
-  phases->set_prune(timings.prune);
+  if (pruner == nullptr) phases->set_prune(timings.prune);
   if (c.store == nullptr) return absl::OkStatus();
   // Nobody runs ahead of a generation that is not advertised yet.
   const Clock::time_point start = Clock::now();
@@ -570,15 +571,24 @@ absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
 absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
                                           int64_t generation, Classifier& model,
                                           torch::optim::Optimizer& optimizer,
-                                          const TrainingCursor& cursor) {
+                                          const TrainingCursor& cursor,
+                                          BackgroundPruner* pruner) {
   const PhaseKillScope injected_kill(c.fault.phase, KillPhase::kSave, c.rank,
                                      cursor.total_updates);
   const Clock::time_point start = Clock::now();
+  SaveResult result;
+  // No folder is made while the previous save's pruning still deletes.
+  if (pruner != nullptr) {
+    if (absl::Status s = pruner->Wait(); !s.ok()) return s;
+    result.phases.set_prune(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  const Clock::time_point serialize_start = Clock::now();
   absl::StatusOr<std::string> bytes = ShardBytes(c, model, optimizer, cursor);
   if (!bytes.ok()) return bytes.status();
-  SaveResult result;
-  result.phases.set_serialize(std::chrono::duration<double>(Clock::now() - start).count());
-  if (absl::Status s = SaveAndAdvertise(c, generation, *bytes, cursor, &result.phases);
+  result.phases.set_serialize(
+      std::chrono::duration<double>(Clock::now() - serialize_start).count());
+  if (absl::Status s =
+          SaveAndAdvertise(c, generation, *bytes, cursor, pruner, &result.phases);
       !s.ok()) {
     return s;
   }
@@ -588,6 +598,11 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     result.bytes = GenerationBytes(c, generation);
     result.sequential_write_seconds = SequentialWriteSeconds(c.plan.folder, result.bytes);
+  }
+  // Pruning starts after the sequential write, so that the baseline never
+  // shares the disk with it.
+  if (pruner != nullptr && c.plan.keep_last > 0) {
+    if (absl::Status s = pruner->Start(generation); !s.ok()) return s;
   }
   return result;
 }

@@ -24,6 +24,7 @@
 #include <torch/optim/optimizer.h>
 
 #include "absl/status/statusor.h"
+#include "checkpoint/background_prune.h"
 #include "checkpoint/fault_injection.h"
 #include "model/classifier.h"
 #include "optimizers/optimizer_plugin.h"
@@ -107,10 +108,17 @@ absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
 // returns once the generation is advertised. Errors (never an exception):
 // SaveGeneration's (checkpoint/save_generation.h), the store's, Internal
 // when LibTorch fails.
+//
+// `pruner` (rank 0's; nullptr on other ranks, or to prune inline): older
+// generations are deleted in its thread once this one is advertised (and
+// the sequential-write baseline taken), and the previous save's pruning is
+// waited for (and its error returned) before this one starts;
+// SaveResult.phases.prune is that wait.
 absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& context,
                                           int64_t generation, Classifier& model,
                                           torch::optim::Optimizer& optimizer,
-                                          const TrainingCursor& cursor);
+                                          const TrainingCursor& cursor,
+                                          BackgroundPruner* pruner = nullptr);
 
 }  // namespace receipt_parity
 

@@ -208,6 +208,38 @@ class ReferenceTest(unittest.TestCase):
                      2 * manifest["data"]["train_examples"])
 
 
+class CheckpointCostTest(unittest.TestCase):
+
+  def test_two_workers_keep_their_last_generations_and_say_where_saves_went(self):
+    # Retention runs in rank 0's background thread: by the end of the run
+    # exactly keep_last generations are advertised, the newest ones, and
+    # nothing of the older ones is left.
+    tmp = support.temp_dir("cost")
+    config = support.write(os.path.join(tmp, "c.pbtxt"), support.small_config(
+        world=2, epochs=3) + "checkpoint { every_updates: 2 keep_last: 2 }\n")
+    out = os.path.join(tmp, "out")
+    result = support.run_train("--config=" + config, "--out=" + out,
+                               "--whole_run_parity=false")
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    cost = support.load(os.path.join(out, "run_summary.json"))["checkpoint"]
+    saved = cost["generations_saved"]
+    self.assertGreaterEqual(saved, 4)
+    folders = sorted(os.listdir(os.path.join(out, "checkpoints")))
+    self.assertEqual(folders, ["gen-%06d" % g for g in (saved - 1, saved)])
+    for folder in folders:
+      self.assertTrue(os.path.exists(os.path.join(out, "checkpoints", folder, "MANIFEST")))
+    phases = ("serialize", "folder", "shard", "confirmations", "verify", "manifest",
+              "prune", "advertise")
+    self.assertEqual(len(cost["save_phases"]), saved)
+    for save, seconds in zip(cost["save_phases"], cost["save_seconds"]):
+      self.assertTrue(all(save[p] >= 0 for p in phases), save)
+      self.assertGreater(save["shard"], 0, save)
+      self.assertGreater(save["manifest"], 0, save)
+      # The phases are parts of the save, which took at least as long.
+      self.assertLessEqual(sum(save[p] for p in phases), seconds * 1.0001 + 1e-6)
+    self.assertEqual(set(cost["save_phases_median"]), set(phases))
+
+
 class SharedLibraryPluginTest(unittest.TestCase):
 
   def test_a_diverging_run_stops_before_advertising_non_finite_state(self):

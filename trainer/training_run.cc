@@ -485,16 +485,26 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   if (absl::Status s = PrepareArtifactFolder(run); !s.ok()) return s;
 
   UpdateRecorder recorder(RecorderOptions(run));
+  // Rank 0 deletes generations past keep_last off the update loop.
+  std::optional<BackgroundPruner> pruner;
+  if (options.rank == 0 && options.checkpoints.has_value() &&
+      options.checkpoints->keep_last > 0) {
+    pruner.emplace(options.checkpoints->folder, options.checkpoints->keep_last);
+  }
   CheckpointCadence cadence(
       options.checkpoints, run.resume.next_generation(),
-      [&run](int64_t generation, const TrainingCursor& cursor) {
+      [&run, &pruner](int64_t generation, const TrainingCursor& cursor) {
         return SaveCheckpoint(run.checkpoints, generation, run.model(),
-                              *run.optimizer, cursor);
+                              *run.optimizer, cursor, pruner ? &*pruner : nullptr);
       });
   RankReportBuilder report(options.rank, options.world_size,
                            static_cast<int64_t>(run.inputs.data.train.size()));
   absl::StatusOr<UpdateLoopEnd> end = Train(run, &recorder, &cadence, &report);
   if (!end.ok()) return end.status();
+  // Retention is done (keep_last generations on disk) before the run ends.
+  if (pruner.has_value()) {
+    if (absl::Status s = pruner->Wait(); !s.ok()) return s;
+  }
   if (end->stopped_by == kStoppedByPreemption) return EndPreempted(run, *end, report);
   run.stopped_by = end->stopped_by;
   // No artifact of a model that a last step made non-finite.
