@@ -81,6 +81,35 @@ else
   fail "good run: $(cat "$TMP/log")"
 fi
 
+# A large audit: the slots in OUT's side file (audit.slots), the JSON the
+# summary with the same keys; --slots_file_above=0 makes 47 ids large.
+if "$AUDIT" --num_ids=47 --world_size=3 --seed=5 --epochs=2 --policy=masked_tail \
+    --slots_file_above=0 --out="$OUT" >"$TMP/summary_large" 2>"$TMP/log"; then
+  cmp -s "$TMP/summary" "$TMP/summary_large" || fail "large summary differs"
+  [[ -s "$TMP/audit.slots" ]] || fail "no side file $TMP/audit.slots"
+  /usr/bin/python3 - "$OUT" "$TMP/audit.slots" <<'PY' || fail "large JSON shape"
+import json, os, sys, zlib
+d = json.load(open(sys.argv[1]))
+raw = open(sys.argv[2], "rb").read()
+assert d["slots_file"] == "audit.slots", d["slots_file"]
+assert d["slots_file_bytes"] == len(raw) and raw[:8] == b"RPSLOTS1"
+assert d["slots_file_checksum"] == "crc32:%08x" % zlib.crc32(raw)
+assert d["epoch_orders_differ"] is True
+for epoch in d["epochs"]:
+    assert epoch["masked_slots"] == [{"rank": 2, "slot": 15}], epoch
+    assert epoch["unique_ids"] == 47 and epoch["updates"] == []
+    for rank in epoch["ranks"]:
+        assert rank["num_slots"] == 16 and rank["indices"] == []
+        assert rank["plan_fingerprint"]
+PY
+else
+  fail "large run: $(cat "$TMP/log")"
+fi
+rm -f "$TMP/audit.slots"
+# More ids than this machine's memory holds: refused before allocating.
+expect_exit 2 "num_ids beyond memory" "GB of memory (70 bytes per id); this machine has" \
+  "${GOOD[@]}" --num_ids=2000000000
+
 # --no_shuffle, uneven local batches: rank 0 takes 3 of every 4 positions.
 if "$AUDIT" --num_ids=9 --world_size=2 --epochs=2 --policy=duplicate_pad \
     --no_shuffle --local_batch_sizes=3,1 --out="$OUT" >/dev/null 2>"$TMP/log"; then

@@ -13,14 +13,22 @@
 // or an unknown policy, 1 when the audit or the write fails.
 
 #include <cstdint>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "checkpoint/checksum.h"
+#include "io/atomic_file.h"
 #include "artifacts/artifact_stamp.h"
 #include "cli/command_line.h"
 #include "data/receipt_dataset.h"
@@ -43,6 +51,11 @@ ABSL_FLAG(bool, no_shuffle, false,
 ABSL_FLAG(std::vector<std::string>, local_batch_sizes, {},
           "Slots per rank per update, e.g. 3,1; default 1 on every rank.");
 ABSL_FLAG(std::string, out, "", "Where to write the audit JSON.");
+ABSL_FLAG(int64_t, slots_file_above, 100000,
+          "With --num_ids: above this many slots (ids x epochs) the per-slot "
+          "record goes to a side file beside --out (its name without .json, "
+          "plus .slots; samplers/audit_slots_file.h) and the JSON keeps the "
+          "summary.");
 ABSL_FLAG(std::string, config, "",
           "Audit a training config instead: its receipts, world size, local "
           "batches, seed, epochs and sampler.");
@@ -116,6 +129,74 @@ int AuditAndWrite(const SamplerPolicy& policy, const std::string& policy_name,
     return 1;
   }
   LOG(INFO) << "wrote " << out;
+  std::cout << AuditSummary(*audit) << std::flush;
+  return 0;
+}
+
+// OUT without ".json", plus ".slots".
+std::string SlotsPathFor(const std::string& out) {
+  const std::string stem =
+      absl::EndsWith(out, ".json") ? out.substr(0, out.size() - 5) : out;
+  return stem + ".slots";
+}
+
+// MemAvailable of /proc/meminfo in bytes; nullopt where it cannot be read.
+std::optional<int64_t> AvailableMemoryBytes() {
+  absl::StatusOr<std::string> meminfo = ReadFileToString("/proc/meminfo");
+  if (!meminfo.ok()) return std::nullopt;
+  for (absl::string_view line : absl::StrSplit(*meminfo, '\n')) {
+    int64_t kib = 0;
+    if (absl::ConsumePrefix(&line, "MemAvailable:") &&
+        absl::SimpleAtoi(absl::StripSuffix(absl::StripAsciiWhitespace(line), " kB"), &kib)) {
+      return kib * 1024;
+    }
+  }
+  return std::nullopt;
+}
+
+// The large audit: the slots to OUT's side file as they come, the summary
+// to OUT. Refused (exit 2) before anything is allocated when this machine
+// lacks the memory it needs. Returns the exit code.
+int StreamAuditAndWrite(const SamplerPolicy& policy, const std::string& policy_name,
+                        int64_t num_ids, int world_size, uint64_t seed, int epochs,
+                        const std::vector<int>& local_batch_sizes, const std::string& out) {
+  const int64_t needed = StreamAuditPeakBytes(num_ids);
+  if (std::optional<int64_t> available = AvailableMemoryBytes();
+      available.has_value() && needed > *available) {
+    return BadInput(absl::StrFormat(
+        "--num_ids=%d: the audit needs about %.1f GB of memory (%d bytes per id); this "
+        "machine has %.1f GB available",
+        num_ids, needed / 1e9, StreamAuditPeakBytes(1), *available / 1e9));
+  }
+  const std::string slots_path = SlotsPathFor(out);
+  Crc32Stream checksum;
+  int64_t bytes = 0;
+  absl::StatusOr<SamplerAudit> audit;
+  absl::Status written = WriteFileAtomicallyFrom(slots_path, [&](const ByteSink& sink) {
+    audit = StreamSamplerAudit(policy, policy_name, num_ids, world_size, seed, epochs,
+                               local_batch_sizes, /*micro_batches=*/1,
+                               [&](absl::string_view piece) {
+                                 checksum.Add(piece);
+                                 bytes += static_cast<int64_t>(piece.size());
+                                 return sink(piece);
+                               });
+    return audit.status();
+  });
+  if (!audit.ok() && absl::IsInvalidArgument(audit.status())) {
+    return BadInput(std::string(audit.status().message()));
+  }
+  if (!written.ok()) {
+    LOG(ERROR) << "cannot write the audit's slots: " << written;
+    return 1;
+  }
+  audit->set_slots_file(std::filesystem::path(slots_path).filename().string());
+  audit->set_slots_file_bytes(static_cast<double>(bytes));
+  audit->set_slots_file_checksum(checksum.Checksum());
+  if (absl::Status s = WriteArtifact(out, ArtifactStamp(), *audit); !s.ok()) {
+    LOG(ERROR) << "cannot write the audit: " << s;
+    return 1;
+  }
+  LOG(INFO) << "wrote " << out << " and " << slots_path;
   std::cout << AuditSummary(*audit) << std::flush;
   return 0;
 }
@@ -204,6 +285,10 @@ int Main(int argc, char** argv) {
       MakePolicy(**factory, absl::GetFlag(FLAGS_no_shuffle));
   if (!policy.ok()) return BadInput(std::string(policy.status().message()));
 
+  if (static_cast<int64_t>(num_ids) * epochs > absl::GetFlag(FLAGS_slots_file_above)) {
+    return StreamAuditAndWrite(**policy, policy_name, num_ids, world_size,
+                               absl::GetFlag(FLAGS_seed), epochs, local_batch_sizes, out);
+  }
   return AuditAndWrite(**policy, policy_name, IndexReceiptIds(num_ids),
                        world_size, absl::GetFlag(FLAGS_seed), epochs,
                        local_batch_sizes, /*micro_batches=*/1, out);

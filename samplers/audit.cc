@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "samplers/audit_slots_file.h"
 #include "samplers/micro_batches.h"
 
 namespace receipt_parity {
@@ -178,12 +179,9 @@ std::string EpochSummary(const EpochAudit& epoch, int num_ids) {
                       " ids: ", absl::StrJoin(parts, "; "));
 }
 
-}  // namespace
-
-absl::StatusOr<SamplerAudit> AuditSampler(
-    const SamplerPolicy& policy, const std::string& policy_name,
-    const std::vector<std::string>& receipt_ids, int world_size, uint64_t seed,
-    int epochs, const std::vector<int>& local_batch_sizes, int micro_batches) {
+absl::Status CheckAuditArguments(int64_t num_ids, int world_size, int epochs,
+                                 const std::vector<int>& local_batch_sizes,
+                                 int micro_batches) {
   if (world_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("world_size is ", world_size, "; it must be >= 1"));
@@ -192,10 +190,9 @@ absl::StatusOr<SamplerAudit> AuditSampler(
     return absl::InvalidArgumentError(
         absl::StrCat("epochs is ", epochs, "; it must be >= 1"));
   }
-  if (receipt_ids.size() >
-      static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+  if (num_ids > static_cast<int64_t>(std::numeric_limits<int32_t>::max())) {
     return absl::InvalidArgumentError(absl::StrCat(
-        receipt_ids.size(), " examples; the audit handles at most 2^31-1"));
+        num_ids, " examples; the audit handles at most 2^31-1"));
   }
   for (int b : local_batch_sizes) {
     if (micro_batches < 1 || b % micro_batches != 0) {
@@ -203,12 +200,19 @@ absl::StatusOr<SamplerAudit> AuditSampler(
           micro_batches, " micro-batches do not cut a local batch of ", b, " evenly"));
     }
   }
+  return absl::OkStatus();
+}
+
+// The audit's fields that do not depend on the epochs.
+SamplerAudit AuditHeader(const SamplerPolicy& policy, const std::string& policy_name,
+                         int64_t num_ids, int64_t num_receipts, int world_size,
+                         uint64_t seed, const std::vector<int>& local_batch_sizes,
+                         int micro_batches) {
   SamplerAudit audit;
   audit.set_micro_batches(micro_batches);
-  audit.set_num_ids(static_cast<int32_t>(receipt_ids.size()));
-  audit.set_num_training_views(static_cast<int32_t>(receipt_ids.size()));
-  audit.set_num_receipts(static_cast<int32_t>(
-      std::set<std::string>(receipt_ids.begin(), receipt_ids.end()).size()));
+  audit.set_num_ids(static_cast<int32_t>(num_ids));
+  audit.set_num_training_views(static_cast<int32_t>(num_ids));
+  audit.set_num_receipts(static_cast<int32_t>(num_receipts));
   audit.set_id_meaning(
       "an id is a training view (a dataset index); a receipt with several "
       "views has several ids, so duplicated_ids lists views dealt twice in "
@@ -219,39 +223,214 @@ absl::StatusOr<SamplerAudit> AuditSampler(
   audit.set_policy(policy_name);
   audit.set_world_size_independent(policy.world_size_independent());
   for (int batch : local_batch_sizes) audit.add_local_batch_sizes(batch);
+  return audit;
+}
 
+// Every rank builds epoch `e`'s plan on its own; returns rank 0's, and each
+// rank's fingerprint in `fingerprints`.
+absl::StatusOr<EpochPlan> PlanOfEveryRank(const SamplerPolicy& policy, int64_t num_ids,
+                                          int world_size, uint64_t seed, int e,
+                                          const std::vector<int>& local_batch_sizes,
+                                          std::vector<uint64_t>* fingerprints) {
+  OrderRequest request;
+  request.num_examples = num_ids;
+  request.world_size = world_size;
+  request.seed = seed;
+  request.epoch = e;
+  absl::StatusOr<EpochPlan> plan;
+  for (int r = 0; r < world_size; ++r) {
+    absl::StatusOr<EpochPlan> rank_plan = BuildEpochPlan(policy, request, local_batch_sizes);
+    if (!rank_plan.ok()) {
+      return absl::Status(rank_plan.status().code(),
+                          absl::StrCat("epoch ", e, ": ", rank_plan.status().message()));
+    }
+    fingerprints->push_back(rank_plan->Fingerprint());
+    if (r == 0) plan = std::move(rank_plan);
+  }
+  return plan;
+}
+
+// Each slot's micro-batch within its update, in `rank`'s epoch order
+// (empty for one micro-batch).
+std::vector<int32_t> MicroBatchesOf(const EpochPlan& plan, int rank, int micro_batches) {
+  std::vector<int32_t> out;
+  if (micro_batches <= 1) return out;
+  for (int64_t u = 0; u < plan.num_updates(); ++u) {
+    const int64_t slots = static_cast<int64_t>(plan.UpdateSlots(rank, u).size());
+    for (int64_t i = 0; i < slots; ++i) {
+      out.push_back(MicroBatchOf(i, plan.local_batch()[rank], micro_batches));
+    }
+  }
+  return out;
+}
+
+// FNV-1a over every rank's dataset indices in order: two epochs deal the
+// same indices to every rank when their hashes are equal (the streamed
+// audit's epoch_orders_differ; the epoch number is left out).
+uint64_t DealtOrderHash(const EpochPlan& plan) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  auto add = [&hash](uint64_t value) {
+    for (int byte = 0; byte < 8; ++byte) {
+      hash ^= (value >> (8 * byte)) & 0xffu;
+      hash *= 0x100000001b3ull;
+    }
+  };
+  for (int r = 0; r < plan.world_size(); ++r) {
+    add(plan.rank_slots(r).size());
+    for (const Slot& slot : plan.rank_slots(r)) add(static_cast<uint64_t>(slot.dataset_index));
+  }
+  return hash;
+}
+
+// The streamed audit's epoch: every rank's record to `slots`, and the
+// summary of samplers/audit.h StreamSamplerAudit into `epoch`. Ids are the
+// indices' decimal text.
+absl::Status StreamEpoch(const EpochPlan& plan, int64_t num_ids, int micro_batches,
+                         const ByteSink& slots, EpochAudit* epoch) {
+  std::vector<uint16_t> count(static_cast<size_t>(num_ids), 0);
+  std::vector<int32_t> seen_by(static_cast<size_t>(num_ids), -1);  // last rank that saw it
+  for (int r = 0; r < plan.world_size(); ++r) {
+    const std::vector<Slot>& rank_slots = plan.rank_slots(r);
+    if (absl::Status s = slots(EncodeRankRecord(epoch->epoch(), r, rank_slots,
+                                                MicroBatchesOf(plan, r, micro_batches)));
+        !s.ok()) {
+      return s;
+    }
+    RankAudit* rank = epoch->add_ranks();
+    rank->set_rank(r);
+    rank->set_num_slots(static_cast<int32_t>(rank_slots.size()));
+    for (size_t s = 0; s < rank_slots.size(); ++s) {
+      const Slot& slot = rank_slots[s];
+      if (!slot.valid) {
+        SlotRef* ref = epoch->add_masked_slots();
+        ref->set_rank(r);
+        ref->set_slot(static_cast<int32_t>(s));
+        continue;
+      }
+      rank->set_valid_slots(rank->valid_slots() + 1);
+      if (seen_by[slot.dataset_index] != r) {
+        seen_by[slot.dataset_index] = r;
+        rank->set_unique_ids(rank->unique_ids() + 1);
+      }
+      uint16_t& c = count[slot.dataset_index];
+      if (c < UINT16_MAX) ++c;
+    }
+    epoch->set_num_slots(epoch->num_slots() + rank->num_slots());
+    epoch->set_valid_slots(epoch->valid_slots() + rank->valid_slots());
+  }
+  // Duplicates in index order, with every valid slot that holds them.
+  std::map<int64_t, DuplicatedId*> duplicated;
+  for (int64_t i = 0; i < num_ids; ++i) {
+    if (count[i] > 0) epoch->set_unique_ids(epoch->unique_ids() + 1);
+    if (count[i] == 0) epoch->add_never_seen(absl::StrCat(i));
+    if (count[i] < 2) continue;
+    DuplicatedId* duplicate = epoch->add_duplicated_ids();
+    duplicate->set_dataset_index(static_cast<int32_t>(i));
+    duplicate->set_receipt_id(absl::StrCat(i));
+    duplicated[i] = duplicate;
+  }
+  for (int r = 0; !duplicated.empty() && r < plan.world_size(); ++r) {
+    const std::vector<Slot>& rank_slots = plan.rank_slots(r);
+    for (size_t s = 0; s < rank_slots.size(); ++s) {
+      auto it = duplicated.find(rank_slots[s].dataset_index);
+      if (!rank_slots[s].valid || it == duplicated.end()) continue;
+      SlotRef* ref = it->second->add_slots();
+      ref->set_rank(r);
+      ref->set_slot(static_cast<int32_t>(s));
+      it->second->set_count(it->second->slots_size());
+    }
+  }
+  for (int64_t index : plan.dropped()) {
+    epoch->add_dropped_indices(static_cast<int32_t>(index));
+    epoch->add_dropped_ids(absl::StrCat(index));
+  }
+  epoch->set_num_updates(static_cast<int32_t>(plan.num_updates()));
+  for (int64_t u = 0; u < plan.num_updates(); ++u) {
+    epoch->add_global_accepted_per_update(static_cast<int32_t>(plan.GlobalAcceptedCount(u)));
+  }
+  return absl::OkStatus();
+}
+
+void SetAgreement(const std::vector<uint64_t>& fingerprints, EpochAudit* epoch) {
+  for (int r = 0; r < epoch->ranks_size(); ++r) {
+    epoch->mutable_ranks(r)->set_plan_fingerprint(Hex(fingerprints[r]));
+  }
+  epoch->set_ranks_agree(
+      std::set<uint64_t>(fingerprints.begin(), fingerprints.end()).size() == 1);
+}
+
+}  // namespace
+
+absl::StatusOr<SamplerAudit> AuditSampler(
+    const SamplerPolicy& policy, const std::string& policy_name,
+    const std::vector<std::string>& receipt_ids, int world_size, uint64_t seed,
+    int epochs, const std::vector<int>& local_batch_sizes, int micro_batches) {
+  const int64_t num_ids = static_cast<int64_t>(receipt_ids.size());
+  if (absl::Status s = CheckAuditArguments(num_ids, world_size, epochs, local_batch_sizes,
+                                           micro_batches);
+      !s.ok()) {
+    return s;
+  }
+  SamplerAudit audit = AuditHeader(
+      policy, policy_name, num_ids,
+      static_cast<int64_t>(std::set<std::string>(receipt_ids.begin(), receipt_ids.end()).size()),
+      world_size, seed, local_batch_sizes, micro_batches);
   for (int e = 0; e < epochs; ++e) {
-    OrderRequest request;
-    request.num_examples = static_cast<int64_t>(receipt_ids.size());
-    request.world_size = world_size;
-    request.seed = seed;
-    request.epoch = e;
     EpochAudit* epoch = audit.add_epochs();
     epoch->set_epoch(e);
     // Every rank builds the plan on its own; rank 0's is the one shown.
     std::vector<uint64_t> fingerprints;
-    absl::StatusOr<EpochPlan> plan;
-    for (int r = 0; r < world_size; ++r) {
-      absl::StatusOr<EpochPlan> rank_plan =
-          BuildEpochPlan(policy, request, local_batch_sizes);
-      if (!rank_plan.ok()) {
-        return absl::Status(
-            rank_plan.status().code(),
-            absl::StrCat("epoch ", e, ": ", rank_plan.status().message()));
-      }
-      fingerprints.push_back(rank_plan->Fingerprint());
-      if (r == 0) plan = std::move(rank_plan);
-    }
+    absl::StatusOr<EpochPlan> plan = PlanOfEveryRank(policy, num_ids, world_size, seed, e,
+                                                     local_batch_sizes, &fingerprints);
+    if (!plan.ok()) return plan.status();
     AuditSlots(*plan, receipt_ids, micro_batches, epoch);
-    for (int r = 0; r < world_size; ++r) {
-      epoch->mutable_ranks(r)->set_plan_fingerprint(Hex(fingerprints[r]));
-    }
-    epoch->set_ranks_agree(
-        std::set<uint64_t>(fingerprints.begin(), fingerprints.end()).size() ==
-        1);
+    SetAgreement(fingerprints, epoch);
   }
   audit.set_epoch_orders_differ(EpochOrdersDiffer(audit));
   return audit;
+}
+
+absl::StatusOr<SamplerAudit> StreamSamplerAudit(
+    const SamplerPolicy& policy, const std::string& policy_name, int64_t num_ids,
+    int world_size, uint64_t seed, int epochs, const std::vector<int>& local_batch_sizes,
+    int micro_batches, const ByteSink& slots) {
+  if (absl::Status s = CheckAuditArguments(num_ids, world_size, epochs, local_batch_sizes,
+                                           micro_batches);
+      !s.ok()) {
+    return s;
+  }
+  if (num_ids < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("num_ids is ", num_ids, "; it must be >= 0"));
+  }
+  SamplerAudit audit = AuditHeader(policy, policy_name, num_ids, num_ids, world_size, seed,
+                                   local_batch_sizes, micro_batches);
+  if (absl::Status s = slots(EncodeSlotsFileHeader(
+          {world_size, epochs, micro_batches, num_ids, seed}));
+      !s.ok()) {
+    return s;
+  }
+  std::set<uint64_t> orders;
+  for (int e = 0; e < epochs; ++e) {
+    EpochAudit* epoch = audit.add_epochs();
+    epoch->set_epoch(e);
+    std::vector<uint64_t> fingerprints;
+    absl::StatusOr<EpochPlan> plan = PlanOfEveryRank(policy, num_ids, world_size, seed, e,
+                                                     local_batch_sizes, &fingerprints);
+    if (!plan.ok()) return plan.status();
+    if (absl::Status s = StreamEpoch(*plan, num_ids, micro_batches, slots, epoch); !s.ok()) {
+      return s;
+    }
+    SetAgreement(fingerprints, epoch);
+    orders.insert(DealtOrderHash(*plan));
+  }
+  audit.set_epoch_orders_differ(epochs >= 2 && static_cast<int>(orders.size()) == epochs);
+  return audit;
+}
+
+int64_t StreamAuditPeakBytes(int64_t num_ids) {
+  // randperm's tensor and its copy (8 + 8), the global order (16), the plan
+  // being dealt (16), rank 0's plan kept (16), the counts (2 + 4).
+  return num_ids * 70;
 }
 
 std::string AuditSummary(const SamplerAudit& audit) {

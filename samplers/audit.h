@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "io/atomic_file.h"
 #include "samplers/audit.pb.h"
 #include "samplers/sampler_policy.h"
 
@@ -50,6 +51,27 @@ absl::StatusOr<SamplerAudit> AuditSampler(
 //   epoch 0: 45 slots for 47 ids: ids 3 and 9 dropped
 //   ranks agree on every plan: yes; epoch orders differ: yes
 std::string AuditSummary(const SamplerAudit& audit);
+
+// A large audit of dataset indices 0..num_ids-1 whose receipt ids are
+// "0".."n-1" (a bare dataset size, as //samplers:audit --num_ids): the same
+// audit as AuditSampler, but every slot goes to `slots` as the side file
+// of samplers/audit_slots_file.h (header first, then each epoch's ranks as
+// their plans are built: the audit is never whole in memory), and the
+// returned SamplerAudit is the summary: each RankAudit keeps rank,
+// num_slots, valid_slots, unique_ids and plan_fingerprint but no indices,
+// receipt_ids, valid or micro_batch; each EpochAudit keeps everything but
+// `updates` (global_accepted_per_update stays); the caller records the
+// side file (slots_file, slots_file_bytes, slots_file_checksum).
+// Errors: AuditSampler's, and the sink's.
+absl::StatusOr<SamplerAudit> StreamSamplerAudit(
+    const SamplerPolicy& policy, const std::string& policy_name, int64_t num_ids,
+    int world_size, uint64_t seed, int epochs, const std::vector<int>& local_batch_sizes,
+    int micro_batches, const ByteSink& slots);
+
+// Bytes a StreamSamplerAudit of `num_ids` ids holds at its peak, about
+// (the permutation, the global order, one rank's plan being built and rank
+// 0's kept, the per-id counts).
+int64_t StreamAuditPeakBytes(int64_t num_ids);
 
 // "0", "1", ..., "n-1": receipt ids for auditing a bare dataset size.
 std::vector<std::string> IndexReceiptIds(int num_ids);

@@ -1,0 +1,166 @@
+#include "samplers/audit_slots_file.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "checkpoint/checksum.h"
+#include "io/atomic_file.h"
+
+namespace receipt_parity {
+namespace {
+
+void PutU32(std::string* out, uint32_t v) {
+  for (int b = 0; b < 4; ++b) out->push_back(static_cast<char>((v >> (8 * b)) & 0xff));
+}
+
+void PutU64(std::string* out, uint64_t v) {
+  for (int b = 0; b < 8; ++b) out->push_back(static_cast<char>((v >> (8 * b)) & 0xff));
+}
+
+// Reads little-endian integers from a buffer, failing past its end.
+class Cursor {
+ public:
+  explicit Cursor(absl::string_view bytes) : bytes_(bytes) {}
+  bool Take(size_t n, absl::string_view* piece) {
+    if (bytes_.size() - at_ < n) return false;
+    *piece = bytes_.substr(at_, n);
+    at_ += n;
+    return true;
+  }
+  bool U32(uint32_t* v) { return Int(4, v); }
+  bool U64(uint64_t* v) { return Int(8, v); }
+  size_t at() const { return at_; }
+  bool done() const { return at_ == bytes_.size(); }
+
+ private:
+  template <typename T>
+  bool Int(size_t n, T* v) {
+    absl::string_view piece;
+    if (!Take(n, &piece)) return false;
+    *v = 0;
+    for (size_t b = 0; b < n; ++b) {
+      *v |= static_cast<T>(static_cast<unsigned char>(piece[b])) << (8 * b);
+    }
+    return true;
+  }
+  absl::string_view bytes_;
+  size_t at_ = 0;
+};
+
+std::string HeaderText(const SlotsFileHeader& h) {
+  return absl::StrCat(h.num_ids, " ids, world size ", h.world_size, ", ", h.epochs,
+                      " epoch(s), ", h.micro_batches, " micro-batch(es), seed ", h.seed);
+}
+
+}  // namespace
+
+std::string EncodeSlotsFileHeader(const SlotsFileHeader& header) {
+  std::string out(kSlotsFileMagic, 8);
+  PutU32(&out, kSlotsFileVersion);
+  PutU32(&out, static_cast<uint32_t>(header.world_size));
+  PutU32(&out, static_cast<uint32_t>(header.epochs));
+  PutU32(&out, static_cast<uint32_t>(header.micro_batches));
+  PutU64(&out, static_cast<uint64_t>(header.num_ids));
+  PutU64(&out, header.seed);
+  return out;
+}
+
+std::string EncodeRankRecord(int epoch, int rank, absl::Span<const Slot> slots,
+                             absl::Span<const int32_t> micro_batch) {
+  const size_t n = slots.size();
+  std::string out;
+  out.reserve(16 + 4 * n + (n + 7) / 8 + micro_batch.size());
+  PutU32(&out, static_cast<uint32_t>(epoch));
+  PutU32(&out, static_cast<uint32_t>(rank));
+  PutU64(&out, n);
+  for (const Slot& slot : slots) PutU32(&out, static_cast<uint32_t>(slot.dataset_index));
+  std::string bits((n + 7) / 8, '\0');
+  for (size_t j = 0; j < n; ++j) {
+    if (slots[j].valid) bits[j / 8] = static_cast<char>(bits[j / 8] | (1 << (j % 8)));
+  }
+  out += bits;
+  for (int32_t m : micro_batch) out.push_back(static_cast<char>(m));
+  return out;
+}
+
+absl::StatusOr<SlotsFile> ReadSlotsFile(const std::string& path,
+                                        const SlotsFileHeader& expected,
+                                        int64_t expected_bytes,
+                                        const std::string& expected_checksum) {
+  absl::StatusOr<std::string> bytes = ReadFileToString(path);
+  if (!bytes.ok()) return bytes.status();
+  auto bad = [&path](const std::string& why) {
+    return absl::DataLossError(absl::StrCat(path, ": ", why));
+  };
+  if (static_cast<int64_t>(bytes->size()) != expected_bytes) {
+    return bad(absl::StrCat(bytes->size(), " bytes, but its sampler_audit.json says ",
+                            expected_bytes, " (truncated, or another audit's file)"));
+  }
+  if (const std::string checksum = Crc32Checksum(*bytes); checksum != expected_checksum) {
+    return bad(absl::StrCat("checksum ", checksum, " != its sampler_audit.json's ",
+                            expected_checksum));
+  }
+  Cursor in(*bytes);
+  absl::string_view magic;
+  uint32_t version = 0, world = 0, epochs = 0, micro = 0;
+  uint64_t num_ids = 0, seed = 0;
+  if (!in.Take(8, &magic) || magic != absl::string_view(kSlotsFileMagic, 8)) {
+    return bad("not a sampler audit slots file (no RPSLOTS1 magic)");
+  }
+  if (!in.U32(&version) || version != kSlotsFileVersion) {
+    return bad(absl::StrCat("format version ", version, "; this build reads ",
+                            kSlotsFileVersion));
+  }
+  SlotsFile file;
+  if (!in.U32(&world) || !in.U32(&epochs) || !in.U32(&micro) || !in.U64(&num_ids) ||
+      !in.U64(&seed)) {
+    return bad("ends inside its header");
+  }
+  file.header = {static_cast<int>(world), static_cast<int>(epochs), static_cast<int>(micro),
+                 static_cast<int64_t>(num_ids), seed};
+  if (!(file.header == expected)) {
+    return bad(absl::StrCat("from another run: ", HeaderText(file.header),
+                            ", but its sampler_audit.json audits ", HeaderText(expected)));
+  }
+  for (int e = 0; e < static_cast<int>(epochs); ++e) {
+    for (int r = 0; r < static_cast<int>(world); ++r) {
+      RankSlots record;
+      uint32_t epoch = 0, rank = 0;
+      uint64_t n = 0;
+      if (!in.U32(&epoch) || !in.U32(&rank) || !in.U64(&n)) {
+        return bad(absl::StrCat("ends at byte ", in.at(), ", inside epoch ", e, " rank ", r));
+      }
+      if (static_cast<int>(epoch) != e || static_cast<int>(rank) != r) {
+        return bad(absl::StrCat("at byte ", in.at() - 16, ": a record of epoch ", epoch,
+                                " rank ", rank, " where epoch ", e, " rank ", r,
+                                " belongs"));
+      }
+      absl::string_view indices, bits, micro_batches;
+      if (n > bytes->size() || !in.Take(4 * n, &indices) || !in.Take((n + 7) / 8, &bits) ||
+          (micro > 1 && !in.Take(n, &micro_batches))) {
+        return bad(absl::StrCat("ends inside epoch ", e, " rank ", r, "'s ", n, " slots"));
+      }
+      record.epoch = e;
+      record.rank = r;
+      Cursor each(indices);
+      for (uint64_t j = 0; j < n; ++j) {
+        uint32_t index = 0;
+        each.U32(&index);
+        if (static_cast<int64_t>(index) >= static_cast<int64_t>(num_ids)) {
+          return bad(absl::StrCat("epoch ", e, " rank ", r, " slot ", j, ": index ", index,
+                                  " outside [0, ", num_ids, ")"));
+        }
+        record.indices.push_back(static_cast<int32_t>(index));
+        record.valid.push_back((static_cast<unsigned char>(bits[j / 8]) >> (j % 8)) & 1);
+        if (micro > 1) {
+          record.micro_batch.push_back(static_cast<unsigned char>(micro_batches[j]));
+        }
+      }
+      file.records.push_back(std::move(record));
+    }
+  }
+  if (!in.done()) return bad(absl::StrCat("goes on after its last record, at byte ", in.at()));
+  return file;
+}
+
+}  // namespace receipt_parity
