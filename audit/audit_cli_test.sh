@@ -107,7 +107,7 @@ else
 fi
 rm -f "$TMP/audit.slots"
 # More ids than this machine's memory holds: refused before allocating.
-expect_exit 2 "num_ids beyond memory" "GB of memory (70 bytes per id); this machine has" \
+expect_exit 2 "num_ids beyond memory" "GB of memory (90 bytes per id); this machine has" \
   "${GOOD[@]}" --num_ids=2000000000
 
 # --no_shuffle, uneven local batches: rank 0 takes 3 of every 4 positions.

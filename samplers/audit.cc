@@ -429,8 +429,9 @@ absl::StatusOr<SamplerAudit> StreamSamplerAudit(
 
 int64_t StreamAuditPeakBytes(int64_t num_ids) {
   // randperm's tensor and its copy (8 + 8), the global order (16), the plan
-  // being dealt (16), rank 0's plan kept (16), the counts (2 + 4).
-  return num_ids * 70;
+  // being dealt (16), rank 0's plan kept (16), the counts (2 + 4), and the
+  // allocator's slack: 829 MB measured at 10 M ids (bench/audit_scaling).
+  return num_ids * 90;
 }
 
 std::string AuditSummary(const SamplerAudit& audit) {
