@@ -104,6 +104,22 @@ absl::StatusOr<std::unique_ptr<SamplerPolicy>> MakePolicy(
   return factory.Create(*unshuffled->UnshuffledOptions());
 }
 
+// Writes `audit` to `out` and its summary to stdout (`side_file`: the
+// large audit's slots, already written, for the log). Returns the exit code.
+int WriteAuditAndSummary(const SamplerAudit& audit, const std::string& out,
+                         const std::string& side_file = "") {
+  // Not an artifact of a run: an empty stamp, so the file has the keys a
+  // run's sampler_audit.json has ("config_fingerprint": "", "attempt": 0).
+  absl::Status written = WriteArtifact(out, ArtifactStamp(), audit);
+  if (!written.ok()) {
+    LOG(ERROR) << "cannot write the audit: " << written;
+    return 1;
+  }
+  LOG(INFO) << "wrote " << out << (side_file.empty() ? "" : " and " + side_file);
+  std::cout << AuditSummary(audit) << std::flush;
+  return 0;
+}
+
 // Audits `policy` over `receipt_ids` (dataset index -> receipt id), writes
 // the JSON to `out` and the summary to stdout. Returns the exit code.
 int AuditAndWrite(const SamplerPolicy& policy, const std::string& policy_name,
@@ -121,16 +137,7 @@ int AuditAndWrite(const SamplerPolicy& policy, const std::string& policy_name,
     LOG(ERROR) << "audit failed: " << audit.status();
     return 1;
   }
-  // Not an artifact of a run: an empty stamp, so the file has the keys a
-  // run's sampler_audit.json has ("config_fingerprint": "", "attempt": 0).
-  absl::Status written = WriteArtifact(out, ArtifactStamp(), *audit);
-  if (!written.ok()) {
-    LOG(ERROR) << "cannot write the audit: " << written;
-    return 1;
-  }
-  LOG(INFO) << "wrote " << out;
-  std::cout << AuditSummary(*audit) << std::flush;
-  return 0;
+  return WriteAuditAndSummary(*audit, out);
 }
 
 // OUT without ".json", plus ".slots".
@@ -192,13 +199,7 @@ int StreamAuditAndWrite(const SamplerPolicy& policy, const std::string& policy_n
   audit->set_slots_file(std::filesystem::path(slots_path).filename().string());
   audit->set_slots_file_bytes(static_cast<double>(bytes));
   audit->set_slots_file_checksum(checksum.Checksum());
-  if (absl::Status s = WriteArtifact(out, ArtifactStamp(), *audit); !s.ok()) {
-    LOG(ERROR) << "cannot write the audit: " << s;
-    return 1;
-  }
-  LOG(INFO) << "wrote " << out << " and " << slots_path;
-  std::cout << AuditSummary(*audit) << std::flush;
-  return 0;
+  return WriteAuditAndSummary(*audit, out, slots_path);
 }
 
 // --config: everything comes from the training config, checked whole (its

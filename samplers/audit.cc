@@ -1,6 +1,7 @@
 #include "samplers/audit.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -112,20 +113,6 @@ void AuditSlots(const EpochPlan& plan,
         static_cast<int32_t>(plan.GlobalAcceptedCount(u)));
     *epoch->add_updates() = AuditUpdate(plan, u, receipt_ids);
   }
-}
-
-// Every epoch's order differs from every other epoch's.
-bool EpochOrdersDiffer(const SamplerAudit& audit) {
-  if (audit.epochs_size() < 2) return false;
-  std::set<std::vector<std::vector<int32_t>>> orders;
-  for (const EpochAudit& epoch : audit.epochs()) {
-    std::vector<std::vector<int32_t>> order;
-    for (const RankAudit& rank : epoch.ranks()) {
-      order.emplace_back(rank.indices().begin(), rank.indices().end());
-    }
-    if (!orders.insert(std::move(order)).second) return false;
-  }
-  return true;
 }
 
 std::string SlotText(const SlotRef& ref) {
@@ -264,24 +251,6 @@ std::vector<int32_t> MicroBatchesOf(const EpochPlan& plan, int rank, int micro_b
   return out;
 }
 
-// FNV-1a over every rank's dataset indices in order: two epochs deal the
-// same indices to every rank when their hashes are equal (the streamed
-// audit's epoch_orders_differ; the epoch number is left out).
-uint64_t DealtOrderHash(const EpochPlan& plan) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  auto add = [&hash](uint64_t value) {
-    for (int byte = 0; byte < 8; ++byte) {
-      hash ^= (value >> (8 * byte)) & 0xffu;
-      hash *= 0x100000001b3ull;
-    }
-  };
-  for (int r = 0; r < plan.world_size(); ++r) {
-    add(plan.rank_slots(r).size());
-    for (const Slot& slot : plan.rank_slots(r)) add(static_cast<uint64_t>(slot.dataset_index));
-  }
-  return hash;
-}
-
 // The streamed audit's epoch: every rank's record to `slots`, and the
 // summary of samplers/audit.h StreamSamplerAudit into `epoch`. Ids are the
 // indices' decimal text.
@@ -359,6 +328,29 @@ void SetAgreement(const std::vector<uint64_t>& fingerprints, EpochAudit* epoch) 
       std::set<uint64_t>(fingerprints.begin(), fingerprints.end()).size() == 1);
 }
 
+// Audits epochs 0 .. epochs-1 into `audit`: every rank builds each epoch's
+// plan on its own, `audit_epoch` fills the epoch from rank 0's, then the
+// ranks' agreement; last, whether every epoch dealt another order.
+absl::Status AuditEpochs(
+    const SamplerPolicy& policy, int64_t num_ids, int world_size, uint64_t seed, int epochs,
+    const std::vector<int>& local_batch_sizes, SamplerAudit* audit,
+    const std::function<absl::Status(const EpochPlan&, EpochAudit*)>& audit_epoch) {
+  std::set<uint64_t> orders;
+  for (int e = 0; e < epochs; ++e) {
+    EpochAudit* epoch = audit->add_epochs();
+    epoch->set_epoch(e);
+    std::vector<uint64_t> fingerprints;
+    absl::StatusOr<EpochPlan> plan = PlanOfEveryRank(policy, num_ids, world_size, seed, e,
+                                                     local_batch_sizes, &fingerprints);
+    if (!plan.ok()) return plan.status();
+    if (absl::Status s = audit_epoch(*plan, epoch); !s.ok()) return s;
+    SetAgreement(fingerprints, epoch);
+    orders.insert(plan->DealtOrderFingerprint());
+  }
+  audit->set_epoch_orders_differ(epochs >= 2 && static_cast<int>(orders.size()) == epochs);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<SamplerAudit> AuditSampler(
@@ -375,18 +367,15 @@ absl::StatusOr<SamplerAudit> AuditSampler(
       policy, policy_name, num_ids,
       static_cast<int64_t>(std::set<std::string>(receipt_ids.begin(), receipt_ids.end()).size()),
       world_size, seed, local_batch_sizes, micro_batches);
-  for (int e = 0; e < epochs; ++e) {
-    EpochAudit* epoch = audit.add_epochs();
-    epoch->set_epoch(e);
-    // Every rank builds the plan on its own; rank 0's is the one shown.
-    std::vector<uint64_t> fingerprints;
-    absl::StatusOr<EpochPlan> plan = PlanOfEveryRank(policy, num_ids, world_size, seed, e,
-                                                     local_batch_sizes, &fingerprints);
-    if (!plan.ok()) return plan.status();
-    AuditSlots(*plan, receipt_ids, micro_batches, epoch);
-    SetAgreement(fingerprints, epoch);
+  if (absl::Status s = AuditEpochs(policy, num_ids, world_size, seed, epochs,
+                                  local_batch_sizes, &audit,
+                                  [&](const EpochPlan& plan, EpochAudit* epoch) {
+                                    AuditSlots(plan, receipt_ids, micro_batches, epoch);
+                                    return absl::OkStatus();
+                                  });
+      !s.ok()) {
+    return s;
   }
-  audit.set_epoch_orders_differ(EpochOrdersDiffer(audit));
   return audit;
 }
 
@@ -409,21 +398,15 @@ absl::StatusOr<SamplerAudit> StreamSamplerAudit(
       !s.ok()) {
     return s;
   }
-  std::set<uint64_t> orders;
-  for (int e = 0; e < epochs; ++e) {
-    EpochAudit* epoch = audit.add_epochs();
-    epoch->set_epoch(e);
-    std::vector<uint64_t> fingerprints;
-    absl::StatusOr<EpochPlan> plan = PlanOfEveryRank(policy, num_ids, world_size, seed, e,
-                                                     local_batch_sizes, &fingerprints);
-    if (!plan.ok()) return plan.status();
-    if (absl::Status s = StreamEpoch(*plan, num_ids, micro_batches, slots, epoch); !s.ok()) {
-      return s;
-    }
-    SetAgreement(fingerprints, epoch);
-    orders.insert(DealtOrderHash(*plan));
+  if (absl::Status s = AuditEpochs(policy, num_ids, world_size, seed, epochs,
+                                  local_batch_sizes, &audit,
+                                  [&](const EpochPlan& plan, EpochAudit* epoch) {
+                                    return StreamEpoch(plan, num_ids, micro_batches, slots,
+                                                       epoch);
+                                  });
+      !s.ok()) {
+    return s;
   }
-  audit.set_epoch_orders_differ(epochs >= 2 && static_cast<int>(orders.size()) == epochs);
   return audit;
 }
 

@@ -1,10 +1,11 @@
 #include "samplers/audit_slots_file.h"
 
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checksum.h"
-#include "io/atomic_file.h"
+#include "io/untrusted_file.h"
 
 namespace receipt_parity {
 namespace {
@@ -87,15 +88,21 @@ absl::StatusOr<SlotsFile> ReadSlotsFile(const std::string& path,
                                         const SlotsFileHeader& expected,
                                         int64_t expected_bytes,
                                         const std::string& expected_checksum) {
-  absl::StatusOr<std::string> bytes = ReadFileToString(path);
+  // A regular file in its own folder (no link out, no FIFO) of exactly the
+  // size its JSON records, checked before anything is read.
+  UntrustedFileRules rules;
+  rules.within = std::filesystem::path(path).parent_path().string();
+  rules.exact_bytes = expected_bytes;
+  rules.exact_bytes_source = "its sampler_audit.json's slots_file_bytes";
+  absl::StatusOr<std::string> bytes = ReadUntrustedFile(path, rules);
+  if (absl::IsDataLoss(bytes.status())) {
+    return absl::DataLossError(absl::StrCat(bytes.status().message(),
+                                            " (truncated, or another audit's file)"));
+  }
   if (!bytes.ok()) return bytes.status();
   auto bad = [&path](const std::string& why) {
     return absl::DataLossError(absl::StrCat(path, ": ", why));
   };
-  if (static_cast<int64_t>(bytes->size()) != expected_bytes) {
-    return bad(absl::StrCat(bytes->size(), " bytes, but its sampler_audit.json says ",
-                            expected_bytes, " (truncated, or another audit's file)"));
-  }
   if (const std::string checksum = Crc32Checksum(*bytes); checksum != expected_checksum) {
     return bad(absl::StrCat("checksum ", checksum, " != its sampler_audit.json's ",
                             expected_checksum));

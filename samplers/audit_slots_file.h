@@ -79,11 +79,14 @@ struct SlotsFile {
 // Reads `path` whole, checked against what its sampler_audit.json says:
 // `expected` (the audit's num_ids, world_size, epochs, micro_batches,
 // seed), `expected_bytes` and `expected_checksum` ("crc32:xxxxxxxx").
-// Errors (DataLoss, each naming `path`): a size or checksum that is not
-// the JSON's, a bad magic or version, a header of another audit ("from
-// another run"), a record out of order, an index outside [0, num_ids), a
-// file that ends inside a record or goes on after the last one. NotFound
-// when it is missing.
+// It is read as untrusted input (io/untrusted_file.h): a regular file that
+// resolves inside its own folder, of exactly `expected_bytes`, checked
+// before it is opened. Errors, each naming `path`: DataLoss for a size or
+// checksum that is not the JSON's (a truncated file), a bad magic or
+// version, a header of another audit ("from another run"), a record out of
+// order, an index outside [0, num_ids), a file that ends inside a record or
+// goes on after the last one; FailedPrecondition for a FIFO, a folder or a
+// link out of its folder; NotFound when it is missing.
 absl::StatusOr<SlotsFile> ReadSlotsFile(const std::string& path,
                                         const SlotsFileHeader& expected,
                                         int64_t expected_bytes,

@@ -1,5 +1,7 @@
 #include "samplers/audit_slots_file.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -143,6 +145,27 @@ TEST_F(SlotsFileRefusalTest, AnotherRunsFileIsRefused) {
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("from another run"));
   EXPECT_THAT(std::string(s.message()), HasSubstr(path_));
+}
+
+TEST_F(SlotsFileRefusalTest, ALinkOutOfItsFolderAndAFifoAreRefusedUnread) {
+  const std::string outside = WriteFile("outside.slots", bytes_);
+  const std::string folder = ::testing::TempDir() + "/audit_folder";
+  std::filesystem::create_directories(folder);
+  const std::string link = folder + "/audit.slots";
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink(outside, link);
+  absl::Status s = ReadSlotsFile(link, header_, static_cast<int64_t>(bytes_.size()),
+                                 Crc32Checksum(bytes_))
+                       .status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(link));
+  const std::string fifo = folder + "/fifo.slots";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  s = ReadSlotsFile(fifo, header_, static_cast<int64_t>(bytes_.size()), Crc32Checksum(bytes_))
+          .status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("FIFO"));
 }
 
 TEST_F(SlotsFileRefusalTest, NotASlotsFileAndAMissingOneAreNamed) {

@@ -56,6 +56,15 @@ EpochPlan::EpochPlan(int64_t epoch, std::vector<int> local_batch,
   }
 }
 
+uint64_t EpochPlan::DealtOrderFingerprint() const {
+  Fnv1a fnv;
+  for (const std::vector<Slot>& slots : slots_by_rank_) {
+    fnv.Add(slots.size());
+    for (const Slot& slot : slots) fnv.Add(static_cast<uint64_t>(slot.dataset_index));
+  }
+  return fnv.hash();
+}
+
 int EpochPlan::global_batch() const {
   return std::accumulate(local_batch_.begin(), local_batch_.end(), 0);
 }

@@ -95,6 +95,12 @@ class EpochPlan {
   // agree).
   uint64_t Fingerprint() const;
 
+  // A stable 64-bit hash of which dataset indices each rank holds, in
+  // order, and nothing else (not the epoch, valid flags or dropped
+  // indices): two epochs deal the same indices to every rank when it is
+  // equal (the audit's epoch_orders_differ).
+  uint64_t DealtOrderFingerprint() const;
+
  private:
   int64_t epoch_ = 0;
   std::vector<int> local_batch_;

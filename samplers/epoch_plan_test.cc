@@ -124,5 +124,20 @@ TEST(EpochPlanFingerprintTest, EqualPlansHashEqualAndEveryPartMatters) {
   EXPECT_NE(DealEpochPlan(2, other_drop, {1, 1}).Fingerprint(), base);
 }
 
+TEST(EpochPlanFingerprintTest, TheDealtOrderIsWhichIndicesEachRankHoldsAndNothingElse) {
+  GlobalOrder order = Positions(10);
+  const uint64_t base = DealEpochPlan(2, order, {1, 1}).DealtOrderFingerprint();
+  // Another epoch, masked slots, other dropped indices: the same order.
+  GlobalOrder masked = order;
+  masked.slots[9].valid = false;
+  masked.dropped = {12};
+  EXPECT_EQ(DealEpochPlan(3, masked, {1, 1}).DealtOrderFingerprint(), base);
+  // Other indices, or the same ones dealt otherwise: another order.
+  GlobalOrder swapped = order;
+  std::swap(swapped.slots[0], swapped.slots[1]);
+  EXPECT_NE(DealEpochPlan(2, swapped, {1, 1}).DealtOrderFingerprint(), base);
+  EXPECT_NE(DealEpochPlan(2, order, {3, 1}).DealtOrderFingerprint(), base);
+}
+
 }  // namespace
 }  // namespace receipt_parity
