@@ -134,6 +134,12 @@ void KillIfPlanned(const FaultPlan& plan, KillPoint point, int rank,
                                   KillPointName(point), " of generation ", generation));
 }
 
+std::function<void()> KillHook(const FaultPlan& plan, KillPoint point, int rank,
+                               int64_t generation) {
+  if (!plan.Kills(point, rank, generation)) return {};
+  return [plan, point, rank, generation] { KillIfPlanned(plan, point, rank, generation); };
+}
+
 void DieOfInjectedFault(const std::string& what) {
   LOG(ERROR) << "fault injection: " << what;
   google::FlushLogFiles(google::GLOG_INFO);

@@ -31,6 +31,7 @@
 #define RECEIPT_PARITY_CHECKPOINT_FAULT_INJECTION_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,12 @@ absl::StatusOr<FaultPlan> MakeFaultPlan(int rank, absl::string_view point,
 // Thread-safe.
 void KillIfPlanned(const FaultPlan& plan, KillPoint point, int rank,
                    int64_t generation);
+
+// A write hook (io/atomic_file.h WriteHooks) that kills as KillIfPlanned
+// at (point, rank, generation), or an empty one when `plan` does not name
+// them: an unset hook costs its write nothing (no fsync at the half).
+std::function<void()> KillHook(const FaultPlan& plan, KillPoint point, int rank,
+                               int64_t generation);
 
 // Logs the ERROR line "fault injection: <what>" (the fault drill looks for
 // it), flushes the logs and raises SIGKILL: the whole process dies, from

@@ -70,5 +70,17 @@ TEST(FaultInjectionDeathTest, MatchingPlanDiesBySigkill) {
               ::testing::KilledBySignal(SIGKILL), "");
 }
 
+TEST(KillHookTest, OnlyThePlannedPointRankAndGenerationGetAHook) {
+  FaultPlan plan;
+  EXPECT_FALSE(KillHook(plan, KillPoint::kMidShard, 0, 1));  // unarmed
+  plan.rank = 1;
+  plan.point = KillPoint::kMidShard;
+  plan.generation = 2;
+  EXPECT_TRUE(KillHook(plan, KillPoint::kMidShard, 1, 2));
+  EXPECT_FALSE(KillHook(plan, KillPoint::kMidManifest, 1, 2));
+  EXPECT_FALSE(KillHook(plan, KillPoint::kMidShard, 0, 2));
+  EXPECT_FALSE(KillHook(plan, KillPoint::kMidShard, 1, 3));
+}
+
 }  // namespace
 }  // namespace receipt_parity

@@ -115,11 +115,7 @@ absl::Status Advertise(const std::string& gen_dir, int64_t generation,
 
   KillIfPlanned(fault, KillPoint::kBeforeManifest, 0, generation);
   WriteHooks hooks;
-  if (fault.Kills(KillPoint::kMidManifest, 0, generation)) {
-    hooks.after_half = [&] {
-      KillIfPlanned(fault, KillPoint::kMidManifest, 0, generation);
-    };
-  }
+  hooks.after_half = KillHook(fault, KillPoint::kMidManifest, 0, generation);
   absl::Status written = WriteManifest(gen_dir, std::move(manifest), hooks);
   clock.Lap(&SaveTimings::manifest);
   return written;

@@ -37,15 +37,9 @@ absl::StatusOr<ShardInfo> WriteShard(const std::string& gen_dir,
   info.set_size_bytes(static_cast<int64_t>(bytes.size()));
   info.set_checksum(Crc32Checksum(bytes));
   WriteHooks hooks;
-  if (fault.Kills(KillPoint::kMidShard, rank, generation)) {
-    hooks.after_half = [&] {
-      KillIfPlanned(fault, KillPoint::kMidShard, rank, generation);
-    };
-  }
+  hooks.after_half = KillHook(fault, KillPoint::kMidShard, rank, generation);
+  hooks.before_rename = KillHook(fault, KillPoint::kAfterShardBeforeRename, rank, generation);
   hooks.sync_folder = false;  // rank 0 fsyncs the folder for every shard
-  hooks.before_rename = [&] {
-    KillIfPlanned(fault, KillPoint::kAfterShardBeforeRename, rank, generation);
-  };
   absl::Status written = WriteFileAtomically(
       (fs::path(gen_dir) / info.file()).string(), bytes, hooks);
   if (!written.ok()) return written;

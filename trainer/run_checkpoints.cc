@@ -593,15 +593,16 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
     return s;
   }
   result.generation = generation;
-  if (c.rank != 0) result.phases.Clear();
   if (c.rank == 0) {
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     result.bytes = GenerationBytes(c, generation);
     result.sequential_write_seconds = SequentialWriteSeconds(c.plan.folder, result.bytes);
+  } else {
+    result.phases.Clear();  // rank 0's figures only
   }
   // Pruning starts after the sequential write, so that the baseline never
   // shares the disk with it.
-  if (pruner != nullptr && c.plan.keep_last > 0) {
+  if (pruner != nullptr) {
     if (absl::Status s = pruner->Start(generation); !s.ok()) return s;
   }
   return result;
