@@ -1,9 +1,9 @@
 #include "metrics/by_receipt_id_dedup.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "metrics/first_per_receipt.h"
 
 namespace receipt_parity {
@@ -12,13 +12,19 @@ absl::StatusOr<DedupResult> ByReceiptIdDedup::Dedup(
     const std::vector<Prediction>& gathered) const {
   FirstPerReceipt first = KeepFirstPerReceiptId(gathered);
   if (!first.disagreements.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        kName, ": ", first.disagreements.size(),
-        " receipt id(s) predicted more than once with different predicted "
-        "class or label: ",
-        JoinDisagreements(first.disagreements)));
+    const size_t total = first.disagreements.size();
+    first.disagreements.resize(std::min(total, kDisagreementsShown));
+    return absl::FailedPreconditionError(
+        DisagreeingCopiesMessage(kName, first.disagreements, total));
   }
   return std::move(first.result);
+}
+
+int64_t ByReceiptIdDedup::StreamedMergeChunk(int64_t predictions) const {
+  const bool streamed =
+      merge_.merge == ReceiptMerge::kStreamed ||
+      (merge_.merge == ReceiptMerge::kAuto && predictions >= merge_.streamed_from);
+  return streamed ? merge_.chunk_rows : 0;
 }
 
 }  // namespace receipt_parity

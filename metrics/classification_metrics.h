@@ -36,9 +36,44 @@ namespace receipt_parity {
 //   - predictions_gathered != counted + duplicates_dropped (the dedup
 //     result is not of these gathered predictions);
 //   - a count does not fit the report's int32 fields.
+//   - `dedup.counted` is not sorted by receipt id (MetricDedup's contract).
 absl::StatusOr<ValidationReport> BuildValidationReport(
     const DedupResult& dedup, int64_t predictions_gathered,
     const std::vector<std::string>& label_names, const std::string& dedup_name);
+
+// The same report built one counted prediction at a time, holding the
+// confusion matrix and the report's rows, not the predictions: what the
+// sorted streaming merge (metrics/sorted_stream_merge.h) feeds.
+// BuildValidationReport is this builder over `dedup.counted`.
+//
+//   ValidationReportBuilder builder(label_names, "by_receipt_id");
+//   for (...) RETURN_IF_ERROR(builder.Add(p));
+//   absl::StatusOr<ValidationReport> report =
+//       std::move(builder).Finish(predictions_gathered, duplicates_dropped);
+class ValidationReportBuilder {
+ public:
+  ValidationReportBuilder(std::vector<std::string> label_names, std::string dedup_name);
+
+  // Counts `p`. InvalidArgument (naming the receipt, rank and slot) when
+  // its predicted class or label is not a class of label_names, or its
+  // receipt id sorts before the previous one's.
+  absl::Status Add(const Prediction& p);
+
+  // The report; InvalidArgument as BuildValidationReport for the counts and
+  // an empty label_names.
+  absl::StatusOr<ValidationReport> Finish(int64_t predictions_gathered,
+                                          int64_t duplicates_dropped) &&;
+
+ private:
+  std::vector<std::string> label_names_;
+  std::string dedup_name_;
+  // confusion_[label][predicted]
+  std::vector<std::vector<int64_t>> confusion_;
+  int64_t counted_ = 0;
+  int64_t unique_ids_ = 0;
+  std::string last_id_;
+  ValidationReport report_;
+};
 
 }  // namespace receipt_parity
 

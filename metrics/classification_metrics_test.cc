@@ -227,6 +227,29 @@ TEST(ClassificationMetricsTest, InconsistentCountsAreRefused) {
                         "duplicates_dropped 2"));
 }
 
+TEST(ClassificationMetricsTest, TheBuilderOneAtATimeGivesTheSameReport) {
+  const DedupResult hand = HandExample();
+  ValidationReportBuilder builder(kLabels, "by_receipt_id");
+  for (const Prediction& p : hand.counted) ASSERT_TRUE(builder.Add(p).ok());
+  absl::StatusOr<ValidationReport> built = std::move(builder).Finish(9, 0);
+  ASSERT_TRUE(built.ok()) << built.status();
+  absl::StatusOr<ValidationReport> whole = BuildValidationReport(hand, 9, kLabels, "by_receipt_id");
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*built, *whole));
+  EXPECT_EQ(built->unique_ids_counted(), 9);
+}
+
+TEST(ClassificationMetricsTest, CountedPredictionsOutOfReceiptIdOrderAreRefused) {
+  DedupResult result = HandExample();
+  std::swap(result.counted[2], result.counted[3]);
+  absl::StatusOr<ValidationReport> report =
+      BuildValidationReport(result, 9, kLabels, "by_receipt_id");
+  EXPECT_EQ(report.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(report.status().message(),
+              AllOf(HasSubstr("receipt 'r2'"), HasSubstr("comes after receipt 'r3'"),
+                    HasSubstr("not sorted by receipt id")));
+}
+
 TEST(ClassificationMetricsTest, EmptyLabelNamesAreRefused) {
   absl::StatusOr<ValidationReport> report =
       BuildValidationReport(DedupResult(), 0, {}, "none");

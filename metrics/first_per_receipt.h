@@ -43,6 +43,23 @@ struct FirstPerReceipt {
   std::vector<std::string> disagreements;
 };
 
+// The disagreement line of one receipt id's copies [begin, end) (see
+// FirstPerReceipt::disagreements). REQUIRES: begin != end, one receipt id.
+template <typename Iterator>
+std::string DescribeDisagreement(Iterator begin, Iterator end) {
+  std::vector<std::string> origins;
+  for (Iterator p = begin; p != end; ++p) {
+    origins.push_back(absl::StrCat("rank ", p->rank, " slot ", p->slot, " (predicted ",
+                                   p->predicted, ", label ", p->label, ")"));
+  }
+  return absl::StrCat("receipt '", begin->receipt_id, "': ", absl::StrJoin(origins, ", "));
+}
+
+// Whether two copies of one receipt id disagree on what counts.
+inline bool CopiesDisagree(const Prediction& a, const Prediction& b) {
+  return a.predicted != b.predicted || a.label != b.label;
+}
+
 // Groups `gathered` (any order) by receipt id and keeps the first of each.
 inline FirstPerReceipt KeepFirstPerReceiptId(std::vector<Prediction> gathered) {
   SortPredictions(&gathered);
@@ -52,22 +69,12 @@ inline FirstPerReceipt KeepFirstPerReceiptId(std::vector<Prediction> gathered) {
     bool disagree = false;
     while (end < gathered.size() &&
            gathered[end].receipt_id == gathered[begin].receipt_id) {
-      disagree = disagree ||
-                 gathered[end].predicted != gathered[begin].predicted ||
-                 gathered[end].label != gathered[begin].label;
+      disagree = disagree || CopiesDisagree(gathered[end], gathered[begin]);
       ++end;
     }
     if (disagree) {
-      std::vector<std::string> origins;
-      for (size_t i = begin; i < end; ++i) {
-        const Prediction& p = gathered[i];
-        origins.push_back(absl::StrCat("rank ", p.rank, " slot ", p.slot,
-                                       " (predicted ", p.predicted, ", label ",
-                                       p.label, ")"));
-      }
       out.disagreements.push_back(
-          absl::StrCat("receipt '", gathered[begin].receipt_id,
-                       "': ", absl::StrJoin(origins, ", ")));
+          DescribeDisagreement(gathered.begin() + begin, gathered.begin() + end));
     }
     out.result.counted.push_back(gathered[begin]);
     out.result.duplicates_dropped += static_cast<int64_t>(end - begin - 1);
@@ -76,17 +83,40 @@ inline FirstPerReceipt KeepFirstPerReceiptId(std::vector<Prediction> gathered) {
   return out;
 }
 
+// The disagreement lines shown in an error: at most this many, then
+// "... and N more".
+inline constexpr size_t kDisagreementsShown = 10;
+
+// The first `shown` of `total` disagreement lines joined with "; ", then
+// "; ... and N more" when total > shown.size(). REQUIRES: total >=
+// shown.size().
+inline std::string JoinShownDisagreements(const std::vector<std::string>& shown, size_t total) {
+  if (total <= shown.size()) return absl::StrJoin(shown, "; ");
+  return absl::StrCat(absl::StrJoin(shown, "; "), "; ... and ", total - shown.size(), " more");
+}
+
 // `disagreements` joined with "; ", at most `max_shown` of them, then
 // "... and N more".
-inline std::string JoinDisagreements(
-    const std::vector<std::string>& disagreements, size_t max_shown = 10) {
+inline std::string JoinDisagreements(const std::vector<std::string>& disagreements,
+                                     size_t max_shown = kDisagreementsShown) {
   if (disagreements.size() <= max_shown) {
-    return absl::StrJoin(disagreements, "; ");
+    return JoinShownDisagreements(disagreements, disagreements.size());
   }
-  std::vector<std::string> shown(disagreements.begin(),
-                                 disagreements.begin() + max_shown);
-  return absl::StrCat(absl::StrJoin(shown, "; "), "; ... and ",
-                      disagreements.size() - max_shown, " more");
+  const std::vector<std::string> shown(disagreements.begin(), disagreements.begin() + max_shown);
+  return JoinShownDisagreements(shown, disagreements.size());
+}
+
+// The refusal of a plugin that keeps one copy per receipt id when `total`
+// ids have copies that disagree, `shown` being the first lines (at most
+// kDisagreementsShown) of them:
+//   "<plugin>: N receipt id(s) predicted more than once with different
+//   predicted class or label: receipt 'r0': rank 0 slot 1 (...), ...".
+inline std::string DisagreeingCopiesMessage(const std::string& plugin,
+                                            const std::vector<std::string>& shown, size_t total) {
+  return absl::StrCat(plugin, ": ", total,
+                      " receipt id(s) predicted more than once with different predicted class or "
+                      "label: ",
+                      JoinShownDisagreements(shown, total));
 }
 
 }  // namespace receipt_parity

@@ -40,6 +40,18 @@ class MetricDedup {
   // message names the id, ranks and slots).
   virtual absl::StatusOr<DedupResult> Dedup(
       const std::vector<Prediction>& gathered) const = 0;
+
+  // How a validation pass of `predictions` predictions in all (every
+  // rank's) brings them together for this plugin: 0 = gathered on every
+  // rank and given to Dedup(); N > 0 = by the sorted streaming merge
+  // (metrics/sorted_stream_merge.h) in chunks of N, which applies
+  // by_receipt_id's rule (the first copy of each id in (rank, slot) order
+  // counted, disagreeing copies refused), so only a plugin whose Dedup()
+  // is that rule may return N > 0.
+  virtual int64_t StreamedMergeChunk(int64_t predictions) const {
+    (void)predictions;
+    return 0;
+  }
 };
 
 }  // namespace receipt_parity

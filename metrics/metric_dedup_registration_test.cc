@@ -22,12 +22,17 @@ std::vector<Prediction> DisagreeingGather() {
   return {{"r0", 1, 1, 0, 0}, {"r0", 2, 1, 1, 0}, {"r1", 0, 0, 0, 1}};
 }
 
-template <typename Options>
-absl::StatusOr<std::unique_ptr<MetricDedup>> Select(const std::string& name) {
+absl::StatusOr<std::unique_ptr<MetricDedup>> SelectWith(const std::string& name,
+                                                        const google::protobuf::Message& options) {
   PluginSelection selection;
   selection.set_name(name);
-  selection.mutable_options()->PackFrom(Options());
+  selection.mutable_options()->PackFrom(options);
   return CreateSelectedPlugin<MetricDedup>(selection, "metric_dedup");
+}
+
+template <typename Options>
+absl::StatusOr<std::unique_ptr<MetricDedup>> Select(const std::string& name) {
+  return SelectWith(name, Options());
 }
 
 TEST(MetricDedupRegistrationTest, BothBuiltInsAreRegistered) {
@@ -42,6 +47,52 @@ TEST(MetricDedupRegistrationTest, ByReceiptIdFromItsTypedOptions) {
   absl::StatusOr<DedupResult> result = (*dedup)->Dedup(DisagreeingGather());
   EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(result.status().message(), HasSubstr("receipt 'r0'"));
+}
+
+TEST(MetricDedupRegistrationTest, ByReceiptIdMergesAsItsOptionsSay) {
+  auto dedup = Select<ByReceiptIdOptions>("by_receipt_id");
+  ASSERT_TRUE(dedup.ok()) << dedup.status();
+  // auto: gathered below 100000 predictions, streamed in 4096s from there.
+  EXPECT_EQ((*dedup)->StreamedMergeChunk(99999), 0);
+  EXPECT_EQ((*dedup)->StreamedMergeChunk(100000), 4096);
+
+  ByReceiptIdOptions options;
+  options.set_merge("streamed");
+  options.set_chunk_rows(3);
+  dedup = SelectWith("by_receipt_id", options);
+  ASSERT_TRUE(dedup.ok()) << dedup.status();
+  EXPECT_EQ((*dedup)->StreamedMergeChunk(1), 3);
+
+  options.set_merge("gathered");
+  dedup = SelectWith("by_receipt_id", options);
+  ASSERT_TRUE(dedup.ok()) << dedup.status();
+  EXPECT_EQ((*dedup)->StreamedMergeChunk(int64_t{1} << 40), 0);
+
+  options.set_merge("auto");
+  options.set_streamed_from(10);
+  dedup = SelectWith("by_receipt_id", options);
+  ASSERT_TRUE(dedup.ok()) << dedup.status();
+  EXPECT_EQ((*dedup)->StreamedMergeChunk(9), 0);
+  EXPECT_EQ((*dedup)->StreamedMergeChunk(10), 3);
+}
+
+TEST(MetricDedupRegistrationTest, ByReceiptIdRefusesBadMergeOptions) {
+  ByReceiptIdOptions options;
+  options.set_merge("sorted");
+  auto dedup = SelectWith("by_receipt_id", options);
+  EXPECT_EQ(dedup.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(dedup.status().message(),
+              HasSubstr("merge: 'sorted' is not one of auto, gathered, streamed"));
+
+  options.Clear();
+  options.set_chunk_rows(-1);
+  dedup = SelectWith("by_receipt_id", options);
+  EXPECT_THAT(dedup.status().message(), HasSubstr("chunk_rows: -1 must be >= 0"));
+
+  options.Clear();
+  options.set_streamed_from(-5);
+  dedup = SelectWith("by_receipt_id", options);
+  EXPECT_THAT(dedup.status().message(), HasSubstr("streamed_from: -5 must be >= 0"));
 }
 
 TEST(MetricDedupRegistrationTest, NoneFromItsTypedOptions) {
