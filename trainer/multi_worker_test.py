@@ -124,6 +124,31 @@ class ThreeRankTest(unittest.TestCase):
       support_total = sum(c["support"] for c in validation["per_class"])
       self.assertEqual(support_total, counted)
 
+  def test_streamed_merge_writes_the_gathered_validation_json(self):
+    tmp = support.temp_dir("merge")
+    reports = {}
+    for merge in ("gathered", "streamed", "auto"):
+      options = 'merge: "%s" chunk_rows: 2 streamed_from: 10' % merge
+      text = support.small_config(ids=92, val=0.5, world=3, batch=3,
+                                  sampler="duplicate_pad").replace(
+          'metric_dedup { name: "by_receipt_id" }',
+          'metric_dedup { name: "by_receipt_id" options { '
+          '[type.googleapis.com/receipt_parity.ByReceiptIdOptions] { %s } } }' % options)
+      path = support.write(os.path.join(tmp, merge + ".pbtxt"), text)
+      out = os.path.join(tmp, merge)
+      result = support.run_train("--config=" + path, "--out=" + out)
+      self.assertEqual(result.returncode, 0, result.stderr)
+      streamed = "counted by the streamed merge in chunks of 2" in result.stderr
+      self.assertEqual(streamed, merge != "gathered", result.stderr)
+      validation = support.load(os.path.join(out, "validation.json"))
+      self.assertEqual(validation["unique_ids_counted"], 47)
+      self.assertEqual(validation["duplicates_dropped"], 1)
+      self.assertEqual(len(validation["predictions"]), 47)
+      del validation["config_fingerprint"]
+      reports[merge] = validation
+    self.assertEqual(reports["streamed"], reports["gathered"])
+    self.assertEqual(reports["auto"], reports["gathered"])
+
 
 class WorldSizeChangeTest(unittest.TestCase):
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -11,14 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/phase_kill.h"
 #include "data/label_map.h"
-#include "metrics/classification_metrics.h"
 #include "collectives/collective_error.h"
 #include "model/autocast_scope.h"
+#include "trainer/prediction_count.h"
 
 namespace receipt_parity {
 namespace {
-
-constexpr int kColumns = 4;  // dataset index, predicted, label, valid
 
 // Predictions in eval mode (batch norm uses its running statistics and
 // leaves them, dropout is off); the mode every module had comes back after
@@ -54,7 +51,7 @@ constexpr size_t kValidationChunk = 64;
 // This rank's rows, padded with invalid rows to `rows`.
 at::Tensor PredictRows(Classifier& model, const ValidationInputs& in,
                        const std::vector<Slot>& slots, int64_t rows) {
-  at::Tensor out = at::zeros({rows, kColumns}, at::kLong);
+  at::Tensor out = at::zeros({rows, kPredictionColumns}, at::kLong);
   auto acc = out.accessor<int64_t, 2>();
   torch::NoGradGuard no_grad;
   const EvalModeScope eval(model);
@@ -95,51 +92,28 @@ absl::StatusOr<ValidationReport> RunValidation(Classifier& model,
   for (int r = 0; r < in.world_size; ++r) {
     rows = std::max<int64_t>(rows, plan->rank_slots(r).size());
   }
-  std::vector<at::Tensor> per_rank;
+  PredictionCountInputs counting;
+  counting.receipt_ids = in.receipt_ids;
+  counting.label_names = LabelNames();
+  counting.dedup = in.dedup;
+  counting.dedup_name = in.dedup_name;
+  counting.rank = in.rank;
+  counting.world_size = in.world_size;
+  counting.group = in.group;
+  for (int r = 0; r < in.world_size; ++r) {
+    const std::vector<Slot>& slots = plan->rank_slots(r);
+    counting.valid_rows.push_back(
+        std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.valid; }));
+  }
+  const PhaseKillScope injected_kill(in.phase_kill, KillPhase::kValidationGather, in.rank,
+                                     in.completed_updates);
+  at::Tensor mine;
   try {
-    const PhaseKillScope injected_kill(in.phase_kill, KillPhase::kValidationGather, in.rank,
-                                       in.completed_updates);
-    at::Tensor mine = PredictRows(model, in, plan->rank_slots(in.rank), rows);
-    if (in.group == nullptr || rows == 0) {
-      // Every rank knows `rows` from the plan, so all skip the collective
-      // together when there is nothing to gather.
-      per_rank.push_back(mine);
-    } else {
-      std::vector<std::vector<at::Tensor>> outputs(1);
-      for (int r = 0; r < in.world_size; ++r) {
-        outputs[0].push_back(at::empty_like(mine));
-      }
-      std::vector<at::Tensor> inputs = {mine};
-      in.group->allgather(outputs, inputs)->wait();
-      per_rank = outputs[0];
-    }
+    mine = PredictRows(model, in, plan->rank_slots(in.rank), rows);
   } catch (const std::exception& e) {
-    return LibTorchErrorToStatus(e, "validation: gathering predictions failed",
-                                 absl::StatusCode::kUnavailable);
+    return LibTorchErrorToStatus(e, "validation: predicting this rank's slots failed");
   }
-  std::vector<Prediction> gathered;
-  for (int r = 0; r < static_cast<int>(per_rank.size()); ++r) {
-    auto acc = per_rank[r].accessor<int64_t, 2>();
-    for (int64_t slot = 0; slot < per_rank[r].size(0); ++slot) {
-      if (acc[slot][3] == 0) continue;
-      Prediction p;
-      p.receipt_id = (*in.receipt_ids)[acc[slot][0]];
-      p.predicted = static_cast<int>(acc[slot][1]);
-      p.label = static_cast<int>(acc[slot][2]);
-      p.rank = r;
-      p.slot = slot;
-      gathered.push_back(std::move(p));
-    }
-  }
-  absl::StatusOr<DedupResult> dedup = in.dedup->Dedup(gathered);
-  if (!dedup.ok()) {
-    return absl::Status(dedup.status().code(),
-                        absl::StrCat("validation (metric_dedup '",
-                                     in.dedup_name, "'): ",
-                                     dedup.status().message()));
-  }
-  return BuildValidationReport(*dedup, static_cast<int64_t>(gathered.size()),
-                               LabelNames(), in.dedup_name);
+  return CountPredictionsOnce(mine, counting);
 }
 
 }  // namespace receipt_parity

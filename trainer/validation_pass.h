@@ -4,8 +4,10 @@
 // deals the validation identities, one slot per rank per step, so
 // duplicate_pad really does hand some identity to two ranks); the
 // (dataset index, predicted class, label, valid) rows are gathered across
-// ranks with the process group's allgather; the metric dedup plugin turns
-// them into the counted predictions; metrics come from those.
+// ranks and counted once as the metric dedup plugin says
+// (trainer/prediction_count.h: gathered with the process group's
+// allgather, or by a sorted streaming merge on rank 0); metrics come from
+// those.
 #ifndef RECEIPT_PARITY_TRAINER_VALIDATION_PASS_H_
 #define RECEIPT_PARITY_TRAINER_VALIDATION_PASS_H_
 
@@ -46,7 +48,8 @@ struct ValidationInputs {
 };
 
 // Every rank must call it (it runs a collective). Every rank gets the same
-// report. Masked slots are not predictions and are not gathered.
+// report, or with the streamed merge rank 0 the report and the others one
+// with only `dedup`. Masked slots are not predictions and are not counted.
 // FailedPrecondition from the dedup plugin when duplicates disagree.
 absl::StatusOr<ValidationReport> RunValidation(Classifier& model,
                                                const ValidationInputs& in);
