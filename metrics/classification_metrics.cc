@@ -32,9 +32,10 @@ absl::Status CheckClass(const Prediction& p, const char* field, int value,
 }  // namespace
 
 ValidationReportBuilder::ValidationReportBuilder(std::vector<std::string> label_names,
-                                                 std::string dedup_name)
+                                                 std::string dedup_name, bool receipt_rows)
     : label_names_(std::move(label_names)),
       dedup_name_(std::move(dedup_name)),
+      receipt_rows_(receipt_rows),
       confusion_(label_names_.size(), std::vector<int64_t>(label_names_.size(), 0)) {}
 
 absl::Status ValidationReportBuilder::Add(const Prediction& p) {
@@ -53,6 +54,7 @@ absl::Status ValidationReportBuilder::Add(const Prediction& p) {
   }
   ++counted_;
   ++confusion_[p.label][p.predicted];
+  if (!receipt_rows_) return absl::OkStatus();
   ReceiptPrediction* row = report_.add_predictions();
   row->set_receipt_id(p.receipt_id);
   row->set_label(label_names_[p.label]);

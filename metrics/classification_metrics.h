@@ -52,7 +52,10 @@ absl::StatusOr<ValidationReport> BuildValidationReport(
 //       std::move(builder).Finish(predictions_gathered, duplicates_dropped);
 class ValidationReportBuilder {
  public:
-  ValidationReportBuilder(std::vector<std::string> label_names, std::string dedup_name);
+  // `receipt_rows` false: the report leaves out `predictions`, the one
+  // part that grows with the counted receipts (for measuring the count).
+  ValidationReportBuilder(std::vector<std::string> label_names, std::string dedup_name,
+                          bool receipt_rows = true);
 
   // Counts `p`. InvalidArgument (naming the receipt, rank and slot) when
   // its predicted class or label is not a class of label_names, or its
@@ -67,6 +70,7 @@ class ValidationReportBuilder {
  private:
   std::vector<std::string> label_names_;
   std::string dedup_name_;
+  bool receipt_rows_;
   // confusion_[label][predicted]
   std::vector<std::vector<int64_t>> confusion_;
   int64_t counted_ = 0;

@@ -164,8 +164,8 @@ absl::Status ShareOutcome(const absl::Status& rank0, const PredictionCountInputs
                                              "predictions; rank 0 reports why"));
 }
 
-absl::StatusOr<ValidationReport> MergeOnRankZero(std::vector<Row> mine, int64_t chunk,
-                                                 const PredictionCountInputs& in) {
+absl::StatusOr<PredictionCount> MergeOnRankZero(std::vector<Row> mine, int64_t chunk,
+                                                const PredictionCountInputs& in) {
   std::vector<std::unique_ptr<PredictionStream>> owned;
   owned.push_back(std::make_unique<LocalStream>(std::move(mine), chunk, in));
   for (int r = 1; r < in.world_size; ++r) {
@@ -173,7 +173,7 @@ absl::StatusOr<ValidationReport> MergeOnRankZero(std::vector<Row> mine, int64_t 
   }
   std::vector<PredictionStream*> streams;
   for (const auto& s : owned) streams.push_back(s.get());
-  ValidationReportBuilder builder(in.label_names, in.dedup_name);
+  ValidationReportBuilder builder(in.label_names, in.dedup_name, in.receipt_rows);
   absl::StatusOr<StreamMergeCounts> counts = MergeSortedPredictionStreams(
       streams, in.dedup_name, [&builder](const Prediction& p) { return builder.Add(p); });
   if (!counts.ok()) {
@@ -184,27 +184,35 @@ absl::StatusOr<ValidationReport> MergeOnRankZero(std::vector<Row> mine, int64_t 
   LOG(INFO) << "validation: " << counts->merged << " predictions of " << in.world_size
             << " rank(s) counted by the streamed merge in chunks of " << chunk << ", at most "
             << counts->peak_held << " held at once";
-  return std::move(builder).Finish(counts->merged, counts->duplicates_dropped);
+  PredictionCount out;
+  out.merge_chunk = chunk;
+  out.peak_held = counts->peak_held;
+  absl::StatusOr<ValidationReport> report =
+      std::move(builder).Finish(counts->merged, counts->duplicates_dropped);
+  if (!report.ok()) return report.status();
+  out.report = *std::move(report);
+  return out;
 }
 
-absl::StatusOr<ValidationReport> CountStreamed(const at::Tensor& mine, int64_t chunk,
-                                               const PredictionCountInputs& in) {
+absl::StatusOr<PredictionCount> CountStreamed(const at::Tensor& mine, int64_t chunk,
+                                              const PredictionCountInputs& in) {
   absl::StatusOr<std::vector<Row>> rows = SortedValidRows(mine, in);
   if (!rows.ok()) return rows.status();
   if (in.rank != 0) {
     if (absl::Status s = SendSortedRows(*rows, chunk, in); !s.ok()) return s;
     if (absl::Status s = ShareOutcome(absl::OkStatus(), in); !s.ok()) return s;
-    ValidationReport only_rank_zero_has_it;
-    only_rank_zero_has_it.set_dedup(in.dedup_name);
-    return only_rank_zero_has_it;
+    PredictionCount only_rank_zero_has_the_report;
+    only_rank_zero_has_the_report.report.set_dedup(in.dedup_name);
+    only_rank_zero_has_the_report.merge_chunk = chunk;
+    return only_rank_zero_has_the_report;
   }
-  absl::StatusOr<ValidationReport> report = MergeOnRankZero(*std::move(rows), chunk, in);
-  if (absl::Status s = ShareOutcome(report.status(), in); !s.ok()) return s;
-  return report;
+  absl::StatusOr<PredictionCount> count = MergeOnRankZero(*std::move(rows), chunk, in);
+  if (absl::Status s = ShareOutcome(count.status(), in); !s.ok()) return s;
+  return count;
 }
 
-absl::StatusOr<ValidationReport> CountGathered(const at::Tensor& mine,
-                                               const PredictionCountInputs& in) {
+absl::StatusOr<PredictionCount> CountGathered(const at::Tensor& mine,
+                                              const PredictionCountInputs& in) {
   std::vector<at::Tensor> per_rank;
   try {
     if (in.group == nullptr || mine.size(0) == 0) {
@@ -231,14 +239,25 @@ absl::StatusOr<ValidationReport> CountGathered(const at::Tensor& mine,
       gathered.push_back(ToPrediction({acc[slot][0], acc[slot][1], acc[slot][2], slot}, r, in));
     }
   }
+  per_rank = {};
+  const auto gathered_count = static_cast<int64_t>(gathered.size());
   absl::StatusOr<DedupResult> dedup = in.dedup->Dedup(gathered);
   if (!dedup.ok()) {
     return absl::Status(dedup.status().code(),
                         absl::StrCat("validation (metric_dedup '", in.dedup_name,
                                      "'): ", dedup.status().message()));
   }
-  return BuildValidationReport(*dedup, static_cast<int64_t>(gathered.size()), in.label_names,
-                               in.dedup_name);
+  gathered = {};  // counted from dedup->counted from here
+  ValidationReportBuilder builder(in.label_names, in.dedup_name, in.receipt_rows);
+  for (const Prediction& p : dedup->counted) {
+    if (absl::Status s = builder.Add(p); !s.ok()) return s;
+  }
+  absl::StatusOr<ValidationReport> report =
+      std::move(builder).Finish(gathered_count, dedup->duplicates_dropped);
+  if (!report.ok()) return report.status();
+  PredictionCount out;
+  out.report = *std::move(report);
+  return out;
 }
 
 }  // namespace
@@ -248,8 +267,8 @@ int64_t ChosenMergeChunk(const PredictionCountInputs& in) {
   return in.dedup->StreamedMergeChunk(total);
 }
 
-absl::StatusOr<ValidationReport> CountPredictionsOnce(const at::Tensor& mine,
-                                                      const PredictionCountInputs& in) {
+absl::StatusOr<PredictionCount> CountPredictionsOnce(const at::Tensor& mine,
+                                                     const PredictionCountInputs& in) {
   if (static_cast<int>(in.valid_rows.size()) != in.world_size) {
     return absl::InvalidArgumentError(absl::StrCat("validation: ", in.valid_rows.size(),
                                                    " ranks' valid row counts for a world of ",

@@ -48,6 +48,17 @@ struct PredictionCountInputs {
   // the plan): how many predictions the pass has, and what rank 0
   // receives from each.
   std::vector<int64_t> valid_rows;
+  // false: the report leaves out its per-receipt `predictions` (for the
+  // benchmark, which measures the count).
+  bool receipt_rows = true;
+};
+
+struct PredictionCount {
+  ValidationReport report;
+  // The streamed merge's chunk; 0 when the predictions were gathered.
+  int64_t merge_chunk = 0;
+  // Rank 0, streamed: the most predictions the merge held at once.
+  int64_t peak_held = 0;
 };
 
 // Which merge the pass uses: 0 = gathered, else the streamed merge's chunk.
@@ -60,8 +71,8 @@ int64_t ChosenMergeChunk(const PredictionCountInputs& in);
 // with the streamed merge the others' message points to rank 0's);
 // InvalidArgument for a row naming a dataset index out of range;
 // Unavailable or DeadlineExceeded when the exchange fails.
-absl::StatusOr<ValidationReport> CountPredictionsOnce(const at::Tensor& mine,
-                                                      const PredictionCountInputs& in);
+absl::StatusOr<PredictionCount> CountPredictionsOnce(const at::Tensor& mine,
+                                                     const PredictionCountInputs& in);
 
 }  // namespace receipt_parity
 

@@ -53,10 +53,11 @@ Deal MakeDeal(int ranks, int ids, int pads) {
 }
 
 struct RankOutcome {
-  absl::StatusOr<ValidationReport> report = absl::UnknownError("not run");
+  absl::StatusOr<PredictionCount> count = absl::UnknownError("not run");
 };
 
-std::vector<RankOutcome> CountOnGroup(const Deal& deal, const MetricDedup& dedup) {
+std::vector<RankOutcome> CountOnGroup(const Deal& deal, const MetricDedup& dedup,
+                                      bool receipt_rows = true) {
   const int world = static_cast<int>(deal.rows.size());
   std::vector<RankOutcome> outcomes(world);
   absl::Status run = RunOnLocalGroup(world, [&](int rank, c10d::ProcessGroup& group) {
@@ -69,7 +70,8 @@ std::vector<RankOutcome> CountOnGroup(const Deal& deal, const MetricDedup& dedup
     in.world_size = world;
     in.group = world > 1 ? &group : nullptr;
     in.valid_rows = deal.valid_rows;
-    outcomes[rank].report = CountPredictionsOnce(deal.rows[rank], in);
+    in.receipt_rows = receipt_rows;
+    outcomes[rank].count = CountPredictionsOnce(deal.rows[rank], in);
     return absl::OkStatus();
   });
   EXPECT_TRUE(run.ok()) << run;
@@ -93,23 +95,43 @@ TEST(PredictionCountTest, StreamedGivesRankZeroTheGatheredReport) {
   for (int world : {1, 2, 3}) {
     const Deal deal = MakeDeal(world, 47, world - 1);
     const std::vector<RankOutcome> gathered = CountOnGroup(deal, Gathered());
-    ASSERT_TRUE(gathered[0].report.ok()) << gathered[0].report.status();
-    EXPECT_EQ(gathered[0].report->unique_ids_counted(), 47);
-    EXPECT_EQ(gathered[0].report->duplicates_dropped(), world - 1);
+    ASSERT_TRUE(gathered[0].count.ok()) << gathered[0].count.status();
+    EXPECT_EQ(gathered[0].count->report.unique_ids_counted(), 47);
+    EXPECT_EQ(gathered[0].count->report.duplicates_dropped(), world - 1);
+    EXPECT_EQ(gathered[0].count->merge_chunk, 0);
     for (int64_t chunk : {1, 4, 4096}) {
       SCOPED_TRACE(absl::StrCat(world, " ranks, chunk ", chunk));
       const std::vector<RankOutcome> streamed = CountOnGroup(deal, Streamed(chunk));
-      ASSERT_TRUE(streamed[0].report.ok()) << streamed[0].report.status();
-      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*streamed[0].report,
-                                                                     *gathered[0].report))
-          << streamed[0].report->DebugString() << "\nvs\n"
-          << gathered[0].report->DebugString();
+      ASSERT_TRUE(streamed[0].count.ok()) << streamed[0].count.status();
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(streamed[0].count->report,
+                                                                     gathered[0].count->report))
+          << streamed[0].count->report.DebugString() << "\nvs\n"
+          << gathered[0].count->report.DebugString();
+      EXPECT_EQ(streamed[0].count->merge_chunk, chunk);
+      // A chunk per rank (or every prediction, when fewer) and one
+      // receipt's copies (two at most here).
+      EXPECT_GT(streamed[0].count->peak_held, 0);
+      EXPECT_LE(streamed[0].count->peak_held, std::min<int64_t>(world * chunk, 47 + world - 1) + 2);
       for (int r = 1; r < world; ++r) {
-        ASSERT_TRUE(streamed[r].report.ok()) << streamed[r].report.status();
-        EXPECT_EQ(streamed[r].report->dedup(), "by_receipt_id");
-        EXPECT_EQ(streamed[r].report->predictions_size(), 0);
+        ASSERT_TRUE(streamed[r].count.ok()) << streamed[r].count.status();
+        EXPECT_EQ(streamed[r].count->report.dedup(), "by_receipt_id");
+        EXPECT_EQ(streamed[r].count->report.predictions_size(), 0);
       }
     }
+  }
+}
+
+TEST(PredictionCountTest, WithoutReceiptRowsOnlyThePerReceiptListIsLeftOut) {
+  const Deal deal = MakeDeal(2, 47, 1);
+  for (const ByReceiptIdDedup& dedup : {Gathered(), Streamed(5)}) {
+    const std::vector<RankOutcome> with_rows = CountOnGroup(deal, dedup);
+    const std::vector<RankOutcome> without = CountOnGroup(deal, dedup, /*receipt_rows=*/false);
+    ASSERT_TRUE(with_rows[0].count.ok() && without[0].count.ok());
+    EXPECT_EQ(with_rows[0].count->report.predictions_size(), 47);
+    ValidationReport expected = with_rows[0].count->report;
+    expected.clear_predictions();
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(without[0].count->report,
+                                                                   expected));
   }
 }
 
@@ -119,13 +141,13 @@ TEST(PredictionCountTest, DisagreeingCopiesFailEveryRank) {
   deal.rows[1].accessor<int64_t, 2>()[4][1] = 2;
   const std::vector<RankOutcome> gathered = CountOnGroup(deal, Gathered());
   const std::vector<RankOutcome> streamed = CountOnGroup(deal, Streamed(2));
-  ASSERT_EQ(gathered[0].report.status().code(), absl::StatusCode::kFailedPrecondition);
-  ASSERT_EQ(streamed[0].report.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(streamed[0].report.status().message(), gathered[0].report.status().message());
-  EXPECT_THAT(streamed[0].report.status().message(),
+  ASSERT_EQ(gathered[0].count.status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_EQ(streamed[0].count.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(streamed[0].count.status().message(), gathered[0].count.status().message());
+  EXPECT_THAT(streamed[0].count.status().message(),
               HasSubstr("rank 1 slot 4 (predicted 2, label 0)"));
-  ASSERT_EQ(streamed[1].report.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(streamed[1].report.status().message(),
+  ASSERT_EQ(streamed[1].count.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(streamed[1].count.status().message(),
               HasSubstr("rank 0's streamed merge refused the predictions"));
 }
 
@@ -134,8 +156,8 @@ TEST(PredictionCountTest, ARowNamingNoReceiptIsRefused) {
   deal.rows[0].accessor<int64_t, 2>()[2][0] = 5;
   for (const ByReceiptIdDedup& dedup : {Gathered(), Streamed(2)}) {
     const std::vector<RankOutcome> outcome = CountOnGroup(deal, dedup);
-    EXPECT_EQ(outcome[0].report.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(outcome[0].report.status().message(),
+    EXPECT_EQ(outcome[0].count.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(outcome[0].count.status().message(),
                 HasSubstr("rank 0 slot 2 names dataset index 5, not one of the 5"));
   }
 }
@@ -149,7 +171,7 @@ TEST(PredictionCountTest, ValidRowCountsOfAnotherWorldAreRefused) {
   in.dedup = &dedup;
   in.world_size = 1;
   in.valid_rows = {5, 0};
-  absl::StatusOr<ValidationReport> report = CountPredictionsOnce(deal.rows[0], in);
+  absl::StatusOr<PredictionCount> report = CountPredictionsOnce(deal.rows[0], in);
   EXPECT_EQ(report.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(report.status().message(), HasSubstr("2 ranks' valid row counts for a world of 1"));
 }

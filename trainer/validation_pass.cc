@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -113,7 +114,9 @@ absl::StatusOr<ValidationReport> RunValidation(Classifier& model,
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, "validation: predicting this rank's slots failed");
   }
-  return CountPredictionsOnce(mine, counting);
+  absl::StatusOr<PredictionCount> count = CountPredictionsOnce(mine, counting);
+  if (!count.ok()) return count.status();
+  return std::move(count->report);
 }
 
 }  // namespace receipt_parity
