@@ -25,6 +25,11 @@ void FinishCheckpointCost(CheckpointCost* cost) {
     cost->set_save_vs_sequential_ratio(cost->save_seconds_median() /
                                        cost->sequential_write_seconds_median());
   }
+  cost->set_blocked_seconds_median(
+      Median({cost->blocked_seconds().begin(), cost->blocked_seconds().end()}));
+  if (cost->save_seconds_median() > 0) {
+    cost->set_blocked_vs_save_ratio(cost->blocked_seconds_median() / cost->save_seconds_median());
+  }
   SavePhases* median = cost->mutable_save_phases_median();
   median->Clear();
   if (cost->save_phases().empty()) return;

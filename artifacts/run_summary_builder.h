@@ -27,9 +27,9 @@ struct RunTotals {
 // for none.
 double Median(std::vector<double> values);
 
-// Fills the medians (save_phases_median: each phase's own median) and the
-// save / sequential-write ratio from the per-save figures already in
-// `cost`.
+// Fills the medians (save_phases_median: each phase's own median;
+// blocked_seconds_median), the save / sequential-write ratio and the
+// blocked / save ratio from the per-save figures already in `cost`.
 void FinishCheckpointCost(CheckpointCost* cost);
 
 // REQUIRES: reports holds one report per rank, in rank order, each with one

@@ -83,7 +83,7 @@ absl::StatusOr<FaultPlan> MakeFaultPlan(int rank, absl::string_view point,
 const std::vector<KillPhase>& AllKillPhases() {
   static const auto* const phases = new std::vector<KillPhase>{
       KillPhase::kForwardBackward, KillPhase::kAllReduce,
-      KillPhase::kValidationGather, KillPhase::kSave};
+      KillPhase::kValidationGather, KillPhase::kSave, KillPhase::kSaveBackground};
   return *phases;
 }
 
@@ -97,6 +97,8 @@ absl::string_view KillPhaseName(KillPhase phase) {
       return "validation_gather";
     case KillPhase::kSave:
       return "save";
+    case KillPhase::kSaveBackground:
+      return "save_background";
   }
   LOG(FATAL) << "invalid KillPhase " << static_cast<int>(phase);
 }

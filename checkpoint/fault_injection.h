@@ -26,7 +26,12 @@
 //                      and their gather across ranks (all K updates done)
 //   save               the checkpoint save after K updates, from the
 //                      shard's bytes until the generation is advertised to
-//                      this rank (K done)
+//                      this rank (K done); with checkpoint.async, the copy
+//                      of the state on the training thread
+//   save_background    checkpoint.async: the background write of the save
+//                      after K updates, from serialising the copy until the
+//                      generation is advertised to this rank, while the
+//                      training thread goes on (K done)
 #ifndef RECEIPT_PARITY_CHECKPOINT_FAULT_INJECTION_H_
 #define RECEIPT_PARITY_CHECKPOINT_FAULT_INJECTION_H_
 
@@ -62,6 +67,7 @@ enum class KillPhase {
   kAllReduce,
   kValidationGather,
   kSave,
+  kSaveBackground,
 };
 
 // Every phase, in the order above.

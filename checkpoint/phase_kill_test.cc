@@ -69,7 +69,8 @@ TEST(PhaseKillPlanTest, NamesAreTheStableOnesAndRoundTrip) {
     EXPECT_EQ(*parsed, phase);
   }
   EXPECT_THAT(names, ::testing::ElementsAre("forward_backward", "allreduce",
-                                            "validation_gather", "save"));
+                                            "validation_gather", "save",
+                                            "save_background"));
 }
 
 TEST(PhaseKillPlanTest, MakeValidatesAndNamesOnlyItsPhaseRankAndUpdate) {

@@ -14,6 +14,7 @@ std::optional<CheckpointPlan> PlanCheckpoints(const TrainingConfig& config,
   plan.folder = run_dir + "/checkpoints";
   plan.every_updates = checkpoint.every_updates();
   plan.keep_last = checkpoint.keep_last();
+  plan.async = checkpoint.async();
   return plan;
 }
 

@@ -21,6 +21,8 @@ struct CheckpointPlan {
   int every_updates = 1;
   // Advertised generations kept (>= 1).
   int keep_last = 1;
+  // checkpoint.async: written by a background thread while training goes on.
+  bool async = false;
 };
 
 // `config`'s plan for the run folder `run_dir`; nullopt when

@@ -14,6 +14,9 @@ TEST(CheckpointPlanTest, ASavingConfigSavesInItsRunFolder) {
   EXPECT_EQ(plan->folder, "/runs/a/checkpoints");
   EXPECT_EQ(plan->every_updates, 5);
   EXPECT_EQ(plan->keep_last, 3);
+  EXPECT_FALSE(plan->async);
+  config.mutable_checkpoint()->set_async(true);
+  EXPECT_TRUE(PlanCheckpoints(config, "/runs/a")->async);
 }
 
 TEST(CheckpointPlanTest, EveryUpdatesZeroIsNoPlan) {

@@ -80,6 +80,7 @@ absl::StatusOr<DrillSetup> MakeDrillSetup(const std::string& train,
   setup.out = out;
   setup.world_size = config.world_size();
   setup.every_updates = config.checkpoint().every_updates();
+  setup.async_save = config.checkpoint().async();
   return setup;
 }
 

@@ -52,6 +52,9 @@ struct DrillSetup {
   std::string out;
   int world_size = 1;
   int every_updates = 0;  // checkpoint.every_updates
+  // checkpoint.async: a kill may also lose the save in flight, so a
+  // restart may redo up to 2 x every_updates updates.
+  bool async_save = false;
 };
 
 // Errors: InvalidArgument (exit 2) for an empty `config_path` or `out` and

@@ -106,21 +106,27 @@ class FaultDrillTest(unittest.TestCase):
     else:
       self.assertEqual(manifest_temps, [])
 
+  def random_drill(self, name, checkpoint, trials, seed):
+    """The random drill of two workers, 16 updates, `checkpoint` their
+    checkpoint block: its result, folder and report, checked to pass."""
+    config = support.write(
+        os.path.join(self.tmp, name + ".pbtxt"),
+        support.small_config(ids=40, world=2, epochs=2, extra=checkpoint))
+    out = os.path.join(self.tmp, name)
+    result = subprocess.run([DRILL, "--config=" + config, "--out=" + out, "--kill_at=random",
+                             "--trials=%d" % trials, "--seed=%d" % seed],
+                            capture_output=True, text=True, timeout=300)
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    report = support.load(os.path.join(out, "recovery.json"))
+    self.assertTrue(report["pass"], report["failures"])
+    return result, out, report
+
   def test_random_kills_inside_every_phase_recover_exactly(self):
     # 16 updates, a generation every 3 (the validation's restart redoes one
     # update); four trials cycle through the four phases.
-    config = support.write(
-        os.path.join(self.tmp, "random.pbtxt"),
-        support.small_config(ids=40, world=2, epochs=2,
-                             extra="checkpoint { every_updates: 3 keep_last: 2 }"))
-    out = os.path.join(self.tmp, "random")
-    result = subprocess.run([DRILL, "--config=" + config, "--out=" + out, "--kill_at=random",
-                             "--trials=4", "--seed=20261201"],
-                            capture_output=True, text=True, timeout=240)
-    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    result, out, report = self.random_drill(
+        "random", "checkpoint { every_updates: 3 keep_last: 2 }", 4, 20261201)
     self.assertIn("seed 20261201 (--seed=20261201 draws them again)", result.stdout)
-    report = support.load(os.path.join(out, "recovery.json"))
-    self.assertTrue(report["pass"], report["failures"])
     self.assertEqual(report["kill_point"], "random")
     self.assertEqual(report["random_plan"]["seed"], "20261201")
     self.assertEqual(report["random_plan"]["total_updates"], 16)
@@ -135,6 +141,30 @@ class FaultDrillTest(unittest.TestCase):
       with self.subTest(trial=trial["trial"], phase=trial["phase"]):
         self.check_random_trial(out, trial)
 
+  def test_random_kills_with_background_saves_recover_exactly(self):
+    # checkpoint.async: the phase save_background joins the four; five
+    # trials hit each once. A kill may also lose the save in flight, so up
+    # to 2 x every_updates updates are redone.
+    result, out, report = self.random_drill(
+        "random_async", "checkpoint { every_updates: 3 keep_last: 2 async: true }", 5, 20261204)
+    self.assertIn("saved in the background", result.stdout)
+    phases = PHASES + ("save_background",)
+    self.assertEqual(sorted(report["random_plan"]["phases"]), sorted(phases))
+    totals = report["totals"]
+    self.assertEqual((totals["trials"], totals["passed"], totals["failed"]), (5, 5, 0))
+    self.assertEqual(totals["per_phase"], {phase: 1 for phase in phases})
+    self.assertLessEqual(totals["max_updates_redone"], 6)
+    for trial in report["trials"]:
+      with self.subTest(trial=trial["trial"], phase=trial["phase"]):
+        self.check_random_trial(out, trial)
+        if trial["phase"] == "save_background":
+          # Killed while its save was written in the background: that
+          # generation is advertised only if the kill came at the phase's
+          # end (the phase lasts until the rank sees it advertised);
+          # otherwise the restart resumed from the one before.
+          self.assertIn(trial["advertised_update"], (trial["update"] - 3, trial["update"]),
+                        trial)
+
   def check_random_trial(self, out, trial):
     """A trial of the random drill: the planned rank really died inside the
     planned phase, by the timer or at the phase's end; everything advertised
@@ -144,7 +174,7 @@ class FaultDrillTest(unittest.TestCase):
     rank, phase, update = trial["rank"], trial["phase"], trial["update"]
     if phase == "validation_gather":
       self.assertEqual(update, 16)
-    elif phase == "save":
+    elif phase in ("save", "save_background"):
       self.assertEqual(update % 3, 0)
     self.assertIn("rank %d was killed by signal 9" % rank, trial["killed_how"])
     log = open(os.path.join(out, "trial-%02d" % trial["trial"], "interrupted_run.log")).read()
@@ -249,7 +279,7 @@ class FaultDrillTest(unittest.TestCase):
     for flags, message in (
         (["--kill_phase=backward", "--kill_update=3"],
          'unknown kill phase "backward"; valid: forward_backward, allreduce, '
-         "validation_gather, save"),
+         "validation_gather, save, save_background"),
         (["--kill_phase=save"], "--kill_phase needs --kill_update >= 0"),
         (["--kill_phase=save", "--kill_update=3", "--kill_delay_us=-1"],
          "kill delay -1 us must be >= 0"),

@@ -63,6 +63,8 @@ int64_t MedianMicros(std::vector<double> seconds) {
 // forward_backward: an update's time outside the reducer; allreduce: the
 // reducer's; save: a save's; validation_gather (not timed by the run): a
 // whole update's, as the stand-in of a forward over a batch and a gather.
+// With checkpoint.async, save is the copy (blocked_seconds) and
+// save_background the write (save_seconds).
 std::map<KillPhase, int64_t> PhaseDurations(const RunSummary& summary) {
   std::vector<double> compute, sync, whole;
   for (const RankTiming& timing : summary.timing()) {
@@ -76,7 +78,9 @@ std::map<KillPhase, int64_t> PhaseDurations(const RunSummary& summary) {
   return {{KillPhase::kForwardBackward, MedianMicros(compute)},
           {KillPhase::kAllReduce, MedianMicros(sync)},
           {KillPhase::kValidationGather, MedianMicros(whole)},
-          {KillPhase::kSave, MedianMicros({summary.checkpoint().save_seconds_median()})}};
+          {KillPhase::kSave, MedianMicros({summary.checkpoint().blocked_seconds_median()})},
+          {KillPhase::kSaveBackground,
+           MedianMicros({summary.checkpoint().save_seconds_median()})}};
 }
 
 std::string DescribeDurations(const std::map<KillPhase, int64_t>& us) {
@@ -104,7 +108,7 @@ absl::StatusOr<Baseline> RunBaseline(const RandomDrillOptions& o, Trace& trace) 
   Baseline baseline;
   baseline.total_updates = summary.first_update() + summary.updates();
   baseline.final_hash = summary.final_parameter_hash();
-  for (KillPhase phase : PhasesOfRun(o.setup.world_size)) {
+  for (KillPhase phase : PhasesOfRun(o.setup.world_size, o.setup.async_save)) {
     baseline.phase_us[phase] = PhaseDurations(summary).at(phase);
   }
   trace.Line(absl::StrCat("  ", baseline.total_updates, " updates, final parameters ",
@@ -123,7 +127,8 @@ absl::StatusOr<TrialPlan> DrawTrials(const RandomDrillOptions& o, const Baseline
   in.world_size = o.setup.world_size;
   in.every_updates = o.setup.every_updates;
   in.total_updates = baseline.total_updates;
-  for (KillPhase phase : PhasesOfRun(o.setup.world_size)) {
+  in.async_save = o.setup.async_save;
+  for (KillPhase phase : PhasesOfRun(o.setup.world_size, o.setup.async_save)) {
     in.delay_window_us[phase] = o.max_delay_us > 0 ? o.max_delay_us : baseline.phase_us.at(phase);
   }
   absl::StatusOr<TrialPlan> plan = PlanTrials(in);
@@ -280,11 +285,14 @@ absl::Status InspectDisk(const TrainProgram& program, const TrialFolder& t, Trac
 }
 
 // The restart's choice against what was advertised and what was done:
-// after a SIGKILL at most every_updates updates are redone; after a
-// preemption none (the stop saved), and the newest generation is the stop's.
+// after a SIGKILL at most every_updates updates are redone (2 x
+// every_updates with checkpoint.async: the save in flight is lost too);
+// after a preemption none (the stop saved), and the newest generation is
+// the stop's.
 void CheckResume(const RandomDrillOptions& o, const PlannedTrial& planned, DrillTrial& row) {
   const int64_t done_before_restart = planned.preempt ? row.stopped_at_update() : planned.update;
-  const int64_t most_redone = planned.preempt ? 0 : o.setup.every_updates;
+  const int64_t most_redone =
+      planned.preempt ? 0 : (o.setup.async_save ? 2 : 1) * o.setup.every_updates;
   if (row.resumed_from() == 0) row.add_failures("the restart started from scratch");
   if (row.resumed_from() != row.advertised_generation()) {
     row.add_failures(absl::StrCat("the restart resumed from ", Generation(row.resumed_from()),
@@ -299,7 +307,10 @@ void CheckResume(const RandomDrillOptions& o, const PlannedTrial& planned, Drill
   if (row.updates_redone() < 0 || row.updates_redone() > most_redone) {
     row.add_failures(absl::StrCat(row.updates_redone(), " updates redone: not within [0, ",
                                   planned.preempt ? "0 after a preemption's save"
-                                                  : absl::StrCat("every_updates ", most_redone),
+                                  : o.setup.async_save
+                                      ? absl::StrCat("2 x every_updates ", most_redone,
+                                                     ", a background save")
+                                      : absl::StrCat("every_updates ", most_redone),
                                   "]"));
   }
   if (planned.preempt && row.advertised_update() != row.stopped_at_update()) {
@@ -466,7 +477,8 @@ void Summarize(const RandomDrillOptions& o, Trace& trace, RecoveryReport& report
       totals.killed_at_phase_end(), " at a phase's end; ", totals.preempted(),
       " preempted by SIGTERM; updates redone at most ",
       totals.max_updates_redone(), " (every_updates ", o.setup.every_updates,
-      "); saved updates lost ", report.lost_updates(), ")"));
+      o.setup.async_save ? ", saved in the background" : "", "); saved updates lost ",
+      report.lost_updates(), ")"));
 }
 
 // Removes what an earlier random drill left in `out`: its run folders

@@ -53,7 +53,7 @@ absl::Status CheckInputs(const TrialPlanInputs& in) {
 int64_t DrawUpdate(std::mt19937_64& engine, KillPhase phase, const TrialPlanInputs& in,
                    bool preempt) {
   if (preempt) {
-    if (phase == KillPhase::kSave) {
+    if (phase == KillPhase::kSave || phase == KillPhase::kSaveBackground) {
       return in.every_updates *
              Draw(engine, 2, std::max<int64_t>(2, in.total_updates / (2 * in.every_updates)));
     }
@@ -64,6 +64,7 @@ int64_t DrawUpdate(std::mt19937_64& engine, KillPhase phase, const TrialPlanInpu
     case KillPhase::kAllReduce:
       return Draw(engine, in.every_updates, in.total_updates - 1);
     case KillPhase::kSave:
+    case KillPhase::kSaveBackground:
       return in.every_updates * Draw(engine, 2, in.total_updates / in.every_updates);
     case KillPhase::kValidationGather:
       return in.total_updates;
@@ -108,17 +109,19 @@ std::vector<std::string> PlannedTrial::TrainFlags() const {
   return flags;
 }
 
-std::vector<KillPhase> PhasesOfRun(int world_size) {
+std::vector<KillPhase> PhasesOfRun(int world_size, bool async_save) {
   std::vector<KillPhase> phases;
   for (KillPhase phase : AllKillPhases()) {
-    if (phase != KillPhase::kAllReduce || world_size > 1) phases.push_back(phase);
+    if (phase == KillPhase::kAllReduce && world_size == 1) continue;
+    if (phase == KillPhase::kSaveBackground && !async_save) continue;
+    phases.push_back(phase);
   }
   return phases;
 }
 
-std::vector<KillPhase> PreemptionPhasesOfRun(int world_size) {
+std::vector<KillPhase> PreemptionPhasesOfRun(int world_size, bool async_save) {
   std::vector<KillPhase> phases;
-  for (KillPhase phase : PhasesOfRun(world_size)) {
+  for (KillPhase phase : PhasesOfRun(world_size, async_save)) {
     if (phase != KillPhase::kValidationGather) phases.push_back(phase);
   }
   return phases;
@@ -128,14 +131,14 @@ absl::StatusOr<TrialPlan> PlanTrials(const TrialPlanInputs& in) {
   if (absl::Status s = CheckInputs(in); !s.ok()) return s;
   std::mt19937_64 engine(in.seed);
   TrialPlan plan;
-  plan.phases = PhasesOfRun(in.world_size);
+  plan.phases = PhasesOfRun(in.world_size, in.async_save);
   Shuffle(engine, plan.phases);
   for (int i = 0; i < in.trials; ++i) {
     plan.trials.push_back(
         DrawTrial(engine, in, i + 1, plan.phases[i % plan.phases.size()], false));
   }
   if (in.sigterm_trials == 0) return plan;
-  plan.sigterm_phases = PreemptionPhasesOfRun(in.world_size);
+  plan.sigterm_phases = PreemptionPhasesOfRun(in.world_size, in.async_save);
   Shuffle(engine, plan.sigterm_phases);
   for (int i = 0; i < in.sigterm_trials; ++i) {
     plan.trials.push_back(DrawTrial(engine, in, in.trials + i + 1,

@@ -8,7 +8,7 @@
 //   update    the updates completed when the phase begins
 //             (checkpoint/fault_injection.h):
 //               forward_backward, allreduce  uniform in [every, total - 1]
-//               save                         g * every, g uniform in
+//               save, save_background        g * every, g uniform in
 //                                            [2, total / every]
 //               validation_gather            total (the run's one
 //                                            validation)
@@ -52,6 +52,8 @@ struct TrialPlanInputs {
   // checkpoint.every_updates, and the updates of the uninterrupted run.
   int64_t every_updates = 0;
   int64_t total_updates = 0;
+  // checkpoint.async: the run also has the phase save_background.
+  bool async_save = false;
   // Per phase, the largest delay drawn (microseconds); a phase without an
   // entry is drawn with delay 0.
   std::map<KillPhase, int64_t> delay_window_us;
@@ -83,11 +85,12 @@ struct TrialPlan {
   std::vector<PlannedTrial> trials;
 };
 
-// The phases a run of `world_size` ranks has, in AllKillPhases() order.
-std::vector<KillPhase> PhasesOfRun(int world_size);
+// The phases a run of `world_size` ranks has, in AllKillPhases() order
+// (save_background only when it saves in the background, checkpoint.async).
+std::vector<KillPhase> PhasesOfRun(int world_size, bool async_save);
 // Those a preemption trial is drawn in: PhasesOfRun without the final
 // validation.
-std::vector<KillPhase> PreemptionPhasesOfRun(int world_size);
+std::vector<KillPhase> PreemptionPhasesOfRun(int world_size, bool async_save);
 
 // Errors (InvalidArgument): trials or sigterm_trials < 0, no trial at
 // all, world_size < 1, every_updates < 1,

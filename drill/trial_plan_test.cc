@@ -93,14 +93,37 @@ TEST(TrialPlanTest, DrawsStayWhereARestartHasSomethingToResumeFrom) {
 }
 
 TEST(TrialPlanTest, OneWorkerHasNoAllReduce) {
-  EXPECT_THAT(PhasesOfRun(1), ElementsAre(KillPhase::kForwardBackward,
-                                          KillPhase::kValidationGather, KillPhase::kSave));
+  EXPECT_THAT(PhasesOfRun(1, false), ElementsAre(KillPhase::kForwardBackward,
+                                                 KillPhase::kValidationGather, KillPhase::kSave));
   absl::StatusOr<TrialPlan> plan = PlanTrials(Inputs(3, 6, /*world=*/1));
   ASSERT_TRUE(plan.ok()) << plan.status();
   for (const PlannedTrial& t : plan->trials) {
     EXPECT_NE(t.phase, KillPhase::kAllReduce);
     EXPECT_EQ(t.rank, 0);
   }
+}
+
+TEST(TrialPlanTest, ABackgroundSaveAddsItsPhaseAtTheSaves) {
+  EXPECT_THAT(PhasesOfRun(2, true),
+              ElementsAre(KillPhase::kForwardBackward, KillPhase::kAllReduce,
+                          KillPhase::kValidationGather, KillPhase::kSave,
+                          KillPhase::kSaveBackground));
+  EXPECT_THAT(PreemptionPhasesOfRun(2, true),
+              ElementsAre(KillPhase::kForwardBackward, KillPhase::kAllReduce, KillPhase::kSave,
+                          KillPhase::kSaveBackground));
+  TrialPlanInputs in = Inputs(7, 10, /*world=*/2);
+  in.async_save = true;
+  absl::StatusOr<TrialPlan> plan = PlanTrials(in);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int background = 0;
+  for (const PlannedTrial& t : plan->trials) {
+    if (t.phase != KillPhase::kSaveBackground) continue;
+    ++background;
+    // A save of generation 2 or later: generation 1 is advertised first.
+    EXPECT_EQ(t.update % 3, 0);
+    EXPECT_GE(t.update, 6);
+  }
+  EXPECT_EQ(background, 2);  // 10 trials over 5 phases
 }
 
 TEST(TrialPlanTest, TrainFlagsArmTheTrial) {

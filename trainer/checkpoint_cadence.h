@@ -13,6 +13,10 @@
 // The save itself is a callback (in a run: SaveCheckpoint of
 // trainer/run_checkpoints.h with the run's model and optimizer), so the
 // cadence is a pure function of its inputs and the callback's results.
+// With checkpoint.async (InBackground) the callback copies the state and
+// returns the write, which the cadence's AsyncSaveWriter runs while the
+// loop goes on: a save first waits for the one still in flight (booking
+// it), and Finish() waits for the last.
 // Every rank runs its own cadence over the same updates, so all ranks save
 // the same generations at the same updates.
 //
@@ -22,12 +26,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "artifacts/run_summary.pb.h"
 #include "config/checkpoint_plan.h"
+#include "trainer/async_save.h"
 #include "trainer/run_checkpoints.h"
 
 namespace receipt_parity {
@@ -36,11 +42,20 @@ namespace receipt_parity {
 using SaveGenerationCall = std::function<absl::StatusOr<SaveResult>(
     int64_t generation, const TrainingCursor& cursor)>;
 
+// Copies what generation `generation` saves (the loop stands still for
+// it) and returns the write to run in the background.
+using StartSaveCall = std::function<absl::StatusOr<AsyncSaveWriter::Write>(
+    int64_t generation, const TrainingCursor& cursor)>;
+
 class CheckpointCadence {
  public:
   // `plan` nullopt: never saves (`save` may then be empty).
   CheckpointCadence(std::optional<CheckpointPlan> plan, int64_t next_generation,
                     SaveGenerationCall save);
+
+  // The saves written in the background (checkpoint.async).
+  static CheckpointCadence InBackground(std::optional<CheckpointPlan> plan,
+                                        int64_t next_generation, StartSaveCall start);
 
   bool saves() const { return plan_.has_value(); }
 
@@ -62,9 +77,14 @@ class CheckpointCadence {
 
   // Saves now, out of cadence (a run that stops early: preemption), with
   // the same arguments as AfterUpdate; nothing without a plan. Errors: the
-  // save's status.
+  // save's status (in the background: the copy's, or the write before's).
   absl::Status SaveNow(int64_t completed_updates, int epoch, int64_t update,
                        int64_t updates_in_epoch);
+
+  // In the background: waits for the save in flight and books it (its
+  // error, if it failed); then every save started is advertised. Nothing
+  // otherwise. Call before the run's end, and before cost().
+  absl::Status Finish();
 
   // The longest save so far, in seconds (0 before the first; rank 0's).
   double LongestSaveSeconds() const;
@@ -72,16 +92,24 @@ class CheckpointCadence {
   // The generation the next save writes.
   int64_t next_generation() const { return next_generation_; }
 
-  // The saves so far: generations_saved, bytes_per_generation (the last
-  // save's), save_seconds and sequential_write_seconds per save, and the
-  // medians and their ratio (FinishCheckpointCost). The byte and time
-  // figures come from rank 0's saves; other ranks get zeros.
+  // The saves booked so far: generations_saved, bytes_per_generation (the
+  // last save's), save_seconds, sequential_write_seconds and
+  // blocked_seconds per save, async and its waits, and the medians and
+  // ratios (FinishCheckpointCost). The byte and time figures come from
+  // rank 0's saves; other ranks get zeros.
   CheckpointCost cost() const;
 
  private:
+  // Books a finished save's figures.
+  void Book(const SaveResult& saved);
+  absl::Status StartInBackground(const TrainingCursor& cursor);
+
   std::optional<CheckpointPlan> plan_;
   int64_t next_generation_;
   SaveGenerationCall save_;
+  StartSaveCall start_;
+  // In the background only.
+  std::unique_ptr<AsyncSaveWriter> writer_;
   CheckpointCost cost_;
 };
 

@@ -1,5 +1,9 @@
 #include "trainer/checkpoint_cadence.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -162,6 +166,143 @@ TEST(CheckpointCadenceTest, FailedSaveIsReturnedAndNotBooked) {
   EXPECT_EQ(status, absl::UnavailableError("rank 1 never confirmed"));
   EXPECT_EQ(cadence.cost().generations_saved(), 0);
   EXPECT_EQ(cadence.cost().save_seconds_size(), 0);
+}
+
+}  // namespace
+}  // namespace receipt_parity
+
+namespace receipt_parity {
+namespace {
+
+// A background save's write that waits until the test releases it, so
+// that a test controls what is in flight.
+class HeldWrites {
+ public:
+  StartSaveCall Start(bool copy_fails = false, bool write_fails = false) {
+    return [this, copy_fails, write_fails](int64_t generation, const TrainingCursor& cursor)
+               -> absl::StatusOr<AsyncSaveWriter::Write> {
+      if (copy_fails) return absl::FailedPreconditionError("model/w is not finite");
+      started.push_back({generation, cursor});
+      return AsyncSaveWriter::Write([this, generation, write_fails]() -> absl::StatusOr<SaveResult> {
+        std::unique_lock<std::mutex> lock(mu_);
+        released_.wait(lock, [this] { return open_; });
+        if (write_fails) return absl::UnavailableError("rank 1 never confirmed");
+        SaveResult result;
+        result.generation = generation;
+        result.bytes = 500;
+        result.seconds = 0.25;
+        return result;
+      });
+    };
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    released_.notify_all();
+  }
+
+  std::vector<Save> started;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable released_;
+  bool open_ = false;
+};
+
+TEST(CheckpointCadenceInBackgroundTest, TheLoopGoesOnWhileAWriteIsInFlight) {
+  HeldWrites writes;
+  CheckpointCadence cadence = CheckpointCadence::InBackground(Every(2), 4, writes.Start());
+  ASSERT_TRUE(cadence.AfterUpdate(1, 0, 0, 10).ok());
+  ASSERT_TRUE(cadence.AfterUpdate(2, 0, 1, 10).ok());  // starts generation 4, held
+  ASSERT_EQ(writes.started.size(), 1u);
+  EXPECT_EQ(writes.started[0].generation, 4);
+  EXPECT_EQ(writes.started[0].cursor.total_updates, 2);
+  // The write is held, yet the loop runs on: nothing booked yet.
+  ASSERT_TRUE(cadence.AfterUpdate(3, 0, 2, 10).ok());
+  EXPECT_EQ(cadence.cost().generations_saved(), 0);
+  EXPECT_EQ(cadence.cost().blocked_seconds_size(), 1);
+  writes.Release();
+  ASSERT_TRUE(cadence.Finish().ok());
+  const CheckpointCost cost = cadence.cost();
+  EXPECT_TRUE(cost.async());
+  EXPECT_EQ(cost.generations_saved(), 1);
+  EXPECT_DOUBLE_EQ(cost.save_seconds_median(), 0.25);
+  EXPECT_EQ(cost.saves_that_waited(), 0);
+  EXPECT_LT(cost.blocked_seconds(0), 0.25);
+  EXPECT_EQ(cadence.next_generation(), 5);
+}
+
+TEST(CheckpointCadenceInBackgroundTest, AtMostOneWriteInFlightAndTheWaitIsBooked) {
+  HeldWrites writes;
+  CheckpointCadence cadence = CheckpointCadence::InBackground(Every(1), 1, writes.Start());
+  ASSERT_TRUE(cadence.AfterUpdate(1, 0, 0, 10).ok());
+  // The second save must wait for the first: release it from another
+  // thread a little later.
+  std::thread releaser([&writes] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    writes.Release();
+  });
+  ASSERT_TRUE(cadence.AfterUpdate(2, 0, 1, 10).ok());
+  releaser.join();
+  // By the time the second was started, the first was booked.
+  EXPECT_EQ(cadence.cost().generations_saved(), 1);
+  ASSERT_TRUE(cadence.Finish().ok());
+  const CheckpointCost cost = cadence.cost();
+  EXPECT_EQ(cost.generations_saved(), 2);
+  EXPECT_EQ(cost.saves_that_waited(), 1);
+  EXPECT_GE(cost.waited_seconds(), 0.04);
+  ASSERT_EQ(cost.blocked_seconds_size(), 2);
+  EXPECT_GE(cost.blocked_seconds(1), cost.waited_seconds());
+  EXPECT_GT(cost.blocked_vs_save_ratio(), 0);
+  EXPECT_TRUE(cadence.Finish().ok());  // nothing left in flight
+}
+
+TEST(CheckpointCadenceInBackgroundTest, AFailedWriteFailsTheNextSaveOrTheFinish) {
+  {
+    HeldWrites writes;
+    CheckpointCadence cadence = CheckpointCadence::InBackground(
+        Every(1), 1, writes.Start(/*copy_fails=*/false, /*write_fails=*/true));
+    ASSERT_TRUE(cadence.AfterUpdate(1, 0, 0, 10).ok());
+    writes.Release();
+    absl::Status next = cadence.AfterUpdate(2, 0, 1, 10);
+    EXPECT_EQ(next.code(), absl::StatusCode::kUnavailable);
+    EXPECT_EQ(writes.started.size(), 1u);  // the next save did not start
+    EXPECT_EQ(cadence.cost().generations_saved(), 0);
+  }
+  {
+    HeldWrites writes;
+    CheckpointCadence cadence = CheckpointCadence::InBackground(
+        Every(1), 1, writes.Start(/*copy_fails=*/false, /*write_fails=*/true));
+    ASSERT_TRUE(cadence.AfterUpdate(1, 0, 0, 10).ok());
+    writes.Release();
+    EXPECT_EQ(cadence.Finish().code(), absl::StatusCode::kUnavailable);
+  }
+}
+
+TEST(CheckpointCadenceInBackgroundTest, AFailedCopyStartsNothing) {
+  HeldWrites writes;
+  CheckpointCadence cadence =
+      CheckpointCadence::InBackground(Every(1), 1, writes.Start(/*copy_fails=*/true));
+  absl::Status s = cadence.AfterUpdate(1, 0, 0, 10);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(writes.started.empty());
+  EXPECT_TRUE(cadence.Finish().ok());
+}
+
+TEST(CheckpointCadenceTest, ASynchronousSaveBooksItsWholeTimeAsBlocked) {
+  CheckpointCadence cadence(Every(1), 1, [](int64_t generation, const TrainingCursor&) {
+    SaveResult result;
+    result.generation = generation;
+    result.seconds = 0.5;
+    result.blocked_seconds = 0.5;
+    return absl::StatusOr<SaveResult>(result);
+  });
+  ASSERT_TRUE(cadence.AfterUpdate(1, 0, 0, 10).ok());
+  ASSERT_TRUE(cadence.Finish().ok());
+  const CheckpointCost cost = cadence.cost();
+  EXPECT_FALSE(cost.async());
+  EXPECT_DOUBLE_EQ(cost.blocked_seconds_median(), 0.5);
+  EXPECT_DOUBLE_EQ(cost.blocked_vs_save_ratio(), 1.0);
 }
 
 }  // namespace

@@ -86,14 +86,16 @@ absl::Status RestoreOptimizer(const RunCheckpointContext& c, Classifier& model,
   return absl::Status(restored.code(), absl::StrCat(kOptimizerPrefix, restored.message()));
 }
 
+// The live replicated state, by checkpoint name (not copied: CopyShard
+// copies what this rank owns).
 std::map<std::string, at::Tensor> ReplicatedState(
     Classifier& model, const std::map<std::string, at::Tensor>& optimizer_state) {
   std::map<std::string, at::Tensor> all = optimizer_state;
   for (const auto& item : model.named_parameters()) {
-    all[kModelPrefix + item.key()] = item.value().detach().clone();
+    all[kModelPrefix + item.key()] = item.value().detach();
   }
   for (const auto& item : model.named_buffers()) {
-    all[kBufferPrefix + item.key()] = item.value().detach().clone();
+    all[kBufferPrefix + item.key()] = item.value().detach();
   }
   return all;
 }
@@ -397,9 +399,11 @@ absl::StatusOr<TrainingCursor> SavedCursor(const std::vector<ShardState>& shards
 
 // This rank's shard: its part of the replicated state (balanced by
 // size), its generator state and the cursor, serialized.
-absl::StatusOr<std::string> ShardBytes(const RunCheckpointContext& c, Classifier& model,
-                                       torch::optim::Optimizer& optimizer,
-                                       const TrainingCursor& cursor) {
+// This rank's part of the state, copied: its owned tensors (on the CPU,
+// whatever device the run computes on), the generator and the cursor.
+absl::StatusOr<ShardState> CopyShard(const RunCheckpointContext& c, Classifier& model,
+                                     torch::optim::Optimizer& optimizer,
+                                     const TrainingCursor& cursor) {
   absl::StatusOr<std::map<std::string, at::Tensor>> optimizer_state =
       OptimizerEntries(c, model, optimizer);
   if (!optimizer_state.ok()) return optimizer_state.status();
@@ -421,8 +425,9 @@ absl::StatusOr<std::string> ShardBytes(const RunCheckpointContext& c, Classifier
       sized.emplace_back(name, tensor.numel() * static_cast<int64_t>(tensor.element_size()));
     }
     for (const std::string& name : OwnedNamesBySize(sized, c.world_size, c.rank)) {
-      // Shards hold CPU tensors, whatever device the run computes on.
-      shard.owned_tensors[name] = all.at(name).to(at::kCPU);
+      // A copy, so that training may go on while it is written.
+      shard.owned_tensors[name] = all.at(name).to(at::TensorOptions().device(at::kCPU),
+                                                  /*non_blocking=*/false, /*copy=*/true);
     }
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());
@@ -433,7 +438,7 @@ absl::StatusOr<std::string> ShardBytes(const RunCheckpointContext& c, Classifier
   shard.scalars["total_updates"] = cursor.total_updates;
   shard.scalars["epoch"] = cursor.epoch;
   shard.scalars["update_in_epoch"] = cursor.update_in_epoch;
-  return SerializeShardState(shard);
+  return shard;
 }
 
 // What the MANIFEST says besides its shards (checkpoint/save_generation.h).
@@ -568,13 +573,21 @@ absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
   return record;
 }
 
-absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
-                                          int64_t generation, Classifier& model,
-                                          torch::optim::Optimizer& optimizer,
-                                          const TrainingCursor& cursor,
-                                          BackgroundPruner* pruner) {
-  const PhaseKillScope injected_kill(c.fault.phase, KillPhase::kSave, c.rank,
-                                     cursor.total_updates);
+absl::StatusOr<SaveCopy> CopyForSave(const RunCheckpointContext& c, Classifier& model,
+                                     torch::optim::Optimizer& optimizer,
+                                     const TrainingCursor& cursor) {
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<ShardState> shard = CopyShard(c, model, optimizer, cursor);
+  if (!shard.ok()) return shard.status();
+  SaveCopy copy;
+  copy.shard = *std::move(shard);
+  copy.cursor = cursor;
+  copy.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return copy;
+}
+
+absl::StatusOr<SaveResult> WriteSaveCopy(const RunCheckpointContext& c, int64_t generation,
+                                         const SaveCopy& copy, BackgroundPruner* pruner) {
   const Clock::time_point start = Clock::now();
   SaveResult result;
   // No folder is made while the previous save's pruning still deletes.
@@ -583,12 +596,12 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
     result.phases.set_prune(std::chrono::duration<double>(Clock::now() - start).count());
   }
   const Clock::time_point serialize_start = Clock::now();
-  absl::StatusOr<std::string> bytes = ShardBytes(c, model, optimizer, cursor);
+  absl::StatusOr<std::string> bytes = SerializeShardState(copy.shard);
   if (!bytes.ok()) return bytes.status();
   result.phases.set_serialize(
       std::chrono::duration<double>(Clock::now() - serialize_start).count());
   if (absl::Status s =
-          SaveAndAdvertise(c, generation, *bytes, cursor, pruner, &result.phases);
+          SaveAndAdvertise(c, generation, *bytes, copy.cursor, pruner, &result.phases);
       !s.ok()) {
     return s;
   }
@@ -605,6 +618,26 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
   if (pruner != nullptr) {
     if (absl::Status s = pruner->Start(generation); !s.ok()) return s;
   }
+  return result;
+}
+
+absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
+                                          int64_t generation, Classifier& model,
+                                          torch::optim::Optimizer& optimizer,
+                                          const TrainingCursor& cursor,
+                                          BackgroundPruner* pruner) {
+  const PhaseKillScope injected_kill(c.fault.phase, KillPhase::kSave, c.rank,
+                                     cursor.total_updates);
+  absl::StatusOr<SaveCopy> copy = CopyForSave(c, model, optimizer, cursor);
+  if (!copy.ok()) return copy.status();
+  absl::StatusOr<SaveResult> result = WriteSaveCopy(c, generation, *copy, pruner);
+  if (!result.ok()) return result.status();
+  // The copy is part of a synchronous save (and of its serialize phase).
+  if (c.rank == 0) {
+    result->seconds += copy->seconds;
+    result->phases.set_serialize(result->phases.serialize() + copy->seconds);
+  }
+  result->blocked_seconds = result->seconds;
   return result;
 }
 

@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/background_prune.h"
 #include "checkpoint/fault_injection.h"
+#include "checkpoint/shard_state.h"
 #include "model/classifier.h"
 #include "optimizers/optimizer_plugin.h"
 #include "artifacts/resume_record.pb.h"
@@ -81,6 +82,19 @@ struct SaveResult {
   double seconds = 0;
   double sequential_write_seconds = 0;
   SavePhases phases;
+  // Rank 0: how long the update loop stood still for this save: the whole
+  // save when synchronous; with checkpoint.async, the wait for the save
+  // before it and the copy (trainer/async_save.h books it).
+  double blocked_seconds = 0;
+};
+
+// A rank's part of a generation copied off the live model, optimizer and
+// generator: what a background writer writes while training goes on.
+struct SaveCopy {
+  ShardState shard;
+  TrainingCursor cursor;
+  // The copy's wall time on this rank.
+  double seconds = 0;
 };
 
 // Every rank calls it once, before training. Loads the chosen generation
@@ -119,6 +133,23 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& context,
                                           torch::optim::Optimizer& optimizer,
                                           const TrainingCursor& cursor,
                                           BackgroundPruner* pruner = nullptr);
+
+// SaveCheckpoint in two halves, for a save in the background
+// (checkpoint.async): CopyForSave, on the training thread, copies this
+// rank's owned tensors (to the CPU), torch's CPU generator state and the
+// cursor (FailedPrecondition when a tensor is not finite, as
+// SaveCheckpoint; Internal when LibTorch fails); WriteSaveCopy, on any
+// thread, serialises the copy and runs the save protocol from there
+// (every rank, the same generation) until the generation is advertised,
+// touching neither model nor optimizer. SaveCheckpoint is the two in a
+// row inside the kill phase `save`; a background writer holds the phase
+// `save_background` around WriteSaveCopy.
+absl::StatusOr<SaveCopy> CopyForSave(const RunCheckpointContext& context, Classifier& model,
+                                     torch::optim::Optimizer& optimizer,
+                                     const TrainingCursor& cursor);
+absl::StatusOr<SaveResult> WriteSaveCopy(const RunCheckpointContext& context,
+                                         int64_t generation, const SaveCopy& copy,
+                                         BackgroundPruner* pruner = nullptr);
 
 }  // namespace receipt_parity
 

@@ -70,7 +70,8 @@ ABSL_FLAG(int32_t, kill_generation, 0,
           "run.fault.kill_generation; default 1).");
 ABSL_FLAG(std::string, kill_phase, "",
           "Injected failure inside a phase instead of at a save's kill point: "
-          "forward_backward, allreduce, validation_gather or save. --kill_rank "
+          "forward_backward, allreduce, validation_gather, save or save_background "
+          "(checkpoint.async). --kill_rank "
           "SIGKILLs itself --kill_delay_us after the phase of --kill_update "
           "began, or at the phase's end if it ends first.");
 ABSL_FLAG(int64_t, kill_update, -1,

@@ -28,6 +28,8 @@
 #include "samplers/sampler_policy.h"
 #include "artifacts/run_manifest.pb.h"
 #include "artifacts/resume_record.pb.h"
+#include "checkpoint/phase_kill.h"
+#include "trainer/async_save.h"
 #include "trainer/checkpoint_cadence.h"
 #include "trainer/compute_settings.h"
 #include "config/device_check.h"
@@ -466,6 +468,24 @@ absl::StatusOr<TrainingOutcome> EndPreempted(const Run& run, const UpdateLoopEnd
   return outcome;
 }
 
+// checkpoint.async: copies the state on this thread (the kill phase
+// `save`) and returns the write, which runs in the cadence's writer thread
+// (the kill phase `save_background`) while training goes on.
+absl::StatusOr<AsyncSaveWriter::Write> StartBackgroundSave(Run& run, int64_t generation,
+                                                           const TrainingCursor& cursor) {
+  const RunCheckpointContext& context = run.checkpoints;
+  const PhaseKillScope injected_kill(context.fault.phase, KillPhase::kSave, context.rank,
+                                     cursor.total_updates);
+  absl::StatusOr<SaveCopy> copy = CopyForSave(context, run.model(), *run.optimizer, cursor);
+  if (!copy.ok()) return copy.status();
+  auto held = std::make_shared<const SaveCopy>(*std::move(copy));
+  return AsyncSaveWriter::Write([&context, generation, held] {
+    const PhaseKillScope injected_kill(context.fault.phase, KillPhase::kSaveBackground,
+                                       context.rank, held->cursor.total_updates);
+    return WriteSaveCopy(context, generation, *held);
+  });
+}
+
 }  // namespace
 
 absl::Status CheckRunnable(const LoadedConfig& loaded) {
@@ -485,23 +505,36 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   if (absl::Status s = PrepareArtifactFolder(run); !s.ok()) return s;
 
   UpdateRecorder recorder(RecorderOptions(run));
-  // Rank 0 deletes generations past keep_last off the update loop.
+  // Rank 0 deletes generations past keep_last off the update loop (a
+  // background save prunes in its own thread).
   std::optional<BackgroundPruner> pruner;
-  if (options.rank == 0 && options.checkpoints.has_value() &&
+  const bool async_save = options.checkpoints.has_value() && options.checkpoints->async;
+  if (options.rank == 0 && options.checkpoints.has_value() && !async_save &&
       options.checkpoints->keep_last > 0) {
     pruner.emplace(options.checkpoints->folder, options.checkpoints->keep_last);
   }
-  CheckpointCadence cadence(
-      options.checkpoints, run.resume.next_generation(),
-      [&run, &pruner](int64_t generation, const TrainingCursor& cursor) {
-        return SaveCheckpoint(run.checkpoints, generation, run.model(),
-                              *run.optimizer, cursor, pruner ? &*pruner : nullptr);
-      });
+  CheckpointCadence cadence =
+      async_save ? CheckpointCadence::InBackground(options.checkpoints,
+                                                   run.resume.next_generation(),
+                                                   [&run](int64_t generation,
+                                                          const TrainingCursor& cursor) {
+                                                     return StartBackgroundSave(run, generation,
+                                                                                cursor);
+                                                   })
+                 : CheckpointCadence(
+                       options.checkpoints, run.resume.next_generation(),
+                       [&run, &pruner](int64_t generation, const TrainingCursor& cursor) {
+                         return SaveCheckpoint(run.checkpoints, generation, run.model(),
+                                               *run.optimizer, cursor,
+                                               pruner ? &*pruner : nullptr);
+                       });
   RankReportBuilder report(options.rank, options.world_size,
                            static_cast<int64_t>(run.inputs.data.train.size()));
   absl::StatusOr<UpdateLoopEnd> end = Train(run, &recorder, &cadence, &report);
   if (!end.ok()) return end.status();
-  // Retention is done (keep_last generations on disk) before the run ends.
+  // Every save started is advertised, and retention done (keep_last
+  // generations on disk), before the run ends.
+  if (absl::Status s = cadence.Finish(); !s.ok()) return s;
   if (pruner.has_value()) {
     if (absl::Status s = pruner->Wait(); !s.ok()) return s;
   }
