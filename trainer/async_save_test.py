@@ -93,6 +93,34 @@ class AsyncSaveTest(unittest.TestCase):
         self.assertEqual((resumed["generation"], resumed["update"]), (1, 2))
         self.assertEqual(support.final_hash(out), support.final_hash(whole))
 
+  def test_a_preemption_during_a_background_write_stops_saved_and_resumes_bitwise(self):
+    # SIGTERM to rank 1 while the save after update 4 is being written:
+    # the run stops at an update boundary its ranks agree on, the write in
+    # flight is waited for, the stop's own save is written, exit 4; the
+    # rerun resumes at the stop with nothing redone.
+    tmp = support.temp_dir("async_term")
+    path = config(tmp, "term", True)
+    whole = os.path.join(tmp, "whole")
+    self.assertEqual(support.train(path, whole, "--whole_run_parity=false").returncode, 0)
+    out = os.path.join(tmp, "term")
+    stopped = support.train(path, out, "--whole_run_parity=false", "--kill_rank=1",
+                            "--kill_phase=save_background", "--kill_update=4",
+                            "--kill_signal=SIGTERM", "--kill_delay_us=0")
+    self.assertEqual(stopped.returncode, 4, stopped.stderr[-3000:])
+    attempt = support.load(os.path.join(out, "run_state.json"))["attempts"][-1]
+    self.assertEqual(attempt["ended"], "preempted")
+    self.assertTrue(attempt["saved_at_end"])
+    stop = attempt["ended_at_update"]
+    self.assertGreaterEqual(stop, 4)
+    root = os.path.join(out, "checkpoints")
+    newest = max(g for g in os.listdir(root) if os.path.exists(os.path.join(root, g, "MANIFEST")))
+    resumed = support.train(path, out, "--whole_run_parity=false")
+    self.assertEqual(resumed.returncode, 0, resumed.stderr[-2000:])
+    record = support.load(os.path.join(out, "resume.json"))
+    self.assertEqual(record["update"], stop)
+    self.assertEqual("gen-%06d" % record["generation"], newest)
+    self.assertEqual(support.final_hash(out), support.final_hash(whole))
+
 
 if __name__ == "__main__":
   unittest.main()
