@@ -175,6 +175,15 @@ RunSummary BuildRunSummary(const RunTotals& totals,
   const EpochLosses epoch_loss = AddLossCurve(totals, reports, &summary);
   AddEpochs(totals, reports, epoch_loss, &summary);
   AddThroughput(totals, reports, &summary);
+  double slowest_loop = 0;
+  for (const RankReport& report : reports) {
+    slowest_loop = std::max(slowest_loop, report.timing().loop_seconds());
+  }
+  if (slowest_loop > 0) {
+    const int64_t accepted = std::accumulate(totals.accepted_per_update.begin(),
+                                             totals.accepted_per_update.end(), int64_t{0});
+    summary.set_examples_per_second_with_saves(static_cast<double>(accepted) / slowest_loop);
+  }
   const std::vector<RankLateness> lateness = SummarizeLateness(reports);
   for (const RankLateness& rank : lateness) *summary.add_lateness() = rank;
   summary.set_straggler_rank(StragglerRank(lateness));

@@ -143,6 +143,27 @@ TEST(RunSummaryBuilderTest, NoUpdatesGiveAnEmptySummary) {
   EXPECT_DOUBLE_EQ(summary.sync_share(), 0);
 }
 
+TEST(RunSummaryBuilderTest, ThroughputWithSavesDividesByTheSlowestLoop) {
+  TwoRanks in;
+  EXPECT_DOUBLE_EQ(BuildRunSummary(in.totals, in.reports).examples_per_second_with_saves(), 0);
+  in.reports[0].mutable_timing()->set_loop_seconds(2.0);
+  in.reports[1].mutable_timing()->set_loop_seconds(2.5);
+  // 20 accepted examples over rank 1's 2.5 s loop.
+  EXPECT_DOUBLE_EQ(BuildRunSummary(in.totals, in.reports).examples_per_second_with_saves(), 8);
+}
+
+TEST(RunSummaryBuilderTest, BlockedTimeHasItsMedianAndItsShareOfTheSave) {
+  CheckpointCost cost;
+  for (double s : {0.4, 0.2, 0.2}) cost.add_save_seconds(s);
+  for (double s : {0.01, 0.03, 0.02}) cost.add_blocked_seconds(s);
+  FinishCheckpointCost(&cost);
+  EXPECT_DOUBLE_EQ(cost.blocked_seconds_median(), 0.02);
+  EXPECT_DOUBLE_EQ(cost.blocked_vs_save_ratio(), 0.1);
+  CheckpointCost none;
+  FinishCheckpointCost(&none);
+  EXPECT_DOUBLE_EQ(none.blocked_vs_save_ratio(), 0);
+}
+
 TEST(RunSummaryBuilderTest, MedianAndCheckpointCost) {
   EXPECT_DOUBLE_EQ(Median({}), 0);
   EXPECT_DOUBLE_EQ(Median({3, 1, 2}), 2);

@@ -11,8 +11,12 @@ AsyncSaveWriter::~AsyncSaveWriter() {
 }
 
 void AsyncSaveWriter::Start(Write write) {
-  CHECK(!in_flight()) << "AsyncSaveWriter::Start with a write in flight";
-  worker_ = std::thread([this, write = std::move(write)] { result_ = write(); });
+  CHECK(!pending()) << "AsyncSaveWriter::Start with a write pending";
+  finished_.store(false, std::memory_order_relaxed);
+  worker_ = std::thread([this, write = std::move(write)] {
+    result_ = write();
+    finished_.store(true, std::memory_order_release);
+  });
 }
 
 std::optional<absl::StatusOr<SaveResult>> AsyncSaveWriter::Wait() {

@@ -18,6 +18,7 @@
 #ifndef RECEIPT_PARITY_TRAINER_ASYNC_SAVE_H_
 #define RECEIPT_PARITY_TRAINER_ASYNC_SAVE_H_
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <thread>
@@ -37,17 +38,22 @@ class AsyncSaveWriter {
   AsyncSaveWriter(const AsyncSaveWriter&) = delete;
   AsyncSaveWriter& operator=(const AsyncSaveWriter&) = delete;
 
-  bool in_flight() const { return worker_.joinable(); }
+  // A write was started and its result not yet taken by Wait().
+  bool pending() const { return worker_.joinable(); }
+  // A write is still running (pending and not finished): a Wait() now
+  // would block.
+  bool running() const { return pending() && !finished_.load(std::memory_order_acquire); }
 
-  // Runs `write` in the writer's thread. REQUIRES: !in_flight().
+  // Runs `write` in the writer's thread. REQUIRES: !pending().
   void Start(Write write);
 
-  // Waits for the write in flight and returns its result; nullopt when
-  // none is in flight.
+  // Waits for the pending write and returns its result; nullopt when none
+  // is pending.
   std::optional<absl::StatusOr<SaveResult>> Wait();
 
  private:
   std::thread worker_;
+  std::atomic<bool> finished_{false};
   absl::StatusOr<SaveResult> result_;  // written by worker_, read after join
 };
 

@@ -66,7 +66,7 @@ absl::Status CheckpointCadence::SaveNow(int64_t completed_updates, int epoch, in
 
 absl::Status CheckpointCadence::StartInBackground(const TrainingCursor& cursor) {
   const Clock::time_point begin = Clock::now();
-  const bool waits = writer_->in_flight();
+  const bool waits = writer_->running();
   if (absl::Status s = Finish(); !s.ok()) return s;
   const double waited = std::chrono::duration<double>(Clock::now() - begin).count();
   absl::StatusOr<AsyncSaveWriter::Write> write = start_(next_generation_++, cursor);

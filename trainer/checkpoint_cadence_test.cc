@@ -257,6 +257,18 @@ TEST(CheckpointCadenceInBackgroundTest, AtMostOneWriteInFlightAndTheWaitIsBooked
   EXPECT_TRUE(cadence.Finish().ok());  // nothing left in flight
 }
 
+TEST(CheckpointCadenceInBackgroundTest, AWriteThatFinishedIsBookedWithoutAWait) {
+  HeldWrites writes;
+  writes.Release();  // every write returns at once
+  CheckpointCadence cadence = CheckpointCadence::InBackground(Every(1), 1, writes.Start());
+  ASSERT_TRUE(cadence.AfterUpdate(1, 0, 0, 10).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the write is done by now
+  ASSERT_TRUE(cadence.AfterUpdate(2, 0, 1, 10).ok());
+  ASSERT_TRUE(cadence.Finish().ok());
+  EXPECT_EQ(cadence.cost().generations_saved(), 2);
+  EXPECT_EQ(cadence.cost().saves_that_waited(), 0);
+}
+
 TEST(CheckpointCadenceInBackgroundTest, AFailedWriteFailsTheNextSaveOrTheFinish) {
   {
     HeldWrites writes;

@@ -45,6 +45,9 @@ class RankReportBuilder {
     return static_cast<int64_t>(totals_.accepted_per_update.size());
   }
 
+  // The update loop's wall time, saves included (RankTiming.loop_seconds).
+  void SetLoopSeconds(double seconds) { report_.mutable_timing()->set_loop_seconds(seconds); }
+
   // Every update's global accepted count, epoch, etc. (the same on every
   // rank).
   const RunTotals& totals() const { return totals_; }

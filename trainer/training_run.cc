@@ -530,6 +530,7 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
                        });
   RankReportBuilder report(options.rank, options.world_size,
                            static_cast<int64_t>(run.inputs.data.train.size()));
+  const auto loop_start = std::chrono::steady_clock::now();
   absl::StatusOr<UpdateLoopEnd> end = Train(run, &recorder, &cadence, &report);
   if (!end.ok()) return end.status();
   // Every save started is advertised, and retention done (keep_last
@@ -538,6 +539,8 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   if (pruner.has_value()) {
     if (absl::Status s = pruner->Wait(); !s.ok()) return s;
   }
+  report.SetLoopSeconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count());
   if (end->stopped_by == kStoppedByPreemption) return EndPreempted(run, *end, report);
   run.stopped_by = end->stopped_by;
   // No artifact of a model that a last step made non-finite.
