@@ -180,7 +180,9 @@ RunSummary BuildRunSummary(const RunTotals& totals,
     slowest_loop = std::max(slowest_loop, report.timing().loop_seconds());
   }
   if (slowest_loop > 0) {
-    const int64_t accepted = std::accumulate(totals.accepted_per_update.begin(),
+    const size_t warmup = std::min(totals.accepted_per_update.size(),
+                                   static_cast<size_t>(std::max(0, totals.warmup_updates)));
+    const int64_t accepted = std::accumulate(totals.accepted_per_update.begin() + warmup,
                                              totals.accepted_per_update.end(), int64_t{0});
     summary.set_examples_per_second_with_saves(static_cast<double>(accepted) / slowest_loop);
   }

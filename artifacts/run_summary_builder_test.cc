@@ -150,6 +150,10 @@ TEST(RunSummaryBuilderTest, ThroughputWithSavesDividesByTheSlowestLoop) {
   in.reports[1].mutable_timing()->set_loop_seconds(2.5);
   // 20 accepted examples over rank 1's 2.5 s loop.
   EXPECT_DOUBLE_EQ(BuildRunSummary(in.totals, in.reports).examples_per_second_with_saves(), 8);
+  // The warm-up's examples are not in the timed loop.
+  in.totals.warmup_updates = 1;
+  EXPECT_DOUBLE_EQ(BuildRunSummary(in.totals, in.reports).examples_per_second_with_saves(),
+                   14 / 2.5);
 }
 
 TEST(RunSummaryBuilderTest, BlockedTimeHasItsMedianAndItsShareOfTheSave) {

@@ -22,6 +22,11 @@ void RankReportBuilder::AddUpdate(const UpdateResult& result, int epoch,
   report_.add_update_gradient_norm(result.gradient_norm);
   report_.add_update_clip_factor(result.clip_factor);
   if (updates() >= kWarmupUpdates) {
+    if (!timed_begin_.has_value()) {
+      timed_begin_ = std::chrono::steady_clock::now() -
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(update_seconds));
+    }
     RankTiming* timing = report_.mutable_timing();
     timing->add_update_seconds(update_seconds);
     timing->add_sync_seconds(result.sync_seconds);
@@ -29,6 +34,12 @@ void RankReportBuilder::AddUpdate(const UpdateResult& result, int epoch,
   }
   totals_.accepted_per_update.push_back(result.global_accepted);
   totals_.epoch_of_update.push_back(epoch);
+}
+
+void RankReportBuilder::FinishLoop() {
+  if (!timed_begin_.has_value()) return;
+  report_.mutable_timing()->set_loop_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - *timed_begin_).count());
 }
 
 void RankReportBuilder::AddEpoch(const EpochPlan& plan, int64_t first_update,

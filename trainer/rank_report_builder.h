@@ -13,7 +13,9 @@
 #ifndef RECEIPT_PARITY_TRAINER_RANK_REPORT_BUILDER_H_
 #define RECEIPT_PARITY_TRAINER_RANK_REPORT_BUILDER_H_
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "reducers/gradient_reducer.h"
@@ -45,8 +47,10 @@ class RankReportBuilder {
     return static_cast<int64_t>(totals_.accepted_per_update.size());
   }
 
-  // The update loop's wall time, saves included (RankTiming.loop_seconds).
-  void SetLoopSeconds(double seconds) { report_.mutable_timing()->set_loop_seconds(seconds); }
+  // Once the loop and its saves are done (a background save's last write
+  // included): RankTiming.loop_seconds, from the start of the first timed
+  // update (after the warm-up) to now; nothing when no update was timed.
+  void FinishLoop();
 
   // Every update's global accepted count, epoch, etc. (the same on every
   // rank).
@@ -60,6 +64,8 @@ class RankReportBuilder {
   int rank_;
   RankReport report_;
   RunTotals totals_;
+  // When the first timed update began.
+  std::optional<std::chrono::steady_clock::time_point> timed_begin_;
 };
 
 // This process's peak resident set (VmHWM) in MiB; 0 when unknown. Not

@@ -1,5 +1,8 @@
 #include "trainer/rank_report_builder.h"
 
+#include <chrono>
+#include <thread>
+
 #include "gtest/gtest.h"
 #include "samplers/masked_tail.h"
 
@@ -36,6 +39,23 @@ TEST(RankReportBuilderTest, TimesOnlyTheUpdatesAfterTheWarmup) {
   EXPECT_EQ(totals.warmup_updates, RankReportBuilder::kWarmupUpdates);
   EXPECT_EQ(totals.accepted_per_update, (std::vector<int64_t>{6, 6, 5}));
   EXPECT_EQ(totals.epoch_of_update, (std::vector<int64_t>{0, 0, 1}));
+}
+
+TEST(RankReportBuilderTest, TheLoopIsTimedFromTheFirstTimedUpdatesStart) {
+  RankReportBuilder untimed(0, 1, 10);
+  untimed.AddUpdate(Update(0.5, 0, 1, 1), 0, 0.1);
+  untimed.FinishLoop();  // no update after the warm-up: nothing timed
+  EXPECT_EQ(untimed.Finish({}, 0, "").timing().loop_seconds(), 0);
+
+  RankReportBuilder builder(0, 1, 10);
+  builder.AddUpdate(Update(0.5, 0, 1, 1), 0, 5.0);  // warm-up: not in the loop
+  builder.AddUpdate(Update(0.5, 0, 1, 1), 0, 5.0);
+  builder.AddUpdate(Update(0.5, 0, 1, 1), 0, 0.25);  // began 0.25 s ago
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  builder.FinishLoop();
+  const double loop = builder.Finish({}, 0, "").timing().loop_seconds();
+  EXPECT_GE(loop, 0.27);
+  EXPECT_LT(loop, 5.0);
 }
 
 TEST(RankReportBuilderTest, KeepsOnlyItsOwnRanksEpochRecords) {

@@ -468,6 +468,12 @@ absl::StatusOr<TrainingOutcome> EndPreempted(const Run& run, const UpdateLoopEnd
   return outcome;
 }
 
+// Whether the save of `generation` also times a sequential write: the
+// attempt's first kSequentialWriteSamples saves.
+bool TimesSequentialWrite(const Run& run, int64_t generation) {
+  return generation < run.resume.next_generation() + kSequentialWriteSamples;
+}
+
 // checkpoint.async: copies the state on this thread (the kill phase
 // `save`) and returns the write, which runs in the cadence's writer thread
 // (the kill phase `save_background`) while training goes on.
@@ -479,10 +485,11 @@ absl::StatusOr<AsyncSaveWriter::Write> StartBackgroundSave(Run& run, int64_t gen
   absl::StatusOr<SaveCopy> copy = CopyForSave(context, run.model(), *run.optimizer, cursor);
   if (!copy.ok()) return copy.status();
   auto held = std::make_shared<const SaveCopy>(*std::move(copy));
-  return AsyncSaveWriter::Write([&context, generation, held] {
+  const bool time_sequential_write = TimesSequentialWrite(run, generation);
+  return AsyncSaveWriter::Write([&context, generation, held, time_sequential_write] {
     const PhaseKillScope injected_kill(context.fault.phase, KillPhase::kSaveBackground,
                                        context.rank, held->cursor.total_updates);
-    return WriteSaveCopy(context, generation, *held);
+    return WriteSaveCopy(context, generation, *held, nullptr, time_sequential_write);
   });
 }
 
@@ -526,11 +533,11 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
                        [&run, &pruner](int64_t generation, const TrainingCursor& cursor) {
                          return SaveCheckpoint(run.checkpoints, generation, run.model(),
                                                *run.optimizer, cursor,
-                                               pruner ? &*pruner : nullptr);
+                                               pruner ? &*pruner : nullptr,
+                                               TimesSequentialWrite(run, generation));
                        });
   RankReportBuilder report(options.rank, options.world_size,
                            static_cast<int64_t>(run.inputs.data.train.size()));
-  const auto loop_start = std::chrono::steady_clock::now();
   absl::StatusOr<UpdateLoopEnd> end = Train(run, &recorder, &cadence, &report);
   if (!end.ok()) return end.status();
   // Every save started is advertised, and retention done (keep_last
@@ -539,8 +546,7 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   if (pruner.has_value()) {
     if (absl::Status s = pruner->Wait(); !s.ok()) return s;
   }
-  report.SetLoopSeconds(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count());
+  report.FinishLoop();
   if (end->stopped_by == kStoppedByPreemption) return EndPreempted(run, *end, report);
   run.stopped_by = end->stopped_by;
   // No artifact of a model that a last step made non-finite.
