@@ -93,9 +93,7 @@ void CheckpointCadence::Book(const SaveResult& saved) {
   cost_.set_generations_saved(cost_.generations_saved() + 1);
   cost_.set_bytes_per_generation(static_cast<double>(saved.bytes));
   cost_.add_save_seconds(saved.seconds);
-  if (saved.sequential_write_seconds > 0) {
-    cost_.add_sequential_write_seconds(saved.sequential_write_seconds);
-  }
+  cost_.add_sequential_write_seconds(saved.sequential_write_seconds);
   *cost_.add_save_phases() = saved.phases;
 }
 

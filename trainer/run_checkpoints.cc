@@ -587,8 +587,7 @@ absl::StatusOr<SaveCopy> CopyForSave(const RunCheckpointContext& c, Classifier& 
 }
 
 absl::StatusOr<SaveResult> WriteSaveCopy(const RunCheckpointContext& c, int64_t generation,
-                                         const SaveCopy& copy, BackgroundPruner* pruner,
-                                         bool time_sequential_write) {
+                                         const SaveCopy& copy, BackgroundPruner* pruner) {
   const Clock::time_point start = Clock::now();
   SaveResult result;
   // No folder is made while the previous save's pruning still deletes.
@@ -610,9 +609,7 @@ absl::StatusOr<SaveResult> WriteSaveCopy(const RunCheckpointContext& c, int64_t 
   if (c.rank == 0) {
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     result.bytes = GenerationBytes(c, generation);
-    if (time_sequential_write) {
-      result.sequential_write_seconds = SequentialWriteSeconds(c.plan.folder, result.bytes);
-    }
+    result.sequential_write_seconds = SequentialWriteSeconds(c.plan.folder, result.bytes);
   } else {
     result.phases.Clear();  // rank 0's figures only
   }
@@ -628,14 +625,12 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& c,
                                           int64_t generation, Classifier& model,
                                           torch::optim::Optimizer& optimizer,
                                           const TrainingCursor& cursor,
-                                          BackgroundPruner* pruner,
-                                          bool time_sequential_write) {
+                                          BackgroundPruner* pruner) {
   const PhaseKillScope injected_kill(c.fault.phase, KillPhase::kSave, c.rank,
                                      cursor.total_updates);
   absl::StatusOr<SaveCopy> copy = CopyForSave(c, model, optimizer, cursor);
   if (!copy.ok()) return copy.status();
-  absl::StatusOr<SaveResult> result =
-      WriteSaveCopy(c, generation, *copy, pruner, time_sequential_write);
+  absl::StatusOr<SaveResult> result = WriteSaveCopy(c, generation, *copy, pruner);
   if (!result.ok()) return result.status();
   // The copy is part of a synchronous save (and of its serialize phase).
   if (c.rank == 0) {

@@ -73,16 +73,11 @@ struct RunCheckpointContext {
   FaultPlan fault;
 };
 
-// The saves of an attempt that also time one fsync'd sequential write of
-// their bytes (the baseline of save_vs_sequential_ratio): the first ones,
-// so that a long run does not pay for the measurement at every save.
-inline constexpr int kSequentialWriteSamples = 3;
-
 struct SaveResult {
   int64_t generation = 0;
   // Rank 0: the bytes of all shards, the save's wall time, one fsync'd
-  // sequential write of as many bytes (0 when not measured), and where the
-  // save's time went. Other ranks: zeros.
+  // sequential write of as many bytes, and where the save's time went.
+  // Other ranks: zeros.
   int64_t bytes = 0;
   double seconds = 0;
   double sequential_write_seconds = 0;
@@ -133,15 +128,11 @@ absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
 // the sequential-write baseline taken), and the previous save's pruning is
 // waited for (and its error returned) before this one starts;
 // SaveResult.phases.prune is that wait.
-//
-// `time_sequential_write`: rank 0 also times one fsync'd sequential write
-// of the generation's bytes after the save (SaveResult).
 absl::StatusOr<SaveResult> SaveCheckpoint(const RunCheckpointContext& context,
                                           int64_t generation, Classifier& model,
                                           torch::optim::Optimizer& optimizer,
                                           const TrainingCursor& cursor,
-                                          BackgroundPruner* pruner = nullptr,
-                                          bool time_sequential_write = true);
+                                          BackgroundPruner* pruner = nullptr);
 
 // SaveCheckpoint in two halves, for a save in the background
 // (checkpoint.async): CopyForSave, on the training thread, copies this
@@ -158,8 +149,7 @@ absl::StatusOr<SaveCopy> CopyForSave(const RunCheckpointContext& context, Classi
                                      const TrainingCursor& cursor);
 absl::StatusOr<SaveResult> WriteSaveCopy(const RunCheckpointContext& context,
                                          int64_t generation, const SaveCopy& copy,
-                                         BackgroundPruner* pruner = nullptr,
-                                         bool time_sequential_write = true);
+                                         BackgroundPruner* pruner = nullptr);
 
 }  // namespace receipt_parity
 

@@ -468,12 +468,6 @@ absl::StatusOr<TrainingOutcome> EndPreempted(const Run& run, const UpdateLoopEnd
   return outcome;
 }
 
-// Whether the save of `generation` also times a sequential write: the
-// attempt's first kSequentialWriteSamples saves.
-bool TimesSequentialWrite(const Run& run, int64_t generation) {
-  return generation < run.resume.next_generation() + kSequentialWriteSamples;
-}
-
 // checkpoint.async: copies the state on this thread (the kill phase
 // `save`) and returns the write, which runs in the cadence's writer thread
 // (the kill phase `save_background`) while training goes on.
@@ -485,11 +479,10 @@ absl::StatusOr<AsyncSaveWriter::Write> StartBackgroundSave(Run& run, int64_t gen
   absl::StatusOr<SaveCopy> copy = CopyForSave(context, run.model(), *run.optimizer, cursor);
   if (!copy.ok()) return copy.status();
   auto held = std::make_shared<const SaveCopy>(*std::move(copy));
-  const bool time_sequential_write = TimesSequentialWrite(run, generation);
-  return AsyncSaveWriter::Write([&context, generation, held, time_sequential_write] {
+  return AsyncSaveWriter::Write([&context, generation, held] {
     const PhaseKillScope injected_kill(context.fault.phase, KillPhase::kSaveBackground,
                                        context.rank, held->cursor.total_updates);
-    return WriteSaveCopy(context, generation, *held, nullptr, time_sequential_write);
+    return WriteSaveCopy(context, generation, *held);
   });
 }
 
@@ -533,8 +526,7 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
                        [&run, &pruner](int64_t generation, const TrainingCursor& cursor) {
                          return SaveCheckpoint(run.checkpoints, generation, run.model(),
                                                *run.optimizer, cursor,
-                                               pruner ? &*pruner : nullptr,
-                                               TimesSequentialWrite(run, generation));
+                                               pruner ? &*pruner : nullptr);
                        });
   RankReportBuilder report(options.rank, options.world_size,
                            static_cast<int64_t>(run.inputs.data.train.size()));
