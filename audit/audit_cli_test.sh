@@ -142,6 +142,26 @@ PY
 else
   fail "--config run: $(cat "$TMP/log")"
 fi
+# --config, large (--slots_file_above=0): the slots to the side file, the
+# JSON's summary naming receipts by their real ids.
+rm -f "$TMP/audit.slots"
+if "$AUDIT" --config=configs/three_worker_47_ids.pbtxt --slots_file_above=0 --out="$OUT" \
+    >"$TMP/stdout" 2>"$TMP/log"; then
+  grep -q "48 slots for 47 ids" "$TMP/stdout" || fail "--config large summary"
+  [[ -s "$TMP/audit.slots" ]] || fail "--config large: no side file"
+  /usr/bin/python3 - "$OUT" "$TMP/audit.slots" <<'PY' || fail "--config large JSON"
+import json, sys, zlib
+d = json.load(open(sys.argv[1]))
+raw = open(sys.argv[2], "rb").read()
+assert d["slots_file"] == "audit.slots" and d["slots_file_bytes"] == len(raw)
+assert d["slots_file_checksum"] == "crc32:%08x" % zlib.crc32(raw)
+assert d["num_ids"] == 47 and d["world_size"] == 3
+assert all(r["receipt_ids"] == [] for r in d["epochs"][0]["ranks"])
+assert d["epochs"][0]["masked_slots"] == [{"rank": 2, "slot": 15}]
+PY
+else
+  fail "--config large run: $(cat "$TMP/log")"
+fi
 expect_exit 2 "--config with --policy" "drop --num_ids and --policy" \
   --config=configs/three_worker_47_ids.pbtxt --policy=masked_tail --out="$OUT"
 expect_exit 2 "--config missing file" "no such file" \

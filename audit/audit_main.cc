@@ -51,8 +51,8 @@ ABSL_FLAG(bool, no_shuffle, false,
 ABSL_FLAG(std::vector<std::string>, local_batch_sizes, {},
           "Slots per rank per update, e.g. 3,1; default 1 on every rank.");
 ABSL_FLAG(std::string, out, "", "Where to write the audit JSON.");
-ABSL_FLAG(int64_t, slots_file_above, 100000,
-          "With --num_ids: above this many slots (ids x epochs) the per-slot "
+ABSL_FLAG(int64_t, slots_file_above, receipt_parity::kAuditSlotsFileAbove,
+          "Above this many slots (ids x epochs) the per-slot "
           "record goes to a side file beside --out (its name without .json, "
           "plus .slots; samplers/audit_slots_file.h) and the JSON keeps the "
           "summary.");
@@ -162,11 +162,14 @@ std::optional<int64_t> AvailableMemoryBytes() {
 }
 
 // The large audit: the slots to OUT's side file as they come, the summary
-// to OUT. Refused (exit 2) before anything is allocated when this machine
-// lacks the memory it needs. Returns the exit code.
+// to OUT (`receipt_ids`: the dataset's, or nullptr for "0".."n-1").
+// Refused (exit 2) before anything is allocated when this machine lacks the
+// memory it needs. Returns the exit code.
 int StreamAuditAndWrite(const SamplerPolicy& policy, const std::string& policy_name,
                         int64_t num_ids, int world_size, uint64_t seed, int epochs,
-                        const std::vector<int>& local_batch_sizes, const std::string& out) {
+                        const std::vector<int>& local_batch_sizes, int micro_batches,
+                        const std::string& out,
+                        const std::vector<std::string>* receipt_ids = nullptr) {
   const int64_t needed = StreamAuditPeakBytes(num_ids);
   if (std::optional<int64_t> available = AvailableMemoryBytes();
       available.has_value() && needed > *available) {
@@ -176,29 +179,16 @@ int StreamAuditAndWrite(const SamplerPolicy& policy, const std::string& policy_n
         num_ids, needed / 1e9, StreamAuditPeakBytes(1), *available / 1e9));
   }
   const std::string slots_path = SlotsPathFor(out);
-  Crc32Stream checksum;
-  int64_t bytes = 0;
-  absl::StatusOr<SamplerAudit> audit;
-  absl::Status written = WriteFileAtomicallyFrom(slots_path, [&](const ByteSink& sink) {
-    audit = StreamSamplerAudit(policy, policy_name, num_ids, world_size, seed, epochs,
-                               local_batch_sizes, /*micro_batches=*/1,
-                               [&](absl::string_view piece) {
-                                 checksum.Add(piece);
-                                 bytes += static_cast<int64_t>(piece.size());
-                                 return sink(piece);
-                               });
-    return audit.status();
-  });
-  if (!audit.ok() && absl::IsInvalidArgument(audit.status())) {
+  absl::StatusOr<SamplerAudit> audit =
+      StreamSamplerAuditToFile(policy, policy_name, num_ids, world_size, seed, epochs,
+                               local_batch_sizes, micro_batches, slots_path, receipt_ids);
+  if (absl::IsInvalidArgument(audit.status())) {
     return BadInput(std::string(audit.status().message()));
   }
-  if (!written.ok()) {
-    LOG(ERROR) << "cannot write the audit's slots: " << written;
+  if (!audit.ok()) {
+    LOG(ERROR) << "cannot write the audit's slots: " << audit.status();
     return 1;
   }
-  audit->set_slots_file(std::filesystem::path(slots_path).filename().string());
-  audit->set_slots_file_bytes(static_cast<double>(bytes));
-  audit->set_slots_file_checksum(checksum.Checksum());
   return WriteAuditAndSummary(*audit, out, slots_path);
 }
 
@@ -219,6 +209,13 @@ int AuditConfig(const std::string& path, const std::string& out) {
   std::vector<std::string> receipt_ids;
   for (const ReceiptExample& example : data->train) {
     receipt_ids.push_back(example.receipt_id);
+  }
+  const int64_t num_ids = static_cast<int64_t>(receipt_ids.size());
+  if (num_ids * config.epochs() > absl::GetFlag(FLAGS_slots_file_above)) {
+    return StreamAuditAndWrite(**policy, loaded->plugins.sampler.name(), num_ids,
+                               config.world_size(), config.seeds().sampler(), config.epochs(),
+                               LocalBatchSizes(config), config.accumulation_steps(), out,
+                               &receipt_ids);
   }
   return AuditAndWrite(**policy, loaded->plugins.sampler.name(), receipt_ids,
                        config.world_size(), config.seeds().sampler(),
@@ -288,7 +285,8 @@ int Main(int argc, char** argv) {
 
   if (static_cast<int64_t>(num_ids) * epochs > absl::GetFlag(FLAGS_slots_file_above)) {
     return StreamAuditAndWrite(**policy, policy_name, num_ids, world_size,
-                               absl::GetFlag(FLAGS_seed), epochs, local_batch_sizes, out);
+                               absl::GetFlag(FLAGS_seed), epochs, local_batch_sizes,
+                               /*micro_batches=*/1, out);
   }
   return AuditAndWrite(**policy, policy_name, IndexReceiptIds(num_ids),
                        world_size, absl::GetFlag(FLAGS_seed), epochs,

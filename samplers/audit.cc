@@ -1,6 +1,7 @@
 #include "samplers/audit.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <map>
@@ -9,6 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "checkpoint/checksum.h"
+#include "io/atomic_file.h"
 #include "samplers/audit_slots_file.h"
 #include "samplers/micro_batches.h"
 
@@ -251,11 +254,17 @@ std::vector<int32_t> MicroBatchesOf(const EpochPlan& plan, int rank, int micro_b
   return out;
 }
 
+// Receipt id of dataset index `index`: `receipt_ids`' or the index's
+// decimal text.
+std::string IdOf(int64_t index, const std::vector<std::string>* receipt_ids) {
+  return receipt_ids != nullptr ? (*receipt_ids)[index] : absl::StrCat(index);
+}
+
 // The streamed audit's epoch: every rank's record to `slots`, and the
-// summary of samplers/audit.h StreamSamplerAudit into `epoch`. Ids are the
-// indices' decimal text.
+// summary of samplers/audit.h StreamSamplerAudit into `epoch`.
 absl::Status StreamEpoch(const EpochPlan& plan, int64_t num_ids, int micro_batches,
-                         const ByteSink& slots, EpochAudit* epoch) {
+                         const ByteSink& slots, const std::vector<std::string>* receipt_ids,
+                         EpochAudit* epoch) {
   std::vector<uint16_t> count(static_cast<size_t>(num_ids), 0);
   std::vector<int32_t> seen_by(static_cast<size_t>(num_ids), -1);  // last rank that saw it
   for (int r = 0; r < plan.world_size(); ++r) {
@@ -291,11 +300,11 @@ absl::Status StreamEpoch(const EpochPlan& plan, int64_t num_ids, int micro_batch
   std::map<int64_t, DuplicatedId*> duplicated;
   for (int64_t i = 0; i < num_ids; ++i) {
     if (count[i] > 0) epoch->set_unique_ids(epoch->unique_ids() + 1);
-    if (count[i] == 0) epoch->add_never_seen(absl::StrCat(i));
+    if (count[i] == 0) epoch->add_never_seen(IdOf(i, receipt_ids));
     if (count[i] < 2) continue;
     DuplicatedId* duplicate = epoch->add_duplicated_ids();
     duplicate->set_dataset_index(static_cast<int32_t>(i));
-    duplicate->set_receipt_id(absl::StrCat(i));
+    duplicate->set_receipt_id(IdOf(i, receipt_ids));
     duplicated[i] = duplicate;
   }
   for (int r = 0; !duplicated.empty() && r < plan.world_size(); ++r) {
@@ -311,7 +320,7 @@ absl::Status StreamEpoch(const EpochPlan& plan, int64_t num_ids, int micro_batch
   }
   for (int64_t index : plan.dropped()) {
     epoch->add_dropped_indices(static_cast<int32_t>(index));
-    epoch->add_dropped_ids(absl::StrCat(index));
+    epoch->add_dropped_ids(IdOf(index, receipt_ids));
   }
   epoch->set_num_updates(static_cast<int32_t>(plan.num_updates()));
   for (int64_t u = 0; u < plan.num_updates(); ++u) {
@@ -382,7 +391,7 @@ absl::StatusOr<SamplerAudit> AuditSampler(
 absl::StatusOr<SamplerAudit> StreamSamplerAudit(
     const SamplerPolicy& policy, const std::string& policy_name, int64_t num_ids,
     int world_size, uint64_t seed, int epochs, const std::vector<int>& local_batch_sizes,
-    int micro_batches, const ByteSink& slots) {
+    int micro_batches, const ByteSink& slots, const std::vector<std::string>* receipt_ids) {
   if (absl::Status s = CheckAuditArguments(num_ids, world_size, epochs, local_batch_sizes,
                                            micro_batches);
       !s.ok()) {
@@ -391,7 +400,16 @@ absl::StatusOr<SamplerAudit> StreamSamplerAudit(
   if (num_ids < 0) {
     return absl::InvalidArgumentError(absl::StrCat("num_ids is ", num_ids, "; it must be >= 0"));
   }
-  SamplerAudit audit = AuditHeader(policy, policy_name, num_ids, num_ids, world_size, seed,
+  if (receipt_ids != nullptr && static_cast<int64_t>(receipt_ids->size()) != num_ids) {
+    return absl::InvalidArgumentError(absl::StrCat(receipt_ids->size(), " receipt ids for ",
+                                                   num_ids, " dataset examples"));
+  }
+  const int64_t num_receipts =
+      receipt_ids == nullptr
+          ? num_ids
+          : static_cast<int64_t>(
+                std::set<std::string>(receipt_ids->begin(), receipt_ids->end()).size());
+  SamplerAudit audit = AuditHeader(policy, policy_name, num_ids, num_receipts, world_size, seed,
                                    local_batch_sizes, micro_batches);
   if (absl::Status s = slots(EncodeSlotsFileHeader(
           {world_size, epochs, micro_batches, num_ids, seed}));
@@ -402,11 +420,39 @@ absl::StatusOr<SamplerAudit> StreamSamplerAudit(
                                   local_batch_sizes, &audit,
                                   [&](const EpochPlan& plan, EpochAudit* epoch) {
                                     return StreamEpoch(plan, num_ids, micro_batches, slots,
-                                                       epoch);
+                                                       receipt_ids, epoch);
                                   });
       !s.ok()) {
     return s;
   }
+  return audit;
+}
+
+absl::StatusOr<SamplerAudit> StreamSamplerAuditToFile(
+    const SamplerPolicy& policy, const std::string& policy_name, int64_t num_ids,
+    int world_size, uint64_t seed, int epochs, const std::vector<int>& local_batch_sizes,
+    int micro_batches, const std::string& slots_path,
+    const std::vector<std::string>* receipt_ids) {
+  Crc32Stream checksum;
+  int64_t bytes = 0;
+  absl::StatusOr<SamplerAudit> audit;
+  absl::Status written = WriteFileAtomicallyFrom(slots_path, [&](const ByteSink& sink) {
+    audit = StreamSamplerAudit(
+        policy, policy_name, num_ids, world_size, seed, epochs, local_batch_sizes,
+        micro_batches,
+        [&](absl::string_view piece) {
+          checksum.Add(piece);
+          bytes += static_cast<int64_t>(piece.size());
+          return sink(piece);
+        },
+        receipt_ids);
+    return audit.status();
+  });
+  if (!audit.ok()) return audit.status();
+  if (!written.ok()) return written;
+  audit->set_slots_file(std::filesystem::path(slots_path).filename().string());
+  audit->set_slots_file_bytes(static_cast<double>(bytes));
+  audit->set_slots_file_checksum(checksum.Checksum());
   return audit;
 }
 

@@ -52,8 +52,14 @@ absl::StatusOr<SamplerAudit> AuditSampler(
 //   ranks agree on every plan: yes; epoch orders differ: yes
 std::string AuditSummary(const SamplerAudit& audit);
 
+// Above this many slots (ids x epochs) an audit is large: its per-slot
+// record goes to a side file and its JSON keeps the summary (the
+// //samplers:audit default, and a run's sampler_audit.json).
+inline constexpr int64_t kAuditSlotsFileAbove = 100000;
+
 // A large audit of dataset indices 0..num_ids-1 whose receipt ids are
-// "0".."n-1" (a bare dataset size, as //samplers:audit --num_ids): the same
+// `receipt_ids` (by dataset index, num_ids of them), or "0".."n-1" when
+// nullptr (a bare dataset size, as //samplers:audit --num_ids): the same
 // audit as AuditSampler, but every slot goes to `slots` as the side file
 // of samplers/audit_slots_file.h (header first, then each epoch's ranks as
 // their plans are built: the audit is never whole in memory), and the
@@ -66,7 +72,20 @@ std::string AuditSummary(const SamplerAudit& audit);
 absl::StatusOr<SamplerAudit> StreamSamplerAudit(
     const SamplerPolicy& policy, const std::string& policy_name, int64_t num_ids,
     int world_size, uint64_t seed, int epochs, const std::vector<int>& local_batch_sizes,
-    int micro_batches, const ByteSink& slots);
+    int micro_batches, const ByteSink& slots,
+    const std::vector<std::string>* receipt_ids = nullptr);
+
+// StreamSamplerAudit with the slots written to `slots_path` as they come,
+// atomically (a temp file, fsynced, renamed: a failed audit leaves no side
+// file), and the summary naming it: slots_file (its file name, the JSON
+// being meant for the same folder), slots_file_bytes and
+// slots_file_checksum (CRC-32). Errors: StreamSamplerAudit's, and Internal
+// for the file, naming it.
+absl::StatusOr<SamplerAudit> StreamSamplerAuditToFile(
+    const SamplerPolicy& policy, const std::string& policy_name, int64_t num_ids,
+    int world_size, uint64_t seed, int epochs, const std::vector<int>& local_batch_sizes,
+    int micro_batches, const std::string& slots_path,
+    const std::vector<std::string>* receipt_ids = nullptr);
 
 // Bytes a StreamSamplerAudit of `num_ids` ids holds at its peak, about
 // (the permutation, the global order, one rank's plan being built and rank

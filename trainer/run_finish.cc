@@ -160,6 +160,25 @@ absl::StatusOr<ParityReport> CheckParity(const Run& run,
   return report;
 }
 
+// The run's sampler audit of `epochs` epochs: whole, or above
+// audit_slots_file_above slots streamed, its slots to
+// sampler_audit.slots in the run folder (written before the JSON that
+// names it).
+absl::StatusOr<SamplerAudit> AuditTheRun(Run& run, int epochs) {
+  const TrainingConfig& config = *run.config;
+  const std::vector<std::string>& ids = run.data.train_ids;
+  const int64_t slots = static_cast<int64_t>(ids.size()) * epochs;
+  if (slots <= run.options->audit_slots_file_above) {
+    return AuditSampler(*run.plugins().sampler, config.sampler().name(), ids,
+                        run.options->world_size, config.seeds().sampler(), epochs,
+                        run.local_batch, config.accumulation_steps());
+  }
+  return StreamSamplerAuditToFile(
+      *run.plugins().sampler, config.sampler().name(), static_cast<int64_t>(ids.size()),
+      run.options->world_size, config.seeds().sampler(), epochs, run.local_batch,
+      config.accumulation_steps(), run.options->artifact_dir + "/sampler_audit.slots", &ids);
+}
+
 // The checked updates this attempt judges: its own, from where it started,
 // and below that the points earlier attempts recorded (an attempt of
 // another length recorded other updates).
@@ -345,10 +364,7 @@ absl::StatusOr<TrainingOutcome> WriteArtifacts(
       config.epochs(),
       1 + (epoch_of_update.empty() ? run.cursor.epoch
                                    : static_cast<int>(epoch_of_update.back())));
-  absl::StatusOr<SamplerAudit> audit = AuditSampler(
-      *run.plugins().sampler, config.sampler().name(), run.data.train_ids,
-      run.options->world_size, config.seeds().sampler(), trained_epochs,
-      run.local_batch, config.accumulation_steps());
+  absl::StatusOr<SamplerAudit> audit = AuditTheRun(run, trained_epochs);
   if (!audit.ok()) return audit.status();
   artifacts.manifest = &run.manifest;
   artifacts.summary = &summary;

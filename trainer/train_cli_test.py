@@ -240,6 +240,46 @@ class CheckpointCostTest(unittest.TestCase):
     self.assertEqual(set(cost["save_phases_median"]), set(phases))
 
 
+class LargeSamplerAuditTest(unittest.TestCase):
+
+  def test_a_large_run_streams_its_audit_to_a_side_file_with_the_same_summary(self):
+    # --audit_slots_file_above=10 makes a small run's audit large: the slots
+    # go to sampler_audit.slots, the JSON keeps the summary, and that
+    # summary is the whole audit's without its per-slot lists.
+    tmp = support.temp_dir("large_audit")
+    config = support.write(os.path.join(tmp, "c.pbtxt"), support.small_config(
+        world=3, batch=3, epochs=2, sampler="duplicate_pad", ids=47, val=0.0))
+    outs = {}
+    for name, flags in (("whole", []), ("large", ["--audit_slots_file_above=10"])):
+      outs[name] = os.path.join(tmp, name)
+      result = support.run_train("--config=" + config, "--out=" + outs[name],
+                                 "--whole_run_parity=false", *flags)
+      self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    whole = support.load(os.path.join(outs["whole"], "sampler_audit.json"))
+    large = support.load(os.path.join(outs["large"], "sampler_audit.json"))
+    self.assertEqual(whole["slots_file"], "")
+    self.assertFalse(os.path.exists(os.path.join(outs["whole"], "sampler_audit.slots")))
+    self.assertEqual(large["slots_file"], "sampler_audit.slots")
+    with open(os.path.join(outs["large"], "sampler_audit.slots"), "rb") as f:
+      raw = f.read()
+    self.assertEqual(raw[:8], b"RPSLOTS1")
+    self.assertEqual(large["slots_file_bytes"], len(raw))
+    self.assertEqual(large["slots_file_checksum"], "crc32:%08x" % zlib.crc32(raw))
+    # duplicate_pad repeats a receipt (47 on 3 ranks): the summary names it
+    # by its receipt id.
+    duplicated = [d for e in large["epochs"] for d in e["duplicated_ids"]]
+    self.assertTrue(duplicated)
+    self.assertTrue(all(d["receipt_id"].startswith("rcpt-") for d in duplicated), duplicated)
+    for epoch in whole["epochs"]:
+      epoch["updates"] = []
+      for rank in epoch["ranks"]:
+        for key in ("indices", "receipt_ids", "valid", "micro_batch"):
+          rank[key] = []
+    for key in ("slots_file", "slots_file_bytes", "slots_file_checksum"):
+      del whole[key], large[key]
+    self.assertEqual(large, whole)
+
+
 class SharedLibraryPluginTest(unittest.TestCase):
 
   def test_a_diverging_run_stops_before_advertising_non_finite_state(self):

@@ -83,6 +83,10 @@ ABSL_FLAG(std::string, kill_signal, "SIGKILL",
           "preemption, as a scheduler sends it, and the run stops at an update boundary).");
 ABSL_FLAG(int64_t, kill_delay_us, 0,
           "With --kill_phase: microseconds from the phase's start to the kill.");
+ABSL_FLAG(int64_t, audit_slots_file_above, receipt_parity::kAuditSlotsFileAbove,
+          "Above this many training slots (training views x epochs trained) the run's "
+          "sampler_audit.json keeps the summary and every slot goes to "
+          "sampler_audit.slots beside it (samplers/audit_slots_file.h).");
 ABSL_FLAG(std::vector<std::string>, record_update, {},
           "Global update indices to record as OUT/update-K.json.");
 ABSL_FLAG(bool, overwrite, false,
@@ -208,6 +212,7 @@ absl::Status FillRunOptions(const LoadedConfig& loaded, const std::string& run_d
   options->fault = *fault;
   options->record_updates = *records;
   options->allow_recipe_change = absl::GetFlag(FLAGS_allow_recipe_change);
+  options->audit_slots_file_above = absl::GetFlag(FLAGS_audit_slots_file_above);
   return absl::OkStatus();
 }
 

@@ -15,6 +15,7 @@
 #include "config/checkpoint_plan.h"
 #include "config/config_loader.h"
 #include "runtime/process_group.h"
+#include "samplers/audit.h"
 #include "trainer/whole_run_references.h"
 
 namespace receipt_parity {
@@ -49,6 +50,10 @@ struct TrainingRunOptions {
   // What this run is, as run_manifest.json, run_summary.json and
   // validation.json say ("training run" unless a caller says otherwise).
   std::string purpose = "training run";
+  // Above this many training slots (views x epochs trained) rank 0 streams
+  // the sampler audit: sampler_audit.json the summary, sampler_audit.slots
+  // every slot (samplers/audit.h).
+  int64_t audit_slots_file_above = kAuditSlotsFileAbove;
   // Global update indices whose reduced gradients and parameters after the
   // step rank 0 writes to `artifact_dir`/update-K.json (the first update of
   // a resumed run always is).
