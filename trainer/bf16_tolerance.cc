@@ -112,7 +112,9 @@ absl::Status StepInDouble(const Bf16UpdateInputs& in, const NamedTensors& before
   }
   model.to(at::kDouble);
   const ReferenceBatch batch = BatchOf(in);
-  const ExampleTensors examples = SelectSlots(*in.examples, batch.slots);
+  absl::StatusOr<ExampleTensors> selected = in.examples->Select(batch.slots);
+  if (!selected.ok()) return selected.status();
+  const ExampleTensors& examples = *selected;
   // A synchronized batch norm normalizes by the valid examples of the
   // update, as the reference's did.
   SyncBatchNormPass direct;

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "data/example_source.h"
 #include "artifacts/first_step.pb.h"
 #include "config/config_loader.h"
 #include "data/receipt_tensors.h"
@@ -57,7 +58,7 @@ struct Bf16UpdateInputs {
   // The reference's first_step.json (one worker, update 0).
   const FirstStep* reference = nullptr;
   // The training set by dataset index, its labels and class counts.
-  const ExampleTensors* examples = nullptr;
+  const ExampleSource* examples = nullptr;
   const std::vector<int>* labels = nullptr;
   const std::vector<int64_t>* class_counts = nullptr;
   const LossWeighting* weighting = nullptr;

@@ -29,6 +29,7 @@ TinyTrainingSet MakeTinyTrainingSet(int n) {
     std::snprintf(id, sizeof(id), "r%03d", i);
     set.receipt_ids.push_back(id);
   }
+  set.source = InMemoryExamples(set.examples);
   return set;
 }
 

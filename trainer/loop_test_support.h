@@ -12,6 +12,7 @@
 
 #include "model/classifier.h"
 #include "samplers/epoch_plan.h"
+#include "data/example_source.h"
 #include "data/receipt_tensors.h"
 
 namespace receipt_parity {
@@ -23,6 +24,8 @@ inline constexpr int kTinyClasses = 4;
 // The same on every call.
 struct TinyTrainingSet {
   ExampleTensors examples;
+  // `examples` as the update step takes them (sharing their storage).
+  InMemoryExamples source;
   std::vector<int> labels;
   std::vector<int64_t> class_counts;
   std::vector<std::string> receipt_ids;

@@ -18,6 +18,7 @@
 #include "artifacts/artifact_stamp.h"
 #include "artifacts/run_manifest.pb.h"
 #include "artifacts/resume_record.pb.h"
+#include "data/example_source.h"
 #include "data/receipt_tensors.h"
 #include "trainer/run_checkpoints.h"
 #include "config/run_plugins.h"
@@ -41,8 +42,8 @@ struct RunInputs {
 
 // The receipts as the loop and validation use them.
 struct RunData {
-  ExampleTensors train;
-  ExampleTensors validation;
+  InMemoryExamples train;
+  InMemoryExamples validation;
   std::vector<std::string> train_ids;  // by dataset index
   std::vector<int> train_labels;       // by dataset index
   std::vector<std::string> validation_ids;

@@ -138,8 +138,8 @@ absl::StatusOr<RunData> MakeRunData(const ReceiptSplit& split) {
     data.validation_ids.push_back(e.receipt_id);
   }
   try {
-    data.train = ToTensors(split.train, split.image_size);
-    data.validation = ToTensors(split.validation, split.image_size);
+    data.train = InMemoryExamples(ToTensors(split.train, split.image_size));
+    data.validation = InMemoryExamples(ToTensors(split.validation, split.image_size));
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, "receipts as tensors: LibTorch");
   }
@@ -214,14 +214,12 @@ absl::Status MoveToDevice(Run* run) {
   if (run->device.is_cpu()) return absl::OkStatus();
   try {
     run->model().to(run->device);
-    for (ExampleTensors* tensors : {&run->data.train, &run->data.validation}) {
-      tensors->images = tensors->images.to(run->device);
-      tensors->labels = tensors->labels.to(run->device);
-    }
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(
-        e, absl::StrCat("moving the model and the receipts to ", run->device.str(),
-                        ": LibTorch"));
+        e, absl::StrCat("moving the model to ", run->device.str(), ": LibTorch"));
+  }
+  for (InMemoryExamples* examples : {&run->data.train, &run->data.validation}) {
+    if (absl::Status s = examples->MoveTo(run->device); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -50,7 +50,7 @@ class RankLoop {
     step_parts_.weighting = &weighting_;
     step_parts_.reducer = &reducer_;
     step_parts_.rank = rank;
-    step_parts_.examples = &set.examples;
+    step_parts_.examples = &set.source;
     step_parts_.labels = &set.labels;
     step_parts_.class_counts = &set.class_counts;
   }

@@ -37,6 +37,16 @@ absl::Status LibTorchError(const std::exception& e, int rank,
       e, absl::StrCat(Where(rank, total_update), ": LibTorch"));
 }
 
+// The slots' examples, an error of the source naming the rank and update.
+absl::StatusOr<ExampleTensors> SelectExamples(const ExampleSource& examples,
+                                              absl::Span<const Slot> slots, int rank,
+                                              int64_t total_update) {
+  absl::StatusOr<ExampleTensors> selected = examples.Select(slots);
+  if (selected.ok()) return selected;
+  return absl::Status(selected.status().code(), absl::StrCat(Where(rank, total_update), ": ",
+                                                             selected.status().message()));
+}
+
 // The name of the first parameter whose tensor (its gradient, or itself)
 // is not finite; empty when all are.
 std::string FirstNonFinite(const Classifier& model, bool gradients) {
@@ -154,17 +164,14 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::Backward(const EpochPlan& pla
     if (m > 0 && begin == end) continue;
     // The last backward of the update starts the buckets' reduction.
     if (m == micro_batches - 1) ArmBuckets();
-    ExampleTensors batch;
-    try {
-      batch = SelectSlots(*parts_.examples, slots.subspan(begin, end - begin));
-    } catch (const std::exception& e) {
-      return LibTorchError(e, parts_.rank, total_update);
-    }
+    absl::StatusOr<ExampleTensors> batch = SelectExamples(
+        *parts_.examples, slots.subspan(begin, end - begin), parts_.rank, total_update);
+    if (!batch.ok()) return batch.status();
     absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
-        *parts_.model, batch.images, batch.labels,
+        *parts_.model, batch->images, batch->labels,
         std::vector<double>(weights.begin() + begin, weights.begin() + end),
         m == 0 ? GradientStart::kZero : GradientStart::kAccumulate, parts_.bf16,
-        UpdateKeys(batch.keys, total_update));
+        UpdateKeys(batch->keys, total_update));
     if (!backward.ok()) return backward.status();
     loss.weighted_loss += backward->weighted_loss;
     loss.accepted_loss_sum += backward->accepted_loss_sum;
@@ -182,7 +189,10 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::SyncBatchNormUpdate(
       const auto [begin, end] = MicroBatchRange(m, static_cast<int64_t>(slots.size()),
                                                 local_batch, micro_batches);
       const absl::Span<const Slot> part = slots.subspan(begin, end - begin);
-      ExampleTensors selected = SelectSlots(*parts_.examples, part);
+      absl::StatusOr<ExampleTensors> selected_or =
+          SelectExamples(*parts_.examples, part, parts_.rank, total_update);
+      if (!selected_or.ok()) return selected_or.status();
+      const ExampleTensors& selected = *selected_or;
       std::vector<bool> valid;
       for (const Slot& slot : part) valid.push_back(slot.valid);
       UpdateMicroBatch batch;
@@ -263,10 +273,12 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::OrderedBackward(const EpochPl
         slots.push_back(plan.UpdateSlots(at.rank, update)[at.index]);
         weights.push_back(weights_by_rank[at.rank][at.index]);
       }
-      ExampleTensors batch = SelectSlots(*parts_.examples, slots);
+      absl::StatusOr<ExampleTensors> batch =
+          SelectExamples(*parts_.examples, slots, parts_.rank, total_update);
+      if (!batch.ok()) return batch.status();
       absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
-          *parts_.model, batch.images, batch.labels, weights, GradientStart::kZero,
-          parts_.bf16, UpdateKeys(batch.keys, total_update));
+          *parts_.model, batch->images, batch->labels, weights, GradientStart::kZero,
+          parts_.bf16, UpdateKeys(batch->keys, total_update));
       if (!backward.ok()) return backward.status();
       loss.weighted_loss += backward->weighted_loss;
       loss.accepted_loss_sum += backward->accepted_loss_sum;

@@ -74,6 +74,7 @@
 #include "reducers/gradient_reducer.h"
 #include "samplers/epoch_plan.h"
 #include "schedules/lr_schedule.h"
+#include "data/example_source.h"
 #include "data/receipt_tensors.h"
 #include "weighting/loss_weighting.h"
 
@@ -105,7 +106,7 @@ struct UpdateStepParts {
   c10d::ProcessGroup* group = nullptr;
   int rank = 0;
   // The training set, by dataset index (the plan's slots index it).
-  const ExampleTensors* examples = nullptr;
+  const ExampleSource* examples = nullptr;
   const std::vector<int>* labels = nullptr;
   // Training examples per class (for class_balanced).
   const std::vector<int64_t>* class_counts = nullptr;

@@ -49,9 +49,10 @@ class EvalModeScope {
 // 450 receipts took some 85 MB more than training does).
 constexpr size_t kValidationChunk = 64;
 
-// This rank's rows, padded with invalid rows to `rows`.
-at::Tensor PredictRows(Classifier& model, const ValidationInputs& in,
-                       const std::vector<Slot>& slots, int64_t rows) {
+// This rank's rows, padded with invalid rows to `rows`. Throws what
+// LibTorch throws; errors of the example source come back.
+absl::StatusOr<at::Tensor> PredictRows(Classifier& model, const ValidationInputs& in,
+                                       const std::vector<Slot>& slots, int64_t rows) {
   at::Tensor out = at::zeros({rows, kPredictionColumns}, at::kLong);
   auto acc = out.accessor<int64_t, 2>();
   torch::NoGradGuard no_grad;
@@ -60,7 +61,9 @@ at::Tensor PredictRows(Classifier& model, const ValidationInputs& in,
     const std::vector<Slot> chunk(
         slots.begin() + first,
         slots.begin() + std::min(slots.size(), first + kValidationChunk));
-    const ExampleTensors batch = SelectSlots(*in.examples, chunk);
+    absl::StatusOr<ExampleTensors> selected = in.examples->Select(chunk);
+    if (!selected.ok()) return selected.status();
+    const ExampleTensors& batch = *selected;
     at::Tensor predicted;
     {
       const AutocastScope autocast(batch.images.device().type(), in.bf16);
@@ -82,7 +85,7 @@ at::Tensor PredictRows(Classifier& model, const ValidationInputs& in,
 absl::StatusOr<ValidationReport> RunValidation(Classifier& model,
                                                const ValidationInputs& in) {
   OrderRequest request;
-  request.num_examples = in.examples->labels.size(0);
+  request.num_examples = in.examples->size();
   request.world_size = in.world_size;
   request.seed = in.seed;
   request.epoch = 0;
@@ -108,13 +111,14 @@ absl::StatusOr<ValidationReport> RunValidation(Classifier& model,
   }
   const PhaseKillScope injected_kill(in.phase_kill, KillPhase::kValidationGather, in.rank,
                                      in.completed_updates);
-  at::Tensor mine;
+  absl::StatusOr<at::Tensor> mine;
   try {
     mine = PredictRows(model, in, plan->rank_slots(in.rank), rows);
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, "validation: predicting this rank's slots failed");
   }
-  absl::StatusOr<PredictionCount> count = CountPredictionsOnce(mine, counting);
+  if (!mine.ok()) return mine.status();
+  absl::StatusOr<PredictionCount> count = CountPredictionsOnce(*mine, counting);
   if (!count.ok()) return count.status();
   return std::move(count->report);
 }

@@ -22,12 +22,13 @@
 #include "metrics/validation_report.pb.h"
 #include "model/classifier.h"
 #include "samplers/sampler_policy.h"
+#include "data/example_source.h"
 #include "data/receipt_tensors.h"
 
 namespace receipt_parity {
 
 struct ValidationInputs {
-  const ExampleTensors* examples = nullptr;
+  const ExampleSource* examples = nullptr;
   const std::vector<std::string>* receipt_ids = nullptr;  // by dataset index
   const SamplerPolicy* policy = nullptr;
   uint64_t seed = 0;

@@ -1,0 +1,62 @@
+// Where a run's examples come from when an update or the validation needs
+// them: the slots' rows, selected by dataset index.
+//
+// Implemented by InMemoryExamples (every example's pixels in one tensor,
+// data/receipt_tensors.h), what the trainer uses today; an implementation
+// that reads or renders the pixels of a slot when it is selected, from a
+// compact index, can stand in for it (issue 29's million receipts).
+//
+// Thread safety: Select() may be called from one thread at a time.
+#ifndef RECEIPT_PARITY_DATA_EXAMPLE_SOURCE_H_
+#define RECEIPT_PARITY_DATA_EXAMPLE_SOURCE_H_
+
+#include <cstdint>
+
+#include <c10/core/Device.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "data/receipt_tensors.h"
+#include "samplers/epoch_plan.h"
+
+namespace receipt_parity {
+
+class ExampleSource {
+ public:
+  virtual ~ExampleSource() = default;
+
+  // The examples: dataset indices 0 .. size() - 1.
+  virtual int64_t size() const = 0;
+
+  // The rows of `slots` (masked slots included: they are computed and
+  // weigh zero), in slot order: images and labels on the source's device,
+  // keys on the CPU. Errors: Internal naming a slot whose dataset index is
+  // not an example (a plan of another dataset), or when LibTorch fails.
+  virtual absl::StatusOr<ExampleTensors> Select(absl::Span<const Slot> slots) const = 0;
+};
+
+// Every example in memory: `all` (images [N, 1, S, S], labels [N], keys
+// [N] or undefined). Shares `all`'s storage: what changes it changes the
+// source.
+class InMemoryExamples : public ExampleSource {
+ public:
+  InMemoryExamples() = default;
+  explicit InMemoryExamples(ExampleTensors all) : all_(std::move(all)) {}
+
+  int64_t size() const override { return all_.labels.defined() ? all_.labels.size(0) : 0; }
+  absl::StatusOr<ExampleTensors> Select(absl::Span<const Slot> slots) const override;
+
+  // Moves the images and labels to `device` (keys stay on the CPU).
+  // Errors: Internal (LibTorch), naming the device.
+  absl::Status MoveTo(const c10::Device& device);
+
+  const ExampleTensors& tensors() const { return all_; }
+
+ private:
+  ExampleTensors all_;
+};
+
+}  // namespace receipt_parity
+
+#endif  // RECEIPT_PARITY_DATA_EXAMPLE_SOURCE_H_
