@@ -6,9 +6,12 @@
 
 namespace receipt_parity {
 
+int64_t ExampleKey(absl::string_view receipt_id, int view) {
+  return static_cast<int64_t>(MixSeed(HashString(receipt_id), static_cast<uint64_t>(view)));
+}
+
 int64_t ExampleKey(const ReceiptExample& example) {
-  return static_cast<int64_t>(
-      MixSeed(HashString(example.receipt_id), static_cast<uint64_t>(example.view)));
+  return ExampleKey(example.receipt_id, example.view);
 }
 
 ExampleTensors ToTensors(const std::vector<ReceiptExample>& examples,

@@ -7,6 +7,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "data/receipt_dataset.h"
 #include "samplers/epoch_plan.h"
@@ -25,6 +26,8 @@ struct ExampleTensors {
 // key wherever it sits: keyed dropout (model/keyed_dropout.h) draws its mask
 // from it.
 int64_t ExampleKey(const ReceiptExample& example);
+// The same of a view named by its receipt id and view number.
+int64_t ExampleKey(absl::string_view receipt_id, int view);
 
 // REQUIRES: every example has image_size^2 pixels.
 ExampleTensors ToTensors(const std::vector<ReceiptExample>& examples,

@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "collectives/collective_error.h"
 #include "data/augmentation.h"
-#include "data/random_stream.h"
 #include "data/synthetic_receipts.h"
 
 namespace receipt_parity {
@@ -74,8 +73,7 @@ absl::StatusOr<ExampleTensors> SyntheticExampleSource::Select(
       const GrayPixels& p = PixelsOf(slots[i].dataset_index);
       std::copy(p.begin(), p.end(), image + i * pixels);
       label[i] = entry.label;
-      key[i] = static_cast<int64_t>(MixSeed(HashString(SyntheticReceiptId(entry.identity)),
-                                            static_cast<uint64_t>(entry.view)));
+      key[i] = ExampleKey(SyntheticReceiptId(entry.identity), entry.view);
     }
     return out;
   } catch (const std::exception& e) {
