@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
@@ -163,12 +164,20 @@ absl::StatusOr<ParityReport> CheckParity(const Run& run,
 // The run's sampler audit of `epochs` epochs: whole, or above
 // audit_slots_file_above slots streamed, its slots to
 // sampler_audit.slots in the run folder (written before the JSON that
-// names it).
+// names it). A whole audit removes the side file an earlier attempt's
+// large audit left, so the folder holds none that its JSON does not name.
 absl::StatusOr<SamplerAudit> AuditTheRun(Run& run, int epochs) {
   const TrainingConfig& config = *run.config;
   const std::vector<std::string>& ids = run.data.train_ids;
   const int64_t slots = static_cast<int64_t>(ids.size()) * epochs;
+  const std::string side_file = run.options->artifact_dir + "/sampler_audit.slots";
   if (slots <= run.options->audit_slots_file_above) {
+    std::error_code ec;
+    std::filesystem::remove(side_file, ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat("cannot remove the earlier audit's ", side_file, ": ", ec.message()));
+    }
     return AuditSampler(*run.plugins().sampler, config.sampler().name(), ids,
                         run.options->world_size, config.seeds().sampler(), epochs,
                         run.local_batch, config.accumulation_steps());
@@ -176,7 +185,7 @@ absl::StatusOr<SamplerAudit> AuditTheRun(Run& run, int epochs) {
   return StreamSamplerAuditToFile(
       *run.plugins().sampler, config.sampler().name(), static_cast<int64_t>(ids.size()),
       run.options->world_size, config.seeds().sampler(), epochs, run.local_batch,
-      config.accumulation_steps(), run.options->artifact_dir + "/sampler_audit.slots", &ids);
+      config.accumulation_steps(), side_file, &ids);
 }
 
 // The checked updates this attempt judges: its own, from where it started,

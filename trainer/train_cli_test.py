@@ -279,6 +279,22 @@ class LargeSamplerAuditTest(unittest.TestCase):
       del whole[key], large[key]
     self.assertEqual(large, whole)
 
+  def test_a_later_attempt_with_a_whole_audit_removes_the_earlier_side_file(self):
+    tmp = support.temp_dir("stale_audit")
+    text = support.small_config(world=2, epochs=2, extra="checkpoint { every_updates: 2 }")
+    limited = lambda name, updates: support.write_config(tmp, name, text.replace(
+        "log_every_updates: 1000", "log_every_updates: 1000 max_updates: %d" % updates))
+    out = os.path.join(tmp, "out")
+    first = support.train(limited("part", 4), out, "--whole_run_parity=false",
+                          "--audit_slots_file_above=10")
+    self.assertEqual(first.returncode, 0, first.stderr[-2000:])
+    side = os.path.join(out, "sampler_audit.slots")
+    self.assertTrue(os.path.exists(side))
+    second = support.train(limited("whole", 20), out, "--whole_run_parity=false")
+    self.assertEqual(second.returncode, 0, second.stderr[-2000:])
+    self.assertFalse(os.path.exists(side))
+    self.assertEqual(support.load(os.path.join(out, "sampler_audit.json"))["slots_file"], "")
+
 
 class SharedLibraryPluginTest(unittest.TestCase):
 
