@@ -32,13 +32,13 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/command_line.h"
 #include "logging/glog.h"
 #include "metrics/by_receipt_id_dedup.h"
 #include "runtime/distributed_env.h"
+#include "runtime/heap_trim.h"
 #include "runtime/process_group.h"
 #include "trainer/prediction_count.h"
 
@@ -53,22 +53,6 @@ ABSL_FLAG(int32_t, timeout_seconds, 600, "The process group's timeout.");
 
 namespace receipt_parity {
 namespace {
-
-// "VmRSS" or "VmHWM" of /proc/self/status, in bytes; -1 when unreadable.
-int64_t ProcStatusBytes(const std::string& key) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind(key + ":", 0) != 0) continue;
-    int64_t kb = 0;
-    std::string digits;
-    for (char c : line) {
-      if (c >= '0' && c <= '9') digits += c;
-    }
-    return absl::SimpleAtoi(digits, &kb) ? kb * 1024 : -1;
-  }
-  return -1;
-}
 
 // Resets VmHWM to the current RSS (Linux: "5" to clear_refs).
 void ResetPeakRss() {
@@ -152,12 +136,12 @@ int Main(int argc, char** argv) {
 
   if (in.group != nullptr) group->group->barrier()->wait();
   ResetPeakRss();
-  const int64_t rss_at_start = ProcStatusBytes("VmRSS");
+  const int64_t rss_at_start = ProcessStatusKib("VmRSS") * 1024;
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<PredictionCount> count = CountPredictionsOnce(deal.mine, in);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const int64_t peak = ProcStatusBytes("VmHWM");
+  const int64_t peak = ProcessStatusKib("VmHWM") * 1024;
   if (!count.ok()) return ReportFailure(count.status());
   if (dist.rank == 0) {
     std::cout << absl::StrFormat(

@@ -7,14 +7,19 @@
 
 namespace receipt_parity {
 
-absl::StatusOr<ExampleTensors> InMemoryExamples::Select(absl::Span<const Slot> slots) const {
+absl::Status CheckSlotsIn(absl::Span<const Slot> slots, int64_t size) {
   for (size_t i = 0; i < slots.size(); ++i) {
-    if (slots[i].dataset_index < 0 || slots[i].dataset_index >= size()) {
+    if (slots[i].dataset_index < 0 || slots[i].dataset_index >= size) {
       return absl::InternalError(absl::StrCat("slot ", i, " names dataset index ",
-                                                     slots[i].dataset_index, ", not one of the ",
-                                                     size(), " examples"));
+                                              slots[i].dataset_index, ", not one of the ", size,
+                                              " examples"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ExampleTensors> InMemoryExamples::Select(absl::Span<const Slot> slots) const {
+  if (absl::Status s = CheckSlotsIn(slots, size()); !s.ok()) return s;
   try {
     return SelectSlots(all_, slots);
   } catch (const std::exception& e) {

@@ -36,6 +36,10 @@ class ExampleSource {
   virtual absl::StatusOr<ExampleTensors> Select(absl::Span<const Slot> slots) const = 0;
 };
 
+// Internal naming the first slot whose dataset index is not in
+// [0, size): what a source's Select() refuses before it selects.
+absl::Status CheckSlotsIn(absl::Span<const Slot> slots, int64_t size);
+
 // Every example in memory: `all` (images [N, 1, S, S], labels [N], keys
 // [N] or undefined). Shares `all`'s storage: what changes it changes the
 // source.

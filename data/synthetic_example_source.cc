@@ -6,7 +6,6 @@
 
 #include <ATen/ATen.h>
 
-#include "absl/strings/str_cat.h"
 #include "collectives/collective_error.h"
 #include "data/augmentation.h"
 #include "data/synthetic_receipts.h"
@@ -50,19 +49,13 @@ const GrayPixels& SyntheticExampleSource::PixelsOf(int64_t index) const {
 
 absl::StatusOr<ExampleTensors> SyntheticExampleSource::Select(
     absl::Span<const Slot> slots) const {
-  const int size = rendering_.image_size;
-  const int64_t pixels = int64_t{size} * size;
+  const int side = rendering_.image_size;
+  const int64_t pixels = int64_t{side} * side;
   const auto n = static_cast<int64_t>(slots.size());
-  for (int64_t i = 0; i < n; ++i) {
-    if (slots[i].dataset_index < 0 || slots[i].dataset_index >= this->size()) {
-      return absl::InternalError(absl::StrCat("slot ", i, " names dataset index ",
-                                              slots[i].dataset_index, ", not one of the ",
-                                              this->size(), " examples"));
-    }
-  }
+  if (absl::Status s = CheckSlotsIn(slots, size()); !s.ok()) return s;
   try {
     ExampleTensors out;
-    out.images = at::empty({n, 1, size, size}, at::kFloat);
+    out.images = at::empty({n, 1, side, side}, at::kFloat);
     out.labels = at::empty({n}, at::kLong);
     out.keys = at::empty({n}, at::kLong);
     float* image = out.images.data_ptr<float>();

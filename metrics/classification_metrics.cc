@@ -126,11 +126,11 @@ absl::StatusOr<ValidationReport> ValidationReportBuilder::Finish(int64_t predict
 absl::StatusOr<ValidationReport> BuildValidationReport(
     const DedupResult& dedup, int64_t predictions_gathered,
     const std::vector<std::string>& label_names,
-    const std::string& dedup_name) {
+    const std::string& dedup_name, bool receipt_rows) {
   if (label_names.empty()) {
     return absl::InvalidArgumentError("validation report: label_names is empty");
   }
-  ValidationReportBuilder builder(label_names, dedup_name);
+  ValidationReportBuilder builder(label_names, dedup_name, receipt_rows);
   for (const Prediction& p : dedup.counted) {
     if (absl::Status s = builder.Add(p); !s.ok()) return s;
   }

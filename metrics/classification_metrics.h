@@ -37,9 +37,11 @@ namespace receipt_parity {
 //     result is not of these gathered predictions);
 //   - a count does not fit the report's int32 fields.
 //   - `dedup.counted` is not sorted by receipt id (MetricDedup's contract).
+// `receipt_rows` false leaves out `predictions` (ValidationReportBuilder).
 absl::StatusOr<ValidationReport> BuildValidationReport(
     const DedupResult& dedup, int64_t predictions_gathered,
-    const std::vector<std::string>& label_names, const std::string& dedup_name);
+    const std::vector<std::string>& label_names, const std::string& dedup_name,
+    bool receipt_rows = true);
 
 // The same report built one counted prediction at a time, holding the
 // confusion matrix and the report's rows, not the predictions: what the

@@ -21,16 +21,31 @@ def config(tmp, name, background, extra=""):
   return support.write(os.path.join(tmp, name + ".pbtxt"), text)
 
 
+def advertised(out):
+  """The generations of the run in `out` that have a MANIFEST, sorted."""
+  root = os.path.join(out, "checkpoints")
+  return [g for g in sorted(os.listdir(root)) if os.path.exists(os.path.join(root, g, "MANIFEST"))]
+
+
 class AsyncSaveTest(unittest.TestCase):
 
+  @classmethod
+  def setUpClass(cls):
+    # The uninterrupted run with background saves, which every test
+    # compares with.
+    cls.tmp = support.temp_dir("async")
+    cls.path = config(cls.tmp, "async", True)
+    cls.whole = os.path.join(cls.tmp, "async")
+    cls.uninterrupted = support.train(cls.path, cls.whole, "--whole_run_parity=false")
+
+  def setUp(self):
+    self.assertEqual(self.uninterrupted.returncode, 0, self.uninterrupted.stderr[-2000:])
+
   def test_background_saves_train_the_same_model_and_say_what_they_cost(self):
-    tmp = support.temp_dir("async")
-    outs = {}
-    for name, background in (("sync", False), ("async", True)):
-      outs[name] = os.path.join(tmp, name)
-      result = support.train(config(tmp, name, background), outs[name],
-                             "--whole_run_parity=false")
-      self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    outs = {"sync": os.path.join(self.tmp, "sync"), "async": self.whole}
+    result = support.train(config(self.tmp, "sync", False), outs["sync"],
+                           "--whole_run_parity=false")
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
     self.assertEqual(support.final_hash(outs["async"]), support.final_hash(outs["sync"]))
     sync = support.load(os.path.join(outs["sync"], "run_summary.json"))["checkpoint"]
     background = support.load(os.path.join(outs["async"], "run_summary.json"))["checkpoint"]
@@ -48,12 +63,11 @@ class AsyncSaveTest(unittest.TestCase):
     # A synchronous save blocks for all of itself.
     self.assertEqual(sync["blocked_seconds"], sync["save_seconds"])
     self.assertLessEqual(background["saves_that_waited"], saved - 1)
-    # Retention ran in the writer: the newest keep_last generations remain.
+    # Retention ran in the writer: the newest keep_last generations remain,
+    # each advertised.
     folders = sorted(os.listdir(os.path.join(outs["async"], "checkpoints")))
     self.assertEqual(folders, ["gen-%06d" % g for g in (saved - 1, saved)])
-    for folder in folders:
-      self.assertTrue(os.path.exists(
-          os.path.join(outs["async"], "checkpoints", folder, "MANIFEST")))
+    self.assertEqual(advertised(outs["async"]), folders)
 
   def test_a_run_stopped_and_resumed_from_background_saves_ends_as_the_whole(self):
     tmp = support.temp_dir("async_resume")
@@ -68,10 +82,7 @@ class AsyncSaveTest(unittest.TestCase):
     self.assertEqual(support.final_hash(part), support.final_hash(whole))
 
   def test_a_rank_killed_inside_a_background_write_recovers_bitwise(self):
-    tmp = support.temp_dir("async_kill")
-    path = config(tmp, "kill", True)
-    whole = os.path.join(tmp, "whole")
-    self.assertEqual(support.train(path, whole, "--whole_run_parity=false").returncode, 0)
+    tmp, path, whole = self.tmp, self.path, self.whole
     for rank in (0, 1):
       with self.subTest(rank=rank):
         out = os.path.join(tmp, "killed-%d" % rank)
@@ -83,10 +94,7 @@ class AsyncSaveTest(unittest.TestCase):
                       "save_background of update 4" % rank, killed.stderr)
         # Every generation advertised restores, and it is 1 (update 2): the
         # write of generation 2 died before its MANIFEST.
-        root = os.path.join(out, "checkpoints")
-        advertised = [g for g in sorted(os.listdir(root))
-                      if os.path.exists(os.path.join(root, g, "MANIFEST"))]
-        self.assertEqual(advertised, ["gen-000001"])
+        self.assertEqual(advertised(out), ["gen-000001"])
         restarted = support.train(path, out, "--whole_run_parity=false")
         self.assertEqual(restarted.returncode, 0, restarted.stderr[-2000:])
         resumed = support.load(os.path.join(out, "resume.json"))
@@ -98,11 +106,8 @@ class AsyncSaveTest(unittest.TestCase):
     # the run stops at an update boundary its ranks agree on, the write in
     # flight is waited for, the stop's own save is written, exit 4; the
     # rerun resumes at the stop with nothing redone.
-    tmp = support.temp_dir("async_term")
-    path = config(tmp, "term", True)
-    whole = os.path.join(tmp, "whole")
-    self.assertEqual(support.train(path, whole, "--whole_run_parity=false").returncode, 0)
-    out = os.path.join(tmp, "term")
+    path, whole = self.path, self.whole
+    out = os.path.join(self.tmp, "term")
     stopped = support.train(path, out, "--whole_run_parity=false", "--kill_rank=1",
                             "--kill_phase=save_background", "--kill_update=4",
                             "--kill_signal=SIGTERM", "--kill_delay_us=0")
@@ -112,8 +117,7 @@ class AsyncSaveTest(unittest.TestCase):
     self.assertTrue(attempt["saved_at_end"])
     stop = attempt["ended_at_update"]
     self.assertGreaterEqual(stop, 4)
-    root = os.path.join(out, "checkpoints")
-    newest = max(g for g in os.listdir(root) if os.path.exists(os.path.join(root, g, "MANIFEST")))
+    newest = advertised(out)[-1]
     resumed = support.train(path, out, "--whole_run_parity=false")
     self.assertEqual(resumed.returncode, 0, resumed.stderr[-2000:])
     record = support.load(os.path.join(out, "resume.json"))

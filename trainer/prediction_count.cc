@@ -248,24 +248,21 @@ absl::StatusOr<PredictionCount> CountGathered(const at::Tensor& mine,
                                      "'): ", dedup.status().message()));
   }
   gathered = {};  // counted from dedup->counted from here
-  ValidationReportBuilder builder(in.label_names, in.dedup_name, in.receipt_rows);
-  for (const Prediction& p : dedup->counted) {
-    if (absl::Status s = builder.Add(p); !s.ok()) return s;
-  }
-  absl::StatusOr<ValidationReport> report =
-      std::move(builder).Finish(gathered_count, dedup->duplicates_dropped);
+  absl::StatusOr<ValidationReport> report = BuildValidationReport(
+      *dedup, gathered_count, in.label_names, in.dedup_name, in.receipt_rows);
   if (!report.ok()) return report.status();
   PredictionCount out;
   out.report = *std::move(report);
   return out;
 }
 
-}  // namespace
-
+// Which merge the pass uses: 0 = gathered, else the streamed merge's chunk.
 int64_t ChosenMergeChunk(const PredictionCountInputs& in) {
   const int64_t total = std::accumulate(in.valid_rows.begin(), in.valid_rows.end(), int64_t{0});
   return in.dedup->StreamedMergeChunk(total);
 }
+
+}  // namespace
 
 absl::StatusOr<PredictionCount> CountPredictionsOnce(const at::Tensor& mine,
                                                      const PredictionCountInputs& in) {

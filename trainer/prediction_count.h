@@ -61,9 +61,6 @@ struct PredictionCount {
   int64_t peak_held = 0;
 };
 
-// Which merge the pass uses: 0 = gathered, else the streamed merge's chunk.
-int64_t ChosenMergeChunk(const PredictionCountInputs& in);
-
 // Every rank must call it with its own rows (a collective). The report
 // (counts, metrics, every counted receipt); with the streamed merge only
 // rank 0's is the report, the others' has only `dedup` set.
