@@ -484,6 +484,24 @@ absl::StatusOr<AsyncSaveWriter::Write> StartBackgroundSave(Run& run, int64_t gen
   });
 }
 
+// The run's saves: in the background (checkpoint.async), or on the
+// training thread with `pruner` (rank 0's, or nullptr) deleting old ones.
+CheckpointCadence MakeCadence(Run& run, BackgroundPruner* pruner) {
+  const std::optional<CheckpointPlan>& plan = run.options->checkpoints;
+  if (plan.has_value() && plan->async) {
+    return CheckpointCadence::InBackground(
+        plan, run.resume.next_generation(),
+        [&run](int64_t generation, const TrainingCursor& cursor) {
+          return StartBackgroundSave(run, generation, cursor);
+        });
+  }
+  return CheckpointCadence(plan, run.resume.next_generation(),
+                           [&run, pruner](int64_t generation, const TrainingCursor& cursor) {
+                             return SaveCheckpoint(run.checkpoints, generation, run.model(),
+                                                   *run.optimizer, cursor, pruner);
+                           });
+}
+
 }  // namespace
 
 absl::Status CheckRunnable(const LoadedConfig& loaded) {
@@ -511,21 +529,7 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
       options.checkpoints->keep_last > 0) {
     pruner.emplace(options.checkpoints->folder, options.checkpoints->keep_last);
   }
-  CheckpointCadence cadence =
-      async_save ? CheckpointCadence::InBackground(options.checkpoints,
-                                                   run.resume.next_generation(),
-                                                   [&run](int64_t generation,
-                                                          const TrainingCursor& cursor) {
-                                                     return StartBackgroundSave(run, generation,
-                                                                                cursor);
-                                                   })
-                 : CheckpointCadence(
-                       options.checkpoints, run.resume.next_generation(),
-                       [&run, &pruner](int64_t generation, const TrainingCursor& cursor) {
-                         return SaveCheckpoint(run.checkpoints, generation, run.model(),
-                                               *run.optimizer, cursor,
-                                               pruner ? &*pruner : nullptr);
-                       });
+  CheckpointCadence cadence = MakeCadence(run, pruner ? &*pruner : nullptr);
   RankReportBuilder report(options.rank, options.world_size,
                            static_cast<int64_t>(run.inputs.data.train.size()));
   absl::StatusOr<UpdateLoopEnd> end = Train(run, &recorder, &cadence, &report);
