@@ -232,16 +232,13 @@ absl::StatusOr<std::string> StoreGet(c10d::Store& store,
   }
 }
 
-absl::Status AgreeOnStart(
-    c10d::Store& store, int rank, int world_size,
+namespace {
+
+// Every rank compares every rank with rank 0, so all reach the same
+// verdict.
+absl::Status CompareWithRankZero(
+    c10d::Store& store, int world_size,
     const std::vector<std::pair<std::string, std::string>>& fields) {
-  for (const auto& [name, value] : fields) {
-    if (absl::Status s = StoreSet(store, absl::StrCat("agree/", rank, "/", name), value);
-        !s.ok()) {
-      return s;
-    }
-  }
-  // Every rank compares every rank with rank 0, so all reach the same verdict.
   for (int other = 1; other < world_size; ++other) {
     for (const auto& [name, value] : fields) {
       absl::StatusOr<std::string> reference =
@@ -258,6 +255,31 @@ absl::Status AgreeOnStart(
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status AgreeOnStart(
+    c10d::Store& store, int rank, int world_size,
+    const std::vector<std::pair<std::string, std::string>>& fields) {
+  for (const auto& [name, value] : fields) {
+    if (absl::Status s = StoreSet(store, absl::StrCat("agree/", rank, "/", name), value);
+        !s.ok()) {
+      return s;
+    }
+  }
+  const absl::Status verdict = CompareWithRankZero(store, world_size, fields);
+  // Rank 0 hosts the store: it returns (and may exit, closing the store)
+  // only once every rank has read what it compares, or its reads failed.
+  if (!absl::IsUnavailable(verdict) && !absl::IsDeadlineExceeded(verdict)) {
+    if (absl::Status s = StoreSet(store, absl::StrCat("agree/compared/", rank), "1"); !s.ok()) {
+      return s;
+    }
+  }
+  for (int other = 1; rank == 0 && other < world_size; ++other) {
+    if (!StoreGet(store, absl::StrCat("agree/compared/", other)).ok()) break;
+  }
+  return verdict;
 }
 
 absl::StatusOr<std::vector<std::string>> GatherBytesOnRankZero(

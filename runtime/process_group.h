@@ -63,6 +63,9 @@ absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
 // compares every other rank's with its own. On a mismatch EVERY rank gets
 // FailedPrecondition naming the first differing rank and field with both
 // values, e.g. "rank 1 differs in config_fingerprint: 3f2a... != 9c01...".
+// Rank 0, which hosts the store, returns only once every other rank has
+// compared (or the store failed it), so that its exit on a mismatch does
+// not close the store under a rank still reading.
 absl::Status AgreeOnStart(
     c10d::Store& store, int rank, int world_size,
     const std::vector<std::pair<std::string, std::string>>& fields);
