@@ -1,31 +1,92 @@
 #include "artifacts/run_manifest.h"
 
-#include <set>
+#include <algorithm>
+#include <exception>
+#include <vector>
 
-#include <c10/util/hash.h>
+#include <ATen/ATen.h>
+#include <openssl/evp.h>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "logging/glog.h"
+#include "collectives/collective_error.h"
 #include "data/label_map.h"
 #include "config/plugin_kinds.h"
 
 namespace receipt_parity {
 
-std::string DataHash(const ReceiptSplit& data) {
-  std::string bytes;
-  size_t pixels = 0;
-  for (const auto* part : {&data.train, &data.validation}) {
-    for (const ReceiptExample& e : *part) pixels += e.pixels.size();
+namespace {
+
+// Examples hashed per Select().
+constexpr int64_t kHashChunkExamples = 4096;
+
+// A SHA-1 fed a piece at a time (OpenSSL's EVP digest).
+class StreamedSha1 {
+ public:
+  StreamedSha1() : context_(EVP_MD_CTX_new()) {
+    CHECK(context_ != nullptr && EVP_DigestInit_ex(context_, EVP_sha1(), nullptr) == 1);
   }
-  // The ids and labels are a few bytes per receipt beside its pixels.
-  bytes.reserve(pixels * sizeof(float) + 64 * (data.train.size() + data.validation.size()));
-  for (const auto* part : {&data.train, &data.validation}) {
-    for (const ReceiptExample& e : *part) {
-      absl::StrAppend(&bytes, e.receipt_id, "/", e.label, "/", e.view, ";");
-      bytes.append(reinterpret_cast<const char*>(e.pixels.data()),
-                   e.pixels.size() * sizeof(float));
+  ~StreamedSha1() { EVP_MD_CTX_free(context_); }
+  StreamedSha1(const StreamedSha1&) = delete;
+  StreamedSha1& operator=(const StreamedSha1&) = delete;
+
+  void Add(const void* bytes, size_t size) {
+    CHECK_EQ(EVP_DigestUpdate(context_, bytes, size), 1);
+  }
+  // Lowercase hex, as c10::sha1::str() writes it.
+  std::string Hex() {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int size = 0;
+    CHECK_EQ(EVP_DigestFinal_ex(context_, digest, &size), 1);
+    return absl::BytesToHexString(
+        absl::string_view(reinterpret_cast<const char*>(digest), size));
+  }
+
+ private:
+  EVP_MD_CTX* context_;
+};
+
+// Feeds `examples`, their pixels from `source`, to `hash`.
+absl::Status HashPart(const std::vector<ReceiptExample>& examples, const ExampleSource& source,
+                      StreamedSha1* hash) {
+  const auto n = static_cast<int64_t>(examples.size());
+  if (source.size() != n) {
+    return absl::InternalError(absl::StrCat("hashing the data: a source of ", source.size(),
+                                            " examples for ", n));
+  }
+  std::vector<Slot> slots;
+  for (int64_t begin = 0; begin < n; begin += kHashChunkExamples) {
+    const int64_t end = std::min(n, begin + kHashChunkExamples);
+    slots.assign(end - begin, Slot{});
+    for (int64_t i = begin; i < end; ++i) slots[i - begin].dataset_index = i;
+    absl::StatusOr<ExampleTensors> chunk = source.Select(slots);
+    if (!chunk.ok()) return chunk.status();
+    const at::Tensor images = chunk->images.to(at::kCPU).contiguous();
+    const float* pixels = images.data_ptr<float>();
+    const int64_t per_example = images[0].numel();
+    for (int64_t i = begin; i < end; ++i) {
+      const ReceiptExample& e = examples[i];
+      const std::string header = absl::StrCat(e.receipt_id, "/", e.label, "/", e.view, ";");
+      hash->Add(header.data(), header.size());
+      hash->Add(pixels + (i - begin) * per_example, per_example * sizeof(float));
     }
   }
-  return c10::sha1(bytes).str();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> DataHash(const ReceiptSplit& data, const ExampleSource& train,
+                                     const ExampleSource& validation) {
+  StreamedSha1 hash;
+  try {
+    if (absl::Status s = HashPart(data.train, train, &hash); !s.ok()) return s;
+    if (absl::Status s = HashPart(data.validation, validation, &hash); !s.ok()) return s;
+    return hash.Hex();
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(e, "hashing the data: LibTorch");
+  }
 }
 
 RunManifest MakeRunManifest(const LoadedConfig& loaded, const Classifier& model,
@@ -55,9 +116,12 @@ RunManifest MakeRunManifest(const LoadedConfig& loaded, const Classifier& model,
   d->set_image_size(data.image_size);
   d->set_train_examples(static_cast<int32_t>(data.train.size()));
   d->set_validation_identities(static_cast<int32_t>(data.validation.size()));
-  std::set<std::string> identities;
-  for (const ReceiptExample& e : data.train) identities.insert(e.receipt_id);
-  d->set_train_identities(static_cast<int32_t>(identities.size()));
+  // Training examples are grouped by identity (data/receipt_dataset.h).
+  int32_t identities = 0;
+  for (size_t i = 0; i < data.train.size(); ++i) {
+    if (i == 0 || data.train[i].receipt_id != data.train[i - 1].receipt_id) ++identities;
+  }
+  d->set_train_identities(identities);
   for (int64_t n : data.train_class_counts) {
     d->add_train_class_counts(static_cast<int32_t>(n));
   }

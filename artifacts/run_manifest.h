@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "data/example_source.h"
 #include "data/receipt_dataset.h"
 #include "model/classifier.h"
 #include "artifacts/run_manifest.pb.h"
@@ -16,9 +18,15 @@ namespace receipt_parity {
 RunManifest MakeRunManifest(const LoadedConfig& loaded, const Classifier& model,
                             const ReceiptSplit& data, int world_size);
 
-// SHA-1 of every example's id, label, view and pixels: ranks compare it to
-// prove they train on the same data.
-std::string DataHash(const ReceiptSplit& data);
+// SHA-1 of every example's id, label, view and pixels, train then
+// validation: ranks compare it to prove they train on the same data.
+// Streamed: the pixels come from `train` and `validation` (the sources of
+// data.train and data.validation, on the CPU) a chunk at a time, so the
+// hash holds no copy of the data and is the same whichever source holds or
+// renders them. Errors: those of the sources' Select(), and Internal when a
+// source's size is not its part's.
+absl::StatusOr<std::string> DataHash(const ReceiptSplit& data, const ExampleSource& train,
+                                     const ExampleSource& validation);
 
 }  // namespace receipt_parity
 

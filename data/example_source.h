@@ -2,9 +2,10 @@
 // them: the slots' rows, selected by dataset index.
 //
 // Implemented by InMemoryExamples (every example's pixels in one tensor,
-// data/receipt_tensors.h), what the trainer uses today; an implementation
-// that reads or renders the pixels of a slot when it is selected, from a
-// compact index, can stand in for it (issue 29's million receipts).
+// data/receipt_tensors.h) and by SyntheticExampleSource
+// (data/synthetic_example_source.h), which renders a slot's pixels when it
+// is selected, from a compact index; the trainer chooses between them
+// (trainer/run_examples.h).
 //
 // Thread safety: Select() may be called from one thread at a time.
 #ifndef RECEIPT_PARITY_DATA_EXAMPLE_SOURCE_H_
@@ -34,6 +35,10 @@ class ExampleSource {
   // keys on the CPU. Errors: Internal naming a slot whose dataset index is
   // not an example (a plan of another dataset), or when LibTorch fails.
   virtual absl::StatusOr<ExampleTensors> Select(absl::Span<const Slot> slots) const = 0;
+
+  // Where Select() puts the images and labels from now on (keys stay on
+  // the CPU). Errors: Internal (LibTorch), naming the device.
+  virtual absl::Status MoveTo(const c10::Device& device) = 0;
 };
 
 // Internal naming the first slot whose dataset index is not in
@@ -51,9 +56,8 @@ class InMemoryExamples : public ExampleSource {
   int64_t size() const override { return all_.labels.defined() ? all_.labels.size(0) : 0; }
   absl::StatusOr<ExampleTensors> Select(absl::Span<const Slot> slots) const override;
 
-  // Moves the images and labels to `device` (keys stay on the CPU).
-  // Errors: Internal (LibTorch), naming the device.
-  absl::Status MoveTo(const c10::Device& device);
+  // Moves the images and labels held to `device`.
+  absl::Status MoveTo(const c10::Device& device) override;
 
   const ExampleTensors& tensors() const { return all_; }
 

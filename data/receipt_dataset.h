@@ -35,8 +35,19 @@ struct ReceiptExample {
   std::string receipt_id;     // identity; several training views share it
   int label = 0;              // an id of data/label_map.h
   int view = 0;               // 0 = the first capture itself; see step 3
-  std::vector<float> pixels;  // image_size * image_size, row-major, in [0, 1]
+  // image_size * image_size, row-major, in [0, 1]; empty when loaded with
+  // PixelLoading::kIndexOnly.
+  std::vector<float> pixels;
+  // The identity's place in load order: synthetic identity i is i.
+  int identity_index = 0;
 };
+
+// Whether LoadReceipts makes the pixels. kIndexOnly (synthetic receipts
+// only) makes every example's id, label, view and identity_index and no
+// pixel: the examples of the same split, in the same order, whose pixels a
+// SyntheticExampleSource (data/synthetic_example_source.h) renders when a
+// slot needs them.
+enum class PixelLoading { kLoad, kIndexOnly };
 
 struct ReceiptSplit {
   int image_size = 0;
@@ -56,8 +67,10 @@ struct ReceiptSplit {
 // manifest: PATH: no such file", "data.manifest_path: PATH:LINE: ...").
 // A relative manifest_path is opened against the working directory: a
 // training config's loader resolves it against the config's folder first
-// (config/config_paths.h).
-absl::StatusOr<ReceiptSplit> LoadReceipts(const DataConfig& config);
+// (config/config_paths.h). With kIndexOnly a manifest config is refused
+// (InvalidArgument naming data.manifest_path): its pixels are in files.
+absl::StatusOr<ReceiptSplit> LoadReceipts(const DataConfig& config,
+                                          PixelLoading pixels = PixelLoading::kLoad);
 
 }  // namespace receipt_parity
 

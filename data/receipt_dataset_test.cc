@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "data/label_map.h"
 #include "data/test_image_files.h"
 #include "gmock/gmock.h"
@@ -184,6 +185,42 @@ TEST(ReceiptDatasetTest, ManifestCapturesAreViewsAndStayOnOneSide) {
     const int id = std::stoi(e.receipt_id.substr(1));
     EXPECT_FLOAT_EQ(e.pixels[5], RampSamples(size, size, id * 10)[5] / 255.0f);
   }
+}
+
+// The index of a synthetic config is its examples without their pixels:
+// the same ids, labels and views in the same order, and each example's
+// identity_index its synthetic identity.
+TEST(ReceiptDatasetTest, IndexOnlyIsTheSameExamplesWithoutPixels) {
+  const DataConfig config = Synthetic(50);
+  const ReceiptSplit whole = Load(config);
+  absl::StatusOr<ReceiptSplit> index = LoadReceipts(config, PixelLoading::kIndexOnly);
+  ASSERT_TRUE(index.ok()) << index.status();
+  EXPECT_EQ(index->image_size, whole.image_size);
+  EXPECT_EQ(index->train_class_counts, whole.train_class_counts);
+  for (auto part : {&ReceiptSplit::train, &ReceiptSplit::validation}) {
+    const std::vector<ReceiptExample>& want = whole.*part;
+    const std::vector<ReceiptExample>& got = (*index).*part;
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].receipt_id, want[i].receipt_id);
+      EXPECT_EQ(got[i].label, want[i].label);
+      EXPECT_EQ(got[i].view, want[i].view);
+      EXPECT_EQ(got[i].identity_index, want[i].identity_index);
+      EXPECT_EQ(got[i].receipt_id, absl::StrFormat("rcpt-%06d", got[i].identity_index));
+      EXPECT_TRUE(got[i].pixels.empty());
+      EXPECT_FALSE(want[i].pixels.empty());
+    }
+  }
+}
+
+TEST(ReceiptDatasetTest, AManifestHasNoIndexOnlyLoading) {
+  DataConfig config;
+  config.set_image_size(8);
+  config.set_manifest_path("receipts.csv");
+  absl::Status refused = LoadReceipts(config, PixelLoading::kIndexOnly).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("data.manifest_path: "));
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("data.synthetic only"));
 }
 
 // The trainer puts the config's line of data.manifest_path in front of

@@ -1,5 +1,7 @@
 #include "data/synthetic_example_source.h"
 
+#include <algorithm>
+#include <list>
 #include <string>
 #include <vector>
 
@@ -63,6 +65,41 @@ TEST(SyntheticExampleSourceTest, RendersWhatLoadReceiptsHoldsBitwise) {
       EXPECT_TRUE(at::equal(got->labels, want->labels));
       EXPECT_TRUE(at::equal(got->keys, want->keys));
     }
+  }
+}
+
+// The slab's recency links against a plain list's LRU, over a long
+// pseudo-random run of selections, and the pixels against no cache.
+TEST(SyntheticExampleSourceTest, TheCacheIsAnLruOverALongRun) {
+  absl::StatusOr<ReceiptSplit> split = LoadReceipts(Config());
+  ASSERT_TRUE(split.ok()) << split.status();
+  for (int64_t capacity : {1, 3, 17}) {
+    SCOPED_TRACE(capacity);
+    const SyntheticExampleSource cached(IndexOf(*split), {11, 16, 17}, capacity);
+    const SyntheticExampleSource uncached(IndexOf(*split), {11, 16, 17}, 0);
+    std::list<int64_t> lru;  // most recent first
+    int64_t hits = 0;
+    uint64_t state = 7;
+    for (int step = 0; step < 2000; ++step) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      // Mostly a few hot examples, sometimes any.
+      const int64_t i = (state >> 33) % (step % 3 == 0 ? cached.size() : 24);
+      auto it = std::find(lru.begin(), lru.end(), i);
+      if (it != lru.end()) {
+        ++hits;
+        lru.erase(it);
+      } else if (static_cast<int64_t>(lru.size()) == capacity) {
+        lru.pop_back();
+      }
+      lru.push_front(i);
+      absl::StatusOr<ExampleTensors> got = cached.Select(SlotsOf({i}));
+      absl::StatusOr<ExampleTensors> want = uncached.Select(SlotsOf({i}));
+      ASSERT_TRUE(got.ok() && want.ok());
+      ASSERT_TRUE(at::equal(got->images, want->images)) << "step " << step;
+    }
+    EXPECT_EQ(cached.cache_hits(), hits);
+    EXPECT_EQ(cached.rendered(), 2000 - hits);
+    EXPECT_GT(hits, 0);
   }
 }
 

@@ -202,6 +202,18 @@ absl::Status ValidateSyntheticReceipts(const SyntheticReceipts& config) {
 absl::StatusOr<std::vector<ReceiptIdentity>> GenerateSyntheticReceipts(
     const SyntheticReceipts& config, int image_size) {
   CHECK(image_size >= kMinImageSize && image_size <= kMaxImageSize);
+  absl::StatusOr<std::vector<ReceiptIdentity>> identities = SyntheticReceiptIndex(config);
+  if (!identities.ok()) return identities.status();
+  for (int i = 0; i < config.num_identities(); ++i) {
+    ReceiptIdentity& identity = (*identities)[i];
+    identity.captures.push_back(
+        RenderSyntheticReceipt(config.seed(), i, identity.label, image_size));
+  }
+  return identities;
+}
+
+absl::StatusOr<std::vector<ReceiptIdentity>> SyntheticReceiptIndex(
+    const SyntheticReceipts& config) {
   if (absl::Status valid = ValidateSyntheticReceipts(config); !valid.ok()) {
     return valid;
   }
@@ -210,11 +222,8 @@ absl::StatusOr<std::vector<ReceiptIdentity>> GenerateSyntheticReceipts(
                           : config.rare_class_fraction();
   std::vector<ReceiptIdentity> identities(config.num_identities());
   for (int i = 0; i < config.num_identities(); ++i) {
-    ReceiptIdentity& identity = identities[i];
-    identity.receipt_id = SyntheticReceiptId(i);
-    identity.label = SyntheticLabel(config.seed(), rare, i);
-    identity.captures.push_back(
-        RenderSyntheticReceipt(config.seed(), i, identity.label, image_size));
+    identities[i].receipt_id = SyntheticReceiptId(i);
+    identities[i].label = SyntheticLabel(config.seed(), rare, i);
   }
   return identities;
 }

@@ -65,6 +65,11 @@ absl::Status ValidateSyntheticReceipts(const SyntheticReceipts& config);
 absl::StatusOr<std::vector<ReceiptIdentity>> GenerateSyntheticReceipts(
     const SyntheticReceipts& config, int image_size);
 
+// The same identities with their ids and labels and no capture made
+// (captures empty). Errors: those of ValidateSyntheticReceipts.
+absl::StatusOr<std::vector<ReceiptIdentity>> SyntheticReceiptIndex(
+    const SyntheticReceipts& config);
+
 }  // namespace receipt_parity
 
 #endif  // RECEIPT_PARITY_DATA_SYNTHETIC_RECEIPTS_H_

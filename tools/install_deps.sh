@@ -28,6 +28,7 @@ PACKAGES=(
   libgtest-dev
   libgmock-dev
   libpng-dev
+  libssl-dev           # OpenSSL's libcrypto: the data hash's streamed SHA-1
   zlib1g-dev
   python3-venv         # the torch virtual environment
   iproute2             # network namespaces for the across-hosts test

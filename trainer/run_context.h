@@ -21,6 +21,7 @@
 #include "data/example_source.h"
 #include "data/receipt_tensors.h"
 #include "trainer/run_checkpoints.h"
+#include "trainer/run_examples.h"
 #include "config/run_plugins.h"
 #include "trainer/training_run_options.h"
 
@@ -28,7 +29,10 @@ namespace receipt_parity {
 
 // What a run needs before its first update.
 struct RunInputs {
+  // Loaded with LoadingFor(pixels): without pixels when they are rendered
+  // on demand, and without them once the run's examples are made.
   ReceiptSplit data;
+  ExamplePixels pixels = ExamplePixels::kInMemory;
   RunPlugins plugins;
   std::shared_ptr<Classifier> model;
   // The model's layer audit, its policy applied (config/layer_policy.h).
@@ -38,15 +42,6 @@ struct RunInputs {
   std::set<int64_t> check_updates;
   // The updates the run trains (every epoch's, or run.max_updates).
   int64_t run_length = 0;
-};
-
-// The receipts as the loop and validation use them.
-struct RunData {
-  InMemoryExamples train;
-  InMemoryExamples validation;
-  std::vector<std::string> train_ids;  // by dataset index
-  std::vector<int> train_labels;       // by dataset index
-  std::vector<std::string> validation_ids;
 };
 
 // Everything a run holds from its start to its artifacts. Rank 0 is the

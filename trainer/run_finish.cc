@@ -73,7 +73,7 @@ absl::StatusOr<BufferComparison> CompareBuffersAcrossRanks(Run& run) {
 absl::StatusOr<ValidationReport> Validate(Run& run, int64_t completed_updates) {
   const TrainingRunOptions& options = *run.options;
   ValidationInputs val;
-  val.examples = &run.data.validation;
+  val.examples = run.data.validation.get();
   val.receipt_ids = &run.data.validation_ids;
   val.policy = run.plugins().sampler.get();
   val.seed = run.config->seeds().sampler();
@@ -105,7 +105,7 @@ absl::StatusOr<ParityReport> FirstUpdateParity(const Run& run, const FirstStep& 
       in.derived_for = why;
       in.loaded = run.options->loaded;
       in.reference = &reference;
-      in.examples = &run.data.train;
+      in.examples = run.data.train.get();
       in.labels = &run.data.train_labels;
       in.class_counts = &run.inputs.data.train_class_counts;
       in.weighting = run.inputs.plugins.weighting.get();

@@ -87,6 +87,14 @@ ABSL_FLAG(int64_t, audit_slots_file_above, receipt_parity::kAuditSlotsFileAbove,
           "Above this many training slots (training views x epochs trained) the run's "
           "sampler_audit.json keeps the summary and every slot goes to "
           "sampler_audit.slots beside it (samplers/audit_slots_file.h).");
+ABSL_FLAG(int64_t, render_pixels_above, receipt_parity::kRenderPixelsAbove,
+          "Above this many synthetic identities (data.synthetic.num_identities) every rank "
+          "keeps a compact index of its examples and renders their pixels when a slot needs "
+          "them, instead of holding them all; 0 renders always. The same examples bitwise "
+          "either way (docs/data.md).");
+ABSL_FLAG(int64_t, pixel_cache_mib, receipt_parity::kPixelCacheBytes >> 20,
+          "With pixels rendered on demand: the MiB of rendered training examples each rank "
+          "keeps (least recently used out).");
 ABSL_FLAG(std::vector<std::string>, record_update, {},
           "Global update indices to record as OUT/update-K.json.");
 ABSL_FLAG(bool, overwrite, false,
@@ -200,6 +208,22 @@ absl::StatusOr<std::set<int64_t>> RecordedUpdates() {
   return updates;
 }
 
+// --render_pixels_above and --pixel_cache_mib, each at least 0 and the
+// cache's bytes an int64.
+absl::Status CheckPixelFlags() {
+  const int64_t above = absl::GetFlag(FLAGS_render_pixels_above);
+  const int64_t cache_mib = absl::GetFlag(FLAGS_pixel_cache_mib);
+  if (above < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--render_pixels_above: must be at least 0, got ", above));
+  }
+  if (cache_mib < 0 || cache_mib > (int64_t{1} << 40)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--pixel_cache_mib: must be in [0, 2^40], got ", cache_mib));
+  }
+  return absl::OkStatus();
+}
+
 // What every run of this invocation shares: checkpoints, fault, records.
 absl::Status FillRunOptions(const LoadedConfig& loaded, const std::string& run_dir,
                             TrainingRunOptions* options) {
@@ -207,12 +231,15 @@ absl::Status FillRunOptions(const LoadedConfig& loaded, const std::string& run_d
   if (!fault.ok()) return fault.status();
   absl::StatusOr<std::set<int64_t>> records = RecordedUpdates();
   if (!records.ok()) return records.status();
+  if (absl::Status s = CheckPixelFlags(); !s.ok()) return s;
   options->loaded = &loaded;
   options->checkpoints = PlanCheckpoints(loaded.config, run_dir);
   options->fault = *fault;
   options->record_updates = *records;
   options->allow_recipe_change = absl::GetFlag(FLAGS_allow_recipe_change);
   options->audit_slots_file_above = absl::GetFlag(FLAGS_audit_slots_file_above);
+  options->render_pixels_above = absl::GetFlag(FLAGS_render_pixels_above);
+  options->pixel_cache_bytes = absl::GetFlag(FLAGS_pixel_cache_mib) << 20;
   return absl::OkStatus();
 }
 

@@ -99,10 +99,12 @@ absl::StatusOr<std::vector<int64_t>> RunCheckUpdates(const LoadedConfig& loaded,
 }
 
 // The config, its plugins and its model settings were checked when it was
-// loaded; this loads the data and makes this run's plugins and model.
-absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded) {
+// loaded; this loads the data (its pixels as `pixels` says) and makes this
+// run's plugins and model.
+absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded, ExamplePixels pixels) {
   RunInputs inputs;
-  absl::StatusOr<ReceiptSplit> data = LoadReceipts(loaded.data);
+  inputs.pixels = pixels;
+  absl::StatusOr<ReceiptSplit> data = LoadReceipts(loaded.data, LoadingFor(pixels));
   if (!data.ok()) return loaded.locator->Locate(data.status());
   inputs.data = std::move(*data);
   absl::StatusOr<RunPlugins> plugins = loaded.plugins.Create();
@@ -128,26 +130,8 @@ absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded) {
   return inputs;
 }
 
-absl::StatusOr<RunData> MakeRunData(const ReceiptSplit& split) {
-  RunData data;
-  for (const ReceiptExample& e : split.train) {
-    data.train_ids.push_back(e.receipt_id);
-    data.train_labels.push_back(e.label);
-  }
-  for (const ReceiptExample& e : split.validation) {
-    data.validation_ids.push_back(e.receipt_id);
-  }
-  try {
-    data.train = InMemoryExamples(ToTensors(split.train, split.image_size));
-    data.validation = InMemoryExamples(ToTensors(split.validation, split.image_size));
-  } catch (const std::exception& e) {
-    return LibTorchErrorToStatus(e, "receipts as tensors: LibTorch");
-  }
-  return data;
-}
-
-// The receipts' pixels are in RunData's tensors once hashed: their second
-// copy goes (8 MB for the study's 2000 receipts of 32 x 32).
+// The receipts' pixels are in RunData's tensors once they are made: their
+// second copy goes (8 MB for the study's 2000 receipts of 32 x 32).
 void ReleasePixels(ReceiptSplit* split) {
   for (std::vector<ReceiptExample>* part : {&split->train, &split->validation}) {
     for (ReceiptExample& e : *part) std::vector<float>().swap(e.pixels);
@@ -218,7 +202,7 @@ absl::Status MoveToDevice(Run* run) {
     return LibTorchErrorToStatus(
         e, absl::StrCat("moving the model to ", run->device.str(), ": LibTorch"));
   }
-  for (InMemoryExamples* examples : {&run->data.train, &run->data.validation}) {
+  for (ExampleSource* examples : {run->data.train.get(), run->data.validation.get()}) {
     if (absl::Status s = examples->MoveTo(run->device); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -237,15 +221,20 @@ absl::Status StartRun(const TrainingRunOptions& options, Run* run) {
   }
   absl::StatusOr<PlatformRecord> platform = ApplyComputeSettings(loaded.config, run->device);
   if (!platform.ok()) return platform.status();
-  absl::StatusOr<RunInputs> inputs = PrepareRun(loaded);
+  absl::StatusOr<RunInputs> inputs = PrepareRun(
+      loaded, ChooseExamplePixels(loaded.data, options.render_pixels_above));
   if (!inputs.ok()) return inputs.status();
   run->inputs = std::move(*inputs);
-  // Hashed before the tensors are made, so the hash's buffer, the pixels
-  // and the tensors are never all held at once.
-  run->data_hash = DataHash(run->inputs.data);
-  absl::StatusOr<RunData> data = MakeRunData(run->inputs.data);
+  absl::StatusOr<RunData> data = MakeRunData(run->inputs.data, loaded.data, run->inputs.pixels,
+                                             options.pixel_cache_bytes);
   if (!data.ok()) return data.status();
   run->data = std::move(*data);
+  ReleasePixels(&run->inputs.data);
+  // Streamed from the sources, before they move to the run's device.
+  absl::StatusOr<std::string> data_hash =
+      DataHash(run->inputs.data, *run->data.train, *run->data.validation);
+  if (!data_hash.ok()) return data_hash.status();
+  run->data_hash = *std::move(data_hash);
   try {
     run->manifest = MakeRunManifest(loaded, run->model(), run->inputs.data,
                                     options.world_size);
@@ -254,7 +243,10 @@ absl::Status StartRun(const TrainingRunOptions& options, Run* run) {
   }
   *run->manifest.mutable_platform() = *std::move(platform);
   *run->manifest.mutable_audit() = run->inputs.audit;
-  ReleasePixels(&run->inputs.data);
+  run->manifest.mutable_data()->set_pixels(ExamplePixelsName(run->inputs.pixels));
+  if (run->inputs.pixels == ExamplePixels::kRenderedOnDemand) {
+    run->manifest.mutable_data()->set_pixel_cache_bytes(options.pixel_cache_bytes);
+  }
   if (absl::Status s = MoveToDevice(run); !s.ok()) return s;
   run->local_batch = LocalBatchSizes(*run->config);
   if (absl::Status s = AgreeWithPeers(*run); !s.ok()) return s;
@@ -408,7 +400,7 @@ absl::StatusOr<UpdateLoopEnd> Train(Run& run, UpdateRecorder* recorder,
   step_parts.group =
       options.process_group ? options.process_group->gradient_group.get() : nullptr;
   step_parts.rank = options.rank;
-  step_parts.examples = &run.data.train;
+  step_parts.examples = run.data.train.get();
   step_parts.labels = &run.data.train_labels;
   step_parts.class_counts = &run.inputs.data.train_class_counts;
   step_parts.phase_kill = options.fault.phase;
@@ -505,7 +497,7 @@ CheckpointCadence MakeCadence(Run& run, BackgroundPruner* pruner) {
 }  // namespace
 
 absl::Status CheckRunnable(const LoadedConfig& loaded) {
-  return PrepareRun(loaded).status();
+  return PrepareRun(loaded, ChooseExamplePixels(loaded.data, kRenderPixelsAbove)).status();
 }
 
 absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {

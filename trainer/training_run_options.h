@@ -15,6 +15,7 @@
 #include "config/checkpoint_plan.h"
 #include "config/config_loader.h"
 #include "runtime/process_group.h"
+#include "trainer/run_examples.h"
 #include "samplers/audit.h"
 #include "trainer/whole_run_references.h"
 
@@ -54,6 +55,11 @@ struct TrainingRunOptions {
   // the sampler audit: sampler_audit.json the summary, sampler_audit.slots
   // every slot (samplers/audit.h).
   int64_t audit_slots_file_above = kAuditSlotsFileAbove;
+  // Above this many synthetic identities the run renders its examples'
+  // pixels when a slot needs them, keeping `pixel_cache_bytes` of them
+  // (trainer/run_examples.h); at or below, it holds them all.
+  int64_t render_pixels_above = kRenderPixelsAbove;
+  int64_t pixel_cache_bytes = kPixelCacheBytes;
   // Global update indices whose reduced gradients and parameters after the
   // step rank 0 writes to `artifact_dir`/update-K.json (the first update of
   // a resumed run always is).
