@@ -30,7 +30,8 @@ namespace receipt_parity {
 // What a run needs before its first update.
 struct RunInputs {
   // Loaded with LoadingFor(pixels): without pixels when they are rendered
-  // on demand, and without them once the run's examples are made.
+  // on demand; once the run has started, only its image size and class
+  // counts (its examples are RunData's).
   ReceiptSplit data;
   ExamplePixels pixels = ExamplePixels::kInMemory;
   RunPlugins plugins;
