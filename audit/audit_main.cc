@@ -36,6 +36,7 @@
 #include "google/protobuf/message.h"
 #include "io/json_file.h"
 #include "plugins/plugin_registry.h"
+#include "runtime/heap_trim.h"
 #include "samplers/audit.h"
 #include "samplers/distributed_order.h"
 #include "samplers/sampler_policy.h"
@@ -145,20 +146,6 @@ std::string SlotsPathFor(const std::string& out) {
   const std::string stem =
       absl::EndsWith(out, ".json") ? out.substr(0, out.size() - 5) : out;
   return stem + ".slots";
-}
-
-// MemAvailable of /proc/meminfo in bytes; nullopt where it cannot be read.
-std::optional<int64_t> AvailableMemoryBytes() {
-  absl::StatusOr<std::string> meminfo = ReadFileToString("/proc/meminfo");
-  if (!meminfo.ok()) return std::nullopt;
-  for (absl::string_view line : absl::StrSplit(*meminfo, '\n')) {
-    int64_t kib = 0;
-    if (absl::ConsumePrefix(&line, "MemAvailable:") &&
-        absl::SimpleAtoi(absl::StripSuffix(absl::StripAsciiWhitespace(line), " kB"), &kib)) {
-      return kib * 1024;
-    }
-  }
-  return std::nullopt;
 }
 
 // The large audit: the slots to OUT's side file as they come, the summary

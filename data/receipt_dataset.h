@@ -69,8 +69,22 @@ struct ReceiptSplit {
 // training config's loader resolves it against the config's folder first
 // (config/config_paths.h). With kIndexOnly a manifest config is refused
 // (InvalidArgument naming data.manifest_path): its pixels are in files.
+//
+// With `held_bytes_limit` >= 0 (a rank's available memory), a manifest
+// whose pixels would take more than that held (HeldPixelBytes of its rows)
+// is refused before any image is read: InvalidArgument naming
+// data.manifest_path, the manifest, its row count and both figures. (A
+// synthetic config's size is checked with the config,
+// ValidateDataFitsInMemory.)
 absl::StatusOr<ReceiptSplit> LoadReceipts(const DataConfig& config,
-                                          PixelLoading pixels = PixelLoading::kLoad);
+                                          PixelLoading pixels = PixelLoading::kLoad,
+                                          int64_t held_bytes_limit = -1);
+
+// What holding `examples` examples of `image_size` pixels takes at its peak:
+// their captures, the split's copies and the tensors made from them
+// (kHeldPixelCopies), 4 bytes a pixel.
+inline constexpr int kHeldPixelCopies = 3;
+int64_t HeldPixelBytes(int64_t examples, int image_size);
 
 }  // namespace receipt_parity
 

@@ -213,6 +213,27 @@ TEST(ReceiptDatasetTest, IndexOnlyIsTheSameExamplesWithoutPixels) {
   }
 }
 
+// A manifest's rows are counted before any image is read: these images do
+// not exist, and the refusal is about the rows.
+TEST(ReceiptDatasetTest, AManifestWhosePixelsDoNotFitIsRefusedBeforeReadingAnImage) {
+  const std::string dir = MakeTestDir("dataset_manifest_too_large");
+  DataConfig config;
+  config.set_image_size(8);
+  config.set_views_per_identity(2);
+  config.set_manifest_path(WriteTestFile(
+      dir, "big.csv", "receipt_id,image,label\nr1,a.pgm,ok\n\nr2,b.pgm,ok\nr3,c.pgm,faded\n"));
+  const int64_t per_row = HeldPixelBytes(2, 8);
+  absl::Status refused = LoadReceipts(config, PixelLoading::kLoad, 3 * per_row - 1).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()),
+              testing::StartsWith(absl::StrCat("data.manifest_path: ", dir,
+                                               "/big.csv: 3 rows, more than the 2 whose pixels "
+                                               "fit in memory")));
+  // With room for the rows it goes on, to the missing image.
+  absl::Status missing = LoadReceipts(config, PixelLoading::kLoad, 3 * per_row).status();
+  EXPECT_THAT(std::string(missing.message()), HasSubstr("a.pgm"));
+}
+
 TEST(ReceiptDatasetTest, AManifestHasNoIndexOnlyLoading) {
   DataConfig config;
   config.set_image_size(8);

@@ -1,5 +1,6 @@
 #include "data/receipt_manifest.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <system_error>
@@ -148,7 +149,7 @@ absl::Status CheckUtf8ReceiptId(absl::string_view receipt_id, int line,
 }  // namespace
 
 absl::StatusOr<std::vector<ReceiptIdentity>> LoadReceiptManifest(
-    const std::string& manifest_path, int image_size) {
+    const std::string& manifest_path, int image_size, int64_t max_rows) {
   CHECK_GT(image_size, 0);
   absl::StatusOr<std::string> text = ReadFileToString(manifest_path);
   if (!text.ok()) {
@@ -165,6 +166,17 @@ absl::StatusOr<std::vector<ReceiptIdentity>> LoadReceiptManifest(
   if (header != kManifestHeader) {
     return error(1, absl::StrCat("missing header: expected \"", kManifestHeader,
                                  "\", got \"", header, "\""));
+  }
+
+  if (max_rows >= 0) {
+    const auto rows = std::count_if(lines.begin() + 1, lines.end(), [](absl::string_view line) {
+      return !absl::StripAsciiWhitespace(line).empty();
+    });
+    if (rows > max_rows) {
+      return absl::ResourceExhaustedError(absl::StrCat(manifest_path, ": ", rows,
+                                                       " rows, more than the ", max_rows,
+                                                       " whose pixels fit in memory"));
+    }
   }
 
   const fs::path folder = fs::path(manifest_path).parent_path();

@@ -34,9 +34,12 @@ namespace receipt_parity {
 inline constexpr char kManifestHeader[] = "receipt_id,image,label";
 
 // The identities of the manifest, in order of first appearance, each with its
-// captures in manifest order. REQUIRES: image_size > 0.
+// captures in manifest order. With `max_rows` >= 0, a manifest of more rows
+// is refused before any image is read: ResourceExhausted,
+// "PATH: N rows, more than the M whose pixels fit in memory".
+// REQUIRES: image_size > 0.
 absl::StatusOr<std::vector<ReceiptIdentity>> LoadReceiptManifest(
-    const std::string& manifest_path, int image_size);
+    const std::string& manifest_path, int image_size, int64_t max_rows = -1);
 
 }  // namespace receipt_parity
 

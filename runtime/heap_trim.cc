@@ -30,4 +30,19 @@ int64_t ProcessStatusKib(const std::string& field) {
   return -1;
 }
 
+std::optional<int64_t> AvailableMemoryBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  const std::string prefix = "MemAvailable:";
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    if (line.rfind(prefix, 0) == 0) {
+      char* end = nullptr;
+      const int64_t kib = std::strtoll(line.c_str() + prefix.size(), &end, 10);  // " 1234 kB"
+      if (end == line.c_str() + prefix.size()) return std::nullopt;
+      return kib * 1024;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace receipt_parity

@@ -15,6 +15,7 @@
 #define RECEIPT_PARITY_RUNTIME_HEAP_TRIM_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace receipt_parity {
@@ -28,6 +29,10 @@ bool ReturnFreeHeapPages();
 // The value of `field` ("VmHWM", "RssAnon", ...) of /proc/self/status, in
 // KiB; -1 where it cannot be read.
 int64_t ProcessStatusKib(const std::string& field);
+
+// MemAvailable of /proc/meminfo in bytes: what this machine can still give
+// a process without swapping; nullopt where it cannot be read.
+std::optional<int64_t> AvailableMemoryBytes();
 
 }  // namespace receipt_parity
 

@@ -2,7 +2,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
+
+#include <unistd.h>
 
 #include "gtest/gtest.h"
 
@@ -41,6 +44,14 @@ TEST(HeapTrimTest, ProcessStatusFieldsAreRead) {
   EXPECT_GE(ProcessStatusKib("VmHWM") * 1024, before + 15 * kMiB);
   EXPECT_EQ(ProcessStatusKib("NoSuchField"), -1);
   EXPECT_EQ(ProcessStatusKib("VmHW"), -1);  // a field's name, not its prefix
+}
+
+TEST(HeapTrimTest, AvailableMemoryIsSomeOfThisMachines) {
+  const std::optional<int64_t> available = AvailableMemoryBytes();
+  ASSERT_TRUE(available.has_value());
+  const int64_t physical = int64_t{sysconf(_SC_PHYS_PAGES)} * sysconf(_SC_PAGESIZE);
+  EXPECT_GT(*available, 16 * kMiB);
+  EXPECT_LE(*available, physical);
 }
 
 #if defined(__GLIBC__)

@@ -68,6 +68,40 @@ class RenderedPixelsTest(unittest.TestCase):
     self.assertEqual(artifacts(out)["run_summary.json"]["final_parameter_hash"],
                      artifacts(self.outs["held"])["run_summary.json"]["final_parameter_hash"])
 
+  def test_data_that_does_not_fit_is_refused_before_any_pixel_is_made(self):
+    # 8 views of 200 000 identities of 512 x 512 would take terabytes:
+    # refused with the config, naming its line and the figures; nothing
+    # written.
+    huge = support.write_config(self.tmp, "huge", support.small_config(
+        ids=200000, views=8, world=2).replace("image_size: 16", "image_size: 512"))
+    out = os.path.join(self.tmp, "huge_out")
+    result = support.train(huge, out)
+    self.assertEqual(result.returncode, 2, result.stderr[-2000:])
+    self.assertIn("huge.pbtxt:", result.stderr)
+    self.assertIn("data.synthetic.num_identities: 200000 identities x 8 views of 512x512 float "
+                  "pixels (plus an int64 label each) need 1677734400000 bytes", result.stderr)
+    self.assertFalse(os.path.exists(os.path.join(out, "run_manifest.json")))
+
+  def test_a_manifest_whose_pixels_do_not_fit_is_refused_before_reading_an_image(self):
+    # 12 rows of 512 x 512, each training row made into 1000 views, held
+    # three times over: about 38 GB, more than this machine has. The rows
+    # are counted first: the images they name do not exist.
+    folder = os.path.join(self.tmp, "big_manifest")
+    os.makedirs(folder, exist_ok=True)
+    support.write(os.path.join(folder, "receipts.csv"), "receipt_id,image,label\n" + "".join(
+        f"r{i},images/r{i}.png,ok\n" for i in range(12)))
+    config = support.write_config(folder, "c", support.small_config(views=1000).replace(
+        "synthetic { num_identities: 40 rare_class_fraction: 0.05 seed: 3 }",
+        'manifest_path: "receipts.csv"').replace("image_size: 16", "image_size: 512"))
+    result = support.train(config, os.path.join(folder, "out"))
+    self.assertEqual(result.returncode, 2, result.stderr[-2000:])
+    self.assertIn("c.pbtxt:", result.stderr)
+    self.assertIn("receipts.csv: 12 rows, more than the ", result.stderr)
+    self.assertIn("whose pixels fit in memory (about 3.1 GB held per row at views_per_identity "
+                  "1000", result.stderr)
+    self.assertNotIn("r0.png", result.stderr)
+    self.assertFalse(os.path.exists(os.path.join(folder, "out", "run_manifest.json")))
+
   def test_bad_flag_values_exit_2_naming_the_flag(self):
     out = os.path.join(self.tmp, "bad")
     for flag, named in (("--render_pixels_above=-1", "--render_pixels_above"),

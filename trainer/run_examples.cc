@@ -26,6 +26,9 @@ std::string ExamplePixelsName(ExamplePixels pixels) {
 absl::StatusOr<RunData> MakeRunData(const ReceiptSplit& split, const DataConfig& data,
                                     ExamplePixels pixels, int64_t cache_bytes) {
   RunData run_data;
+  run_data.train_ids.reserve(split.train.size());
+  run_data.train_labels.reserve(split.train.size());
+  run_data.validation_ids.reserve(split.validation.size());
   for (const ReceiptExample& e : split.train) {
     run_data.train_ids.push_back(e.receipt_id);
     run_data.train_labels.push_back(e.label);

@@ -20,6 +20,7 @@
 #include "data/label_map.h"
 #include "data/receipt_dataset.h"
 #include "logging/glog.h"
+#include "runtime/heap_trim.h"
 #include "runtime/preemption.h"
 #include "model/classifier.h"
 #include "parity/whole_run_parity.h"
@@ -98,14 +99,24 @@ absl::StatusOr<std::vector<int64_t>> RunCheckUpdates(const LoadedConfig& loaded,
   return updates;
 }
 
+// The receipts as `pixels` says; held pixels that would not fit in this
+// machine's available memory are refused before any is made.
+absl::StatusOr<ReceiptSplit> LoadRunReceipts(const LoadedConfig& loaded, ExamplePixels pixels) {
+  const int64_t limit =
+      pixels == ExamplePixels::kInMemory ? AvailableMemoryBytes().value_or(-1) : -1;
+  absl::StatusOr<ReceiptSplit> data = LoadReceipts(loaded.data, LoadingFor(pixels), limit);
+  if (!data.ok()) return loaded.locator->Locate(data.status());
+  return data;
+}
+
 // The config, its plugins and its model settings were checked when it was
 // loaded; this loads the data (its pixels as `pixels` says) and makes this
 // run's plugins and model.
 absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded, ExamplePixels pixels) {
   RunInputs inputs;
   inputs.pixels = pixels;
-  absl::StatusOr<ReceiptSplit> data = LoadReceipts(loaded.data, LoadingFor(pixels));
-  if (!data.ok()) return loaded.locator->Locate(data.status());
+  absl::StatusOr<ReceiptSplit> data = LoadRunReceipts(loaded, pixels);
+  if (!data.ok()) return data.status();
   inputs.data = std::move(*data);
   absl::StatusOr<RunPlugins> plugins = loaded.plugins.Create();
   if (!plugins.ok()) return loaded.locator->Locate(plugins.status());
