@@ -22,8 +22,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_support as support  # pylint: disable=wrong-import-position
 
 TARGET_SECONDS = 10.0
 TARGET_PEAK_BYTES = 1e9
@@ -96,10 +98,8 @@ def targets(runs):
 
 def main(argv):
     args = parse(argv)
-    out_dir = args.out or tempfile.mkdtemp(prefix="audit_scaling.")
-    os.makedirs(out_dir, exist_ok=True)
-    with open("/proc/loadavg") as f:
-        load_before = f.read().strip()
+    out_dir = support.out_folder(args.out, "audit_scaling")
+    load_before = support.load_average()
     runs = [run_one(os.path.abspath(args.audit), out_dir, n, args.world_size)
             for n in sorted(args.ids)]
     checks = targets(runs)
@@ -111,14 +111,9 @@ def main(argv):
         print(f"  {r['num_ids']:>10} {r['seconds']:>8.2f} {r['peak_rss_bytes'] / 1e6:>8.0f} "
               f"{r['json_bytes'] / 1e6:>8.1f} {r['slots_file_bytes'] / 1e6:>9.1f} "
               f"{r['seconds_per_million_ids']:>11.3f}")
-    for c in checks:
-        print(f"  {'MET' if c['met'] else 'MISSED':<6} {c['target']}: "
-              f"{c['measured']:.3f} {c['comparison']} {c['threshold']}")
-    report = os.path.join(out_dir, "audit_scaling.json")
-    with open(report, "w") as f:
-        json.dump({"runs": runs, "targets": checks, "load_average_before": load_before},
-                  f, indent=2)
-    print(f"wrote {report}")
+    support.print_targets(checks)
+    support.write_report(out_dir, "audit_scaling.json",
+                         {"runs": runs, "targets": checks, "load_average_before": load_before})
 
 
 if __name__ == "__main__":

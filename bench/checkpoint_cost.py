@@ -34,7 +34,9 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_support as support  # pylint: disable=wrong-import-position
 
 SYNC_TARGET = 1.3
 BLOCKED_TARGET = 0.10
@@ -121,11 +123,9 @@ def round_ratios(runs):
 
 def main(argv):
     args = parse(argv)
-    out_dir = args.out or tempfile.mkdtemp(prefix="checkpoint_cost.")
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = support.out_folder(args.out, "checkpoint_cost")
     train = os.path.abspath(args.train)
-    with open("/proc/loadavg") as f:
-        load_before = f.read().strip()
+    load_before = support.load_average()
     rounds = []
     for r in range(args.rounds):
         order = VARIANTS[r % 3:] + VARIANTS[:r % 3]
@@ -157,15 +157,11 @@ def main(argv):
                   f"{run['blocked_seconds_median'] * 1e3:>11.3f} {run['saves_that_waited']:>6}")
     for k, value in medians.items():
         print(f"  {k}: {value:.3f} ({', '.join(f'{x:.3f}' for x in spreads[k])})")
-    for c in targets:
-        print(f"  {'MET' if c['met'] else 'MISSED':<6} {c['target']}: "
-              f"{c['measured']:.3f} {c['comparison']} {c['threshold']}")
-    report = os.path.join(out_dir, "checkpoint_cost.json")
-    with open(report, "w") as f:
-        json.dump({"config": args.config, "every_updates": args.every, "updates": args.updates,
-                   "rounds": rounds, "medians": medians, "spreads": spreads,
-                   "targets": targets, "load_average_before": load_before}, f, indent=2)
-    print(f"wrote {report}")
+    support.print_targets(targets)
+    support.write_report(out_dir, "checkpoint_cost.json", {
+        "config": args.config, "every_updates": args.every, "updates": args.updates,
+        "rounds": rounds, "medians": medians, "spreads": spreads,
+        "targets": targets, "load_average_before": load_before})
 
 
 if __name__ == "__main__":

@@ -31,8 +31,10 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_support as support  # pylint: disable=wrong-import-position
 
 MEMORY_FRACTION = 0.1
 PAD_FRACTION = 0.01
@@ -144,11 +146,9 @@ def targets(runs, world_size, chunk_rows):
 
 def main(argv):
     args = parse(argv)
-    out_dir = args.out or tempfile.mkdtemp(prefix="dedup_scaling.")
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = support.out_folder(args.out, "dedup_scaling")
     worker = os.path.abspath(args.worker)
-    with open("/proc/loadavg") as f:
-        load_before = f.read().strip()
+    load_before = support.load_average()
     runs, skipped = [], []
     for n in args.predictions:
         runs.append(run_one(worker, out_dir, n, args.world_size, "streamed", args.chunk_rows))
@@ -168,14 +168,10 @@ def main(argv):
     for n in skipped:
         print(f"  {n:>11}  gathered skipped: it would not fit in the "
               f"{memory_available_bytes() / 1e9:.1f} GB available")
-    for c in checks:
-        print(f"  {'MET' if c['met'] else 'MISSED':<6} {c['target']}: "
-              f"{c['measured']:.3f} {c['comparison']} {c['threshold']}")
-    report = os.path.join(out_dir, "dedup_scaling.json")
-    with open(report, "w") as f:
-        json.dump({"runs": runs, "gathered_skipped": skipped, "targets": checks,
-                   "load_average_before": load_before}, f, indent=2)
-    print(f"wrote {report}")
+    support.print_targets(checks)
+    support.write_report(out_dir, "dedup_scaling.json", {
+        "runs": runs, "gathered_skipped": skipped, "targets": checks,
+        "load_average_before": load_before})
 
 
 if __name__ == "__main__":
