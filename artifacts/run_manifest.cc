@@ -93,6 +93,8 @@ RunManifest MakeRunManifest(const LoadedConfig& loaded, const Classifier& model,
                             const ReceiptSplit& data, int world_size) {
   const TrainingConfig& c = loaded.config;
   RunManifest m;
+  for (const ConfigOverride& o : loaded.overrides) m.add_config_overrides(o.text());
+  *m.mutable_effective_config() = c;
   for (const std::string& name : LabelNames()) m.add_label_map(name);
   const std::string hash = ParameterHash(model);
   m.mutable_model_revision()->set_architecture(model.Describe());

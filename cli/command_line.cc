@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "absl/strings/str_cat.h"
 #include "logging/glog.h"
 
 namespace receipt_parity {
@@ -30,6 +31,33 @@ int ExitCodeFor(const absl::Status& status) {
 int ReportFailure(const absl::Status& status) {
   std::cerr << "error: " << status.message() << std::endl;
   return ExitCodeFor(status);
+}
+
+absl::StatusOr<std::vector<std::string>> TakeRepeatedFlag(const std::string& name, int argc,
+                                                          char** argv, std::vector<char*>* rest) {
+  const std::string bare = "--" + name;
+  const std::string with_value = bare + "=";
+  std::vector<std::string> values;
+  rest->clear();
+  if (argc > 0) rest->push_back(argv[0]);
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") {  // the rest is positional
+      for (; i < argc; ++i) rest->push_back(argv[i]);
+      break;
+    }
+    if (arg.rfind(with_value, 0) == 0) {
+      values.push_back(arg.substr(with_value.size()));
+    } else if (arg == bare) {
+      if (i + 1 == argc) {
+        return absl::InvalidArgumentError(absl::StrCat(bare, " needs a value"));
+      }
+      values.push_back(argv[++i]);
+    } else {
+      rest->push_back(argv[i]);
+    }
+  }
+  return values;
 }
 
 }  // namespace receipt_parity

@@ -11,7 +11,11 @@
 #ifndef RECEIPT_PARITY_CLI_COMMAND_LINE_H_
 #define RECEIPT_PARITY_CLI_COMMAND_LINE_H_
 
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace receipt_parity {
 
@@ -36,6 +40,15 @@ int ExitCodeFor(const absl::Status& status);
 
 // Prints "error: <message>" to stderr and returns ExitCodeFor(status).
 int ReportFailure(const absl::Status& status);
+
+// A flag that may be given many times and whose values may hold commas
+// (train --set model.conv_channels=[8,16]), which absl's flags do not
+// keep: takes every "--NAME=VALUE" and "--NAME VALUE" out of argv[1..]
+// in order, and puts the other arguments (argv[0] first) in `rest` for
+// absl::ParseCommandLine. InvalidArgument for a "--NAME" with no value
+// after it. The pointers in `rest` are argv's.
+absl::StatusOr<std::vector<std::string>> TakeRepeatedFlag(const std::string& name, int argc,
+                                                          char** argv, std::vector<char*>* rest);
 
 }  // namespace receipt_parity
 

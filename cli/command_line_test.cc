@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -51,6 +52,35 @@ TEST(ExitCodeForTest, BadInputIsTwoAnythingElseOne) {
   EXPECT_EQ(kExitBadInput, 2);
   EXPECT_EQ(kExitRunFailed, 1);
   EXPECT_EQ(kExitCheckFailed, 3);
+}
+
+// Both spellings, in order, values with commas and '=' kept whole; the
+// rest left for absl in its order; "--" ends the flags.
+TEST(TakeRepeatedFlagTest, TakesEverySpellingAndKeepsTheRest) {
+  std::vector<std::string> args = {"train", "--config=c.pbtxt", "--set", "model.conv_channels=[8,16]",
+                                   "--out=o", "--set=world_size=3", "--settle=1", "--",
+                                   "--set=x=1"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  std::vector<char*> rest;
+  absl::StatusOr<std::vector<std::string>> values =
+      TakeRepeatedFlag("set", static_cast<int>(argv.size()), argv.data(), &rest);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(*values, (std::vector<std::string>{"model.conv_channels=[8,16]", "world_size=3"}));
+  std::vector<std::string> kept(rest.begin(), rest.end());
+  EXPECT_EQ(kept, (std::vector<std::string>{"train", "--config=c.pbtxt", "--out=o", "--settle=1",
+                                            "--", "--set=x=1"}));
+}
+
+TEST(TakeRepeatedFlagTest, ABareFlagAtTheEndIsRefused) {
+  std::vector<std::string> args = {"train", "--set"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  std::vector<char*> rest;
+  absl::StatusOr<std::vector<std::string>> values =
+      TakeRepeatedFlag("set", static_cast<int>(argv.size()), argv.data(), &rest);
+  EXPECT_EQ(values.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(values.status().message(), "--set needs a value");
 }
 
 }  // namespace

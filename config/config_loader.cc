@@ -86,7 +86,8 @@ std::string UnknownTypeHint(const std::vector<LoadedPluginLibrary>& libraries) {
 
 // Steps 2-7.
 absl::StatusOr<LoadedConfig> Parse(const std::string& text, const std::string& name,
-                                   const std::vector<LoadedPluginLibrary>& libraries) {
+                                   const std::vector<LoadedPluginLibrary>& libraries,
+                                   const std::vector<ConfigOverride>& overrides) {
   TrainingConfig config;
   auto tree = std::make_unique<ConfigLocator::ParseInfoTree>();
   ParseErrors errors(name);
@@ -100,9 +101,19 @@ absl::StatusOr<LoadedConfig> Parse(const std::string& text, const std::string& n
     }
     return absl::InvalidArgumentError(joined);
   }
-  return Validate(std::move(config),
-                  std::make_shared<ConfigLocator>(name, std::move(tree)),
-                  /*is_file=*/true);
+  for (const ConfigOverride& o : overrides) {
+    if (o.field_path == "plugin_library") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--set ", o.text(), ": plugin libraries are loaded before the config is parsed; "
+          "write plugin_library in ", name));
+    }
+  }
+  if (absl::Status s = ApplyConfigOverrides(overrides, &config); !s.ok()) return s;
+  absl::StatusOr<LoadedConfig> loaded =
+      Validate(std::move(config), std::make_shared<ConfigLocator>(name, std::move(tree), overrides),
+               /*is_file=*/true);
+  if (loaded.ok()) loaded->overrides = overrides;
+  return loaded;
 }
 
 absl::Status Invalid(const std::string& field, const std::string& message) {
@@ -391,7 +402,8 @@ absl::Status ValidateRunOptions(const RunOptions& run, int world_size) {
 
 }  // namespace
 
-absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path) {
+absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path,
+                                                const std::vector<ConfigOverride>& overrides) {
   absl::StatusOr<std::string> text = ReadFileToString(path);
   if (!text.ok()) return text.status();
   // Step 1: plugin libraries first.
@@ -399,7 +411,7 @@ absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path) {
       LoadConfigPluginLibraries(path, *text);
   if (!libraries.ok()) return libraries.status();
   // Steps 2-7.
-  absl::StatusOr<LoadedConfig> loaded = Parse(*text, path, *libraries);
+  absl::StatusOr<LoadedConfig> loaded = Parse(*text, path, *libraries, overrides);
   if (loaded.ok()) loaded->plugin_libraries = *std::move(libraries);
   return loaded;
 }

@@ -53,6 +53,7 @@
 #include "model/model_config.h"
 #include "config/config.pb.h"
 #include "config/config_locator.h"
+#include "config/config_overrides.h"
 #include "config/config_plugin_libraries.h"
 #include "config/run_model.h"
 #include "config/run_optimizer.h"
@@ -86,11 +87,19 @@ struct LoadedConfig {
   // (ranks compare them at start: the paths may differ by host) and the
   // plugins it added. Empty for a config built in code.
   std::vector<LoadedPluginLibrary> plugin_libraries;
+  // The --set overrides `config` has applied, in order; run_manifest.json
+  // records them and the effective config.
+  std::vector<ConfigOverride> overrides;
 };
 
-// Steps 1-7 above. Plugin lookups in step 5 use whatever is registered in
-// this binary plus the loaded libraries.
-absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path);
+// Steps 1-7 above, `overrides` (train --set, config/config_overrides.h)
+// applied between steps 2 and 3: an override is checked as the file is,
+// its errors named "--set PATH=VALUE: ...", and the fingerprint is the
+// effective config's. Plugin lookups in step 5 use whatever is registered
+// in this binary plus the loaded libraries. An override of
+// `plugin_library` is refused: step 1 loads the file's.
+absl::StatusOr<LoadedConfig> LoadTrainingConfig(
+    const std::string& path, const std::vector<ConfigOverride>& overrides = {});
 
 // Steps 3-7 for a config built in code (e.g. the benchmark's generated
 // configs, before they are written for the trainer): errors read

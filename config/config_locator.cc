@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -14,11 +15,25 @@ using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::TextFormat;
 
-ConfigLocator::ConfigLocator(std::string path,
-                             std::unique_ptr<ParseInfoTree> parse_info)
-    : path_(std::move(path)), parse_info_(std::move(parse_info)) {}
+ConfigLocator::ConfigLocator(std::string path, std::unique_ptr<ParseInfoTree> parse_info,
+                             std::vector<ConfigOverride> overrides)
+    : path_(std::move(path)),
+      parse_info_(std::move(parse_info)),
+      overrides_(std::move(overrides)) {}
 
 std::string ConfigLocator::Where(const std::string& field_path) const {
+  // "local_batch_sizes[1]" is set by an override of local_batch_sizes.
+  std::string without_indices;
+  for (absl::string_view part : absl::StrSplit(field_path, '.')) {
+    if (!without_indices.empty()) without_indices += ".";
+    without_indices += std::string(part.substr(0, part.find('[')));
+  }
+  for (auto o = overrides_.rbegin(); o != overrides_.rend(); ++o) {
+    if (without_indices == o->field_path ||
+        absl::StartsWith(without_indices, o->field_path + ".")) {
+      return "--set " + o->text();
+    }
+  }
   const Descriptor* descriptor = TrainingConfig::descriptor();
   const ParseInfoTree* tree = parse_info_.get();
   std::vector<std::string> parts = absl::StrSplit(field_path, '.');

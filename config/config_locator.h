@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "config/config_overrides.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 
@@ -22,13 +23,17 @@ class ConfigLocator {
  public:
   using ParseInfoTree = google::protobuf::TextFormat::ParseInfoTree;
   // `parse_info` nullptr: a config built in code; Where() is `path` alone.
-  ConfigLocator(std::string path, std::unique_ptr<ParseInfoTree> parse_info);
+  // `overrides`: the --set overrides applied after the file was parsed
+  // (config/config_overrides.h).
+  ConfigLocator(std::string path, std::unique_ptr<ParseInfoTree> parse_info,
+                std::vector<ConfigOverride> overrides = {});
 
   const std::string& path() const { return path_; }
 
   // "FILE:LINE:COLUMN" for a field path like "data.validation_fraction" or
   // "local_batch_sizes[1]"; "FILE" alone when the field is not written in
-  // the file (it has its default).
+  // the file (it has its default); "--set PATH=VALUE" when the last
+  // override that set the field, or a message holding it, did.
   std::string Where(const std::string& field_path) const;
 
   // A status whose message starts with "<field path>: " gets
@@ -38,6 +43,7 @@ class ConfigLocator {
  private:
   std::string path_;
   std::unique_ptr<ParseInfoTree> parse_info_;
+  std::vector<ConfigOverride> overrides_;
 };
 
 // Collects a text-format parser's errors as "NAME:LINE:COLUMN: message"

@@ -500,7 +500,7 @@ std::string OneWorkerRunDir(const LoadedConfig& loaded, const std::string& out) 
   return out + "/reference";
 }
 
-int Main(int argc, char** argv) {
+int Main(int argc, char** argv, const std::vector<std::string>& sets) {
   ChangeToCallersDirectory();
   if (absl::Status s = CheckRegistries(); !s.ok()) return Fail(s);
   // Until a mode takes them: a launcher passes them on, a trainer with
@@ -518,7 +518,9 @@ int Main(int argc, char** argv) {
   if (config_path.empty()) {
     return Fail(absl::InvalidArgumentError("--config is required"));
   }
-  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(config_path);
+  absl::StatusOr<std::vector<ConfigOverride>> overrides = ParseConfigOverrides(sets);
+  if (!overrides.ok()) return Fail(overrides.status());
+  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(config_path, *overrides);
   if (!loaded.ok()) return Fail(loaded.status());
   // parity.batch_dependent_layers: a refused model stops before anything
   // trains, its reference included.
@@ -578,9 +580,21 @@ int main(int argc, char** argv) {
   // them on, any other unblocks them (runtime/preemption.h).
   receipt_parity::BlockPreemptionSignals();
   absl::SetProgramUsageMessage(
-      "Trains the receipt classifier: --config=configs/NAME.pbtxt --out=DIR");
-  absl::ParseCommandLine(argc, argv);
+      "Trains the receipt classifier: --config=configs/NAME.pbtxt --out=DIR "
+      "[--set FIELD_PATH=VALUE ...] (any field of the config, e.g. --set "
+      "optimizer.sgd.learning_rate=0.1 --set model.conv_channels=[8,16]; "
+      "config/config_overrides.h)");
+  // --set is repeatable and its values may hold commas: taken out before
+  // absl parses the rest. A launcher passes the whole command line on, so
+  // every rank applies the same overrides.
+  std::vector<char*> rest;
+  absl::StatusOr<std::vector<std::string>> sets =
+      receipt_parity::TakeRepeatedFlag("set", argc, argv, &rest);
+  if (!sets.ok()) return receipt_parity::ReportFailure(sets.status());
+  int rest_count = static_cast<int>(rest.size());
+  rest.push_back(nullptr);
+  absl::ParseCommandLine(rest_count, rest.data());
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
-  return receipt_parity::Main(argc, argv);
+  return receipt_parity::Main(argc, argv, *sets);
 }

@@ -1,0 +1,112 @@
+#include "config/config_overrides.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+
+namespace receipt_parity {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+TrainingConfig File() {
+  TrainingConfig config;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    data { synthetic { num_identities: 40 seed: 3 } image_size: 16 }
+    model { architecture: "cnn" conv_channels: [4] hidden_units: [8] }
+    optimizer { sgd { learning_rate: 0.05 momentum: 0.9 } }
+    global_batch: 4
+    world_size: 2
+    checkpoint { every_updates: 2 keep_last: 3 }
+  )pb", &config));
+  return config;
+}
+
+absl::Status Apply(const std::vector<std::string>& given, TrainingConfig* config) {
+  absl::StatusOr<std::vector<ConfigOverride>> overrides = ParseConfigOverrides(given);
+  if (!overrides.ok()) return overrides.status();
+  return ApplyConfigOverrides(*overrides, config);
+}
+
+TEST(ConfigOverridesTest, ScalarsRepeatedFieldsAndMessagesAreReplaced) {
+  TrainingConfig config = File();
+  const absl::Status applied = Apply({"optimizer.sgd.learning_rate=0.1", "world_size=3",
+                     "model.conv_channels=[8, 16]", "checkpoint={ every_updates: 5 }",
+                     "data.synthetic.num_identities=60", "precision=\"bf16\"",
+                     "sampler.name=duplicate_pad"},
+                    &config);
+  ASSERT_TRUE(applied.ok()) << applied;
+  EXPECT_EQ(config.optimizer().sgd().learning_rate(), 0.1);
+  EXPECT_EQ(config.optimizer().sgd().momentum(), 0.9);  // the rest of the message stays
+  EXPECT_EQ(config.world_size(), 3);
+  EXPECT_THAT(config.model().conv_channels(), testing::ElementsAre(8, 16));  // not appended
+  EXPECT_EQ(config.checkpoint().every_updates(), 5);
+  EXPECT_FALSE(config.checkpoint().has_keep_last());  // the whole message replaced
+  EXPECT_EQ(config.data().synthetic().num_identities(), 60);
+  EXPECT_EQ(config.data().image_size(), 16);
+  EXPECT_EQ(config.precision(), "bf16");
+  EXPECT_EQ(config.sampler().name(), "duplicate_pad");
+}
+
+TEST(ConfigOverridesTest, ALaterOverrideReplacesAnEarlierOne) {
+  TrainingConfig config = File();
+  ASSERT_TRUE(Apply({"world_size=3", "world_size=4"}, &config).ok());
+  EXPECT_EQ(config.world_size(), 4);
+}
+
+TEST(ConfigOverridesTest, AnUnsetMessageIsMadeAndAnEmptyListClears) {
+  TrainingConfig config = File();
+  ASSERT_TRUE(Apply({"clip_grad_norm.max_norm=1.5", "model.hidden_units=[]"}, &config).ok());
+  EXPECT_EQ(config.clip_grad_norm().max_norm(), 1.5);
+  EXPECT_TRUE(config.model().hidden_units().empty());
+}
+
+struct Refused {
+  std::string given;
+  std::string message;
+};
+
+TEST(ConfigOverridesTest, BadOverridesNameThemselves) {
+  const std::vector<Refused> cases = {
+      {"world_size", "--set world_size: expected FIELD_PATH=VALUE"},
+      {"=3", "--set =3: expected FIELD_PATH=VALUE"},
+      {"wrold_size=3", "--set wrold_size=3: no field 'wrold_size' in the config; close names: "
+                       "world_size"},
+      {"optimizer.sgd.lerning_rate=0.1",
+       "--set optimizer.sgd.lerning_rate=0.1: no field 'lerning_rate' in optimizer.sgd; close "
+       "names: learning_rate"},
+      {"world_size=three", "--set world_size=three: not a value of world_size: "},
+      {"optimizer.sgd.learning_rate=\"fast\"",
+       "--set optimizer.sgd.learning_rate=\"fast\": not a value of optimizer.sgd.learning_rate"},
+      {"model.conv_channels.x=1", "--set model.conv_channels.x=1: model.conv_channels is "
+                                  "repeated: set it whole"},
+      {"world_size.x=1", "--set world_size.x=1: world_size is not a message"},
+      {"optimizer.adamw.learning_rate=0.001",
+       "--set optimizer.adamw.learning_rate=0.001: conflicts with optimizer.sgd, which the "
+       "config sets (one of kind)"},
+      {"data.manifest_path=\"r.csv\"",
+       "--set data.manifest_path=\"r.csv\": conflicts with data.synthetic, which the config sets"},
+  };
+  for (const Refused& c : cases) {
+    SCOPED_TRACE(c.given);
+    TrainingConfig config = File();
+    absl::Status refused = Apply({c.given}, &config);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(refused.message()), StartsWith(c.message));
+  }
+}
+
+// The oneof's other member is fine once the whole message is named.
+TEST(ConfigOverridesTest, AWholeMessageSwitchesItsOneof) {
+  TrainingConfig config = File();
+  ASSERT_TRUE(Apply({"optimizer={ adamw { learning_rate: 0.001 } }"}, &config).ok());
+  EXPECT_FALSE(config.optimizer().has_sgd());
+  EXPECT_EQ(config.optimizer().adamw().learning_rate(), 0.001);
+}
+
+}  // namespace
+}  // namespace receipt_parity
