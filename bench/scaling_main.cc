@@ -51,6 +51,7 @@
 #include "io/atomic_file.h"
 #include "io/json_file.h"
 #include "config/config_loader.h"
+#include "config/config_overrides.h"
 
 ABSL_FLAG(std::string, out, "out/scaling",
           "Output folder, relative to the directory `bazel run` was started "
@@ -136,11 +137,13 @@ struct Plan {
 };
 
 // Every check the trainer makes, before any receipt is generated: the base
-// config file as the trainer loads it (plugin libraries, plugins and data
-// settings included), then what the benchmark needs of it, then every
-// config the benchmark generates from it.
-absl::StatusOr<Plan> LoadPlan(const std::string& base_path) {
-  if (absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(base_path); !loaded.ok()) {
+// config file with the --set overrides, as the trainer loads it (plugin
+// libraries, plugins and data settings included), then what the benchmark
+// needs of it, then every config the benchmark generates from it.
+absl::StatusOr<Plan> LoadPlan(const std::string& base_path,
+                              const std::vector<ConfigOverride>& overrides) {
+  if (absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(base_path, overrides);
+      !loaded.ok()) {
     return loaded.status();
   }
   absl::StatusOr<std::string> text = ReadFileToString(base_path);
@@ -148,6 +151,7 @@ absl::StatusOr<Plan> LoadPlan(const std::string& base_path) {
   Plan plan;
   absl::StatusOr<TrainingConfig> base = ParseBaseConfig(*text, base_path);
   if (!base.ok()) return base.status();
+  if (absl::Status s = ApplyConfigOverrides(overrides, &*base); !s.ok()) return s;
   plan.base = std::move(*base);
   absl::StatusOr<std::vector<BenchmarkModel>> models = ChosenModels(plan.base);
   if (!models.ok()) return models.status();
@@ -197,7 +201,7 @@ std::string Command(int argc, char** argv) {
   return absl::StrCat("bazel run --config=bench //bench:scaling -- ", absl::StrJoin(args, " "));
 }
 
-int Main(int argc, char** argv) {
+int Main(int argc, char** argv, const std::vector<std::string>& sets) {
   if (absl::Status s = CheckFlags(); !s.ok()) {
     std::cerr << "error: " << s.message() << std::endl;
     return kExitBadInput;
@@ -209,7 +213,12 @@ int Main(int argc, char** argv) {
   }
   ChangeToCallersDirectory();
   const Programs programs = FindPrograms(*runfiles);
-  absl::StatusOr<Plan> plan = LoadPlan(programs.base_config);
+  absl::StatusOr<std::vector<ConfigOverride>> overrides = ParseConfigOverrides(sets);
+  if (!overrides.ok()) {
+    std::cerr << "error: " << overrides.status().message() << std::endl;
+    return kExitBadInput;
+  }
+  absl::StatusOr<Plan> plan = LoadPlan(programs.base_config, *overrides);
   if (!plan.ok()) {
     std::cerr << "error: " << plan.status().message() << std::endl;
     return kExitBadInput;
@@ -266,7 +275,15 @@ int Main(int argc, char** argv) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Times this project against PyTorch DDP and a bare LibTorch step, one "
-      "and two workers, on two models: --out=DIR");
-  absl::ParseCommandLine(argc, argv);
-  return receipt_parity::Main(argc, argv);
+      "and two workers, on two models: --out=DIR [--set FIELD_PATH=VALUE ...] "
+      "(overrides of --base_config, as train takes them)");
+  // --set as train takes it (its values may hold commas): before absl.
+  std::vector<char*> rest;
+  absl::StatusOr<std::vector<std::string>> sets =
+      receipt_parity::TakeRepeatedFlag("set", argc, argv, &rest);
+  if (!sets.ok()) return receipt_parity::ReportFailure(sets.status());
+  const int rest_count = static_cast<int>(rest.size());
+  rest.push_back(nullptr);
+  absl::ParseCommandLine(rest_count, rest.data());
+  return receipt_parity::Main(argc, argv, *sets);
 }

@@ -53,7 +53,8 @@ class SmokeTest(unittest.TestCase):
   @classmethod
   def setUpClass(cls):
     cls.out = temp_dir()
-    cls.result = run([SCALING, "--smoke", f"--out={cls.out}"])
+    # An override of the base config, as train takes it.
+    cls.result = run([SCALING, "--smoke", f"--out={cls.out}", "--set", "seeds.sampler=4321"])
 
   def test_exits_zero_and_prints_the_table(self):
     self.assertEqual(self.result.returncode, 0, self.result.stderr + self.result.stdout)
@@ -230,7 +231,8 @@ class SmokeTest(unittest.TestCase):
                            "communication_bound_ours_2w_r0.pbtxt")) as f:
       text = f.read()
     for line in ('architecture: "mlp"', "hidden_units: 244", "world_size: 2",
-                 "global_batch: 64", "max_updates: 12", "intra_op_threads: 1"):
+                 "global_batch: 64", "max_updates: 12", "intra_op_threads: 1",
+                 "sampler: 4321"):
       self.assertIn(line, text)
 
 
@@ -249,6 +251,12 @@ class BadInputTest(unittest.TestCase):
     r = run([SCALING, "--smoke", f"--out={temp_dir()}", f"--base_config={path}"])
     self.assertEqual(r.returncode, 2, r.stderr)
     self.assertIn(f"{path}:2:", r.stderr)
+
+  def test_a_bad_override_is_refused_naming_it(self):
+    r = run([SCALING, "--smoke", f"--out={temp_dir()}", "--set", "wrold_size=2"])
+    self.assertEqual(r.returncode, 2, r.stderr)
+    self.assertIn("--set wrold_size=2: no field 'wrold_size' in the config; close names: "
+                  "world_size", r.stderr)
 
   def test_bad_numbers_are_refused(self):
     r = run([SCALING, f"--out={temp_dir()}", "--seconds_per_run=0"])
