@@ -278,12 +278,8 @@ int main(int argc, char** argv) {
       "and two workers, on two models: --out=DIR [--set FIELD_PATH=VALUE ...] "
       "(overrides of --base_config, as train takes them)");
   // --set as train takes it (its values may hold commas): before absl.
-  std::vector<char*> rest;
   absl::StatusOr<std::vector<std::string>> sets =
-      receipt_parity::TakeRepeatedFlag("set", argc, argv, &rest);
+      receipt_parity::ParseCommandLineTaking("set", argc, argv);
   if (!sets.ok()) return receipt_parity::ReportFailure(sets.status());
-  const int rest_count = static_cast<int>(rest.size());
-  rest.push_back(nullptr);
-  absl::ParseCommandLine(rest_count, rest.data());
   return receipt_parity::Main(argc, argv, *sets);
 }

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "logging/glog.h"
 
@@ -57,6 +58,17 @@ absl::StatusOr<std::vector<std::string>> TakeRepeatedFlag(const std::string& nam
       rest->push_back(argv[i]);
     }
   }
+  return values;
+}
+
+absl::StatusOr<std::vector<std::string>> ParseCommandLineTaking(const std::string& name,
+                                                                int argc, char** argv) {
+  std::vector<char*> rest;
+  absl::StatusOr<std::vector<std::string>> values = TakeRepeatedFlag(name, argc, argv, &rest);
+  if (!values.ok()) return values.status();
+  const int rest_count = static_cast<int>(rest.size());
+  rest.push_back(nullptr);
+  absl::ParseCommandLine(rest_count, rest.data());
   return values;
 }
 

@@ -50,6 +50,12 @@ int ReportFailure(const absl::Status& status);
 absl::StatusOr<std::vector<std::string>> TakeRepeatedFlag(const std::string& name, int argc,
                                                           char** argv, std::vector<char*>* rest);
 
+// absl::ParseCommandLine over the arguments TakeRepeatedFlag(name) leaves;
+// returns --NAME's values. Errors: TakeRepeatedFlag's (absl's own exit
+// the process, as absl::ParseCommandLine does).
+absl::StatusOr<std::vector<std::string>> ParseCommandLineTaking(const std::string& name,
+                                                                int argc, char** argv);
+
 }  // namespace receipt_parity
 
 #endif  // RECEIPT_PARITY_CLI_COMMAND_LINE_H_

@@ -587,13 +587,9 @@ int main(int argc, char** argv) {
   // --set is repeatable and its values may hold commas: taken out before
   // absl parses the rest. A launcher passes the whole command line on, so
   // every rank applies the same overrides.
-  std::vector<char*> rest;
   absl::StatusOr<std::vector<std::string>> sets =
-      receipt_parity::TakeRepeatedFlag("set", argc, argv, &rest);
+      receipt_parity::ParseCommandLineTaking("set", argc, argv);
   if (!sets.ok()) return receipt_parity::ReportFailure(sets.status());
-  int rest_count = static_cast<int>(rest.size());
-  rest.push_back(nullptr);
-  absl::ParseCommandLine(rest_count, rest.data());
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
   return receipt_parity::Main(argc, argv, *sets);
