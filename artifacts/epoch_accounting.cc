@@ -48,7 +48,7 @@ UpdateComposition ComposeUpdate(const EpochPlan& plan, int64_t update,
   composition.micro_batches = micro_batches;
   composition.by_rank.resize(plan.world_size());
   for (int r = 0; r < plan.world_size(); ++r) {
-    const absl::Span<const Slot> slots = plan.UpdateSlots(r, update);
+    const DealtSlots slots = plan.UpdateSlots(r, update);
     for (size_t i = 0; i < slots.size(); ++i) {
       composition.by_rank[r].push_back(
           WeightedSlot{labels[slots[i].dataset_index], slots[i].valid,

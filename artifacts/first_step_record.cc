@@ -29,7 +29,7 @@ void RecordBatch(const EpochPlan& plan, int64_t update,
   for (int r = 0; r < plan.world_size(); ++r) {
     RankBatch* batch = record->add_batch();
     batch->set_rank(r);
-    const absl::Span<const Slot> slots = plan.UpdateSlots(r, update);
+    const DealtSlots slots = plan.UpdateSlots(r, update);
     for (size_t i = 0; i < slots.size(); ++i) {
       batch->add_receipt_ids(receipt_ids[slots[i].dataset_index]);
       batch->add_dataset_indices(static_cast<int32_t>(slots[i].dataset_index));

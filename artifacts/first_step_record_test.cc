@@ -82,7 +82,7 @@ TEST(FirstStepRecordTest, RecordBatchListsEveryRanksSlots) {
   RecordBatch(plan, 2, receipt_ids, /*micro_batches=*/2, &record);
   ASSERT_EQ(record.batch_size(), 2);
   for (int r = 0; r < 2; ++r) {
-    const absl::Span<const Slot> slots = plan.UpdateSlots(r, 2);
+    const DealtSlots slots = plan.UpdateSlots(r, 2);
     EXPECT_EQ(record.batch(r).rank(), r);
     ASSERT_EQ(record.batch(r).receipt_ids_size(), static_cast<int>(slots.size()));
     for (size_t i = 0; i < slots.size(); ++i) {

@@ -97,9 +97,9 @@ absl::StatusOr<ExampleTensors> FixedBatch(const LoadedConfig& loaded,
   request.seed = loaded.config.seeds().sampler();
   absl::StatusOr<EpochPlan> plan = BuildEpochPlan(sampler, request, {1});
   if (!plan.ok()) return plan.status();
-  const std::vector<Slot>& order = plan->rank_slots(0);
-  return SelectSlots(ToTensors(data.train, data.image_size),
-                     absl::MakeConstSpan(order.data(), static_cast<size_t>(batch)));
+  std::vector<Slot> first_slots;
+  for (int64_t k = 0; k < batch; ++k) first_slots.push_back(plan->RankSlot(0, k));
+  return SelectSlots(ToTensors(data.train, data.image_size), first_slots);
 }
 
 // The request: the config's model, weighting and reducer; tolerances from

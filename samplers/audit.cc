@@ -268,7 +268,7 @@ absl::Status StreamEpoch(const EpochPlan& plan, int64_t num_ids, int micro_batch
   std::vector<uint16_t> count(static_cast<size_t>(num_ids), 0);
   std::vector<int32_t> seen_by(static_cast<size_t>(num_ids), -1);  // last rank that saw it
   for (int r = 0; r < plan.world_size(); ++r) {
-    const std::vector<Slot>& rank_slots = plan.rank_slots(r);
+    const DealtSlots rank_slots = plan.rank_slots(r);
     if (absl::Status s = slots(EncodeRankRecord(epoch->epoch(), r, rank_slots,
                                                 MicroBatchesOf(plan, r, micro_batches)));
         !s.ok()) {
@@ -308,10 +308,11 @@ absl::Status StreamEpoch(const EpochPlan& plan, int64_t num_ids, int micro_batch
     duplicated[i] = duplicate;
   }
   for (int r = 0; !duplicated.empty() && r < plan.world_size(); ++r) {
-    const std::vector<Slot>& rank_slots = plan.rank_slots(r);
+    const DealtSlots rank_slots = plan.rank_slots(r);
     for (size_t s = 0; s < rank_slots.size(); ++s) {
-      auto it = duplicated.find(rank_slots[s].dataset_index);
-      if (!rank_slots[s].valid || it == duplicated.end()) continue;
+      const Slot slot = rank_slots[s];
+      auto it = duplicated.find(slot.dataset_index);
+      if (!slot.valid || it == duplicated.end()) continue;
       SlotRef* ref = it->second->add_slots();
       ref->set_rank(r);
       ref->set_slot(static_cast<int32_t>(s));

@@ -66,7 +66,7 @@ std::string EncodeSlotsFileHeader(const SlotsFileHeader& header) {
   return out;
 }
 
-std::string EncodeRankRecord(int epoch, int rank, absl::Span<const Slot> slots,
+std::string EncodeRankRecord(int epoch, int rank, const DealtSlots& slots,
                              absl::Span<const int32_t> micro_batch) {
   const size_t n = slots.size();
   std::string out;

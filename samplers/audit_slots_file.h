@@ -58,7 +58,7 @@ std::string EncodeSlotsFileHeader(const SlotsFileHeader& header);
 
 // One rank's record of one epoch. `micro_batch` is empty, or one entry per
 // slot (written only when the header's micro_batches > 1).
-std::string EncodeRankRecord(int epoch, int rank, absl::Span<const Slot> slots,
+std::string EncodeRankRecord(int epoch, int rank, const DealtSlots& slots,
                              absl::Span<const int32_t> micro_batch);
 
 // One rank's record, read back.

@@ -25,82 +25,18 @@ class Fnv1a {
   uint64_t hash_ = 0xcbf29ce484222325ull;
 };
 
+// The positions of a block of `positions` dealt by BlockDeal, by rank.
+std::vector<std::vector<int>> PositionsByRank(const std::vector<int>& local_batch,
+                                              int64_t positions) {
+  std::vector<std::vector<int>> by_rank(local_batch.size());
+  const std::vector<int> ranks = BlockDeal(local_batch, positions);
+  for (size_t p = 0; p < ranks.size(); ++p) {
+    by_rank[ranks[p]].push_back(static_cast<int>(p));
+  }
+  return by_rank;
+}
+
 }  // namespace
-
-EpochPlan::EpochPlan(int64_t epoch, std::vector<int> local_batch,
-                     std::vector<std::vector<Slot>> slots_by_rank,
-                     std::vector<int64_t> dropped)
-    : epoch_(epoch),
-      local_batch_(std::move(local_batch)),
-      slots_by_rank_(std::move(slots_by_rank)),
-      dropped_(std::move(dropped)) {
-  CHECK_EQ(local_batch_.size(), slots_by_rank_.size())
-      << "one slot list per rank";
-  // Dealt plans hold local_batch[r] slots per update on rank r, except in
-  // the last update; the epoch has as many updates as its longest rank.
-  for (size_t r = 0; r < slots_by_rank_.size(); ++r) {
-    const int64_t size = static_cast<int64_t>(slots_by_rank_[r].size());
-    const int batch = local_batch_[r];
-    CHECK(batch > 0 || size == 0) << "rank " << r << " has slots but "
-                                  << "local batch 0";
-    if (batch > 0) {
-      num_updates_ = std::max(num_updates_, (size + batch - 1) / batch);
-    }
-  }
-  update_start_.resize(slots_by_rank_.size());
-  for (size_t r = 0; r < slots_by_rank_.size(); ++r) {
-    const int64_t size = static_cast<int64_t>(slots_by_rank_[r].size());
-    for (int64_t u = 0; u <= num_updates_; ++u) {
-      update_start_[r].push_back(std::min<int64_t>(u * local_batch_[r], size));
-    }
-  }
-}
-
-uint64_t EpochPlan::DealtOrderFingerprint() const {
-  Fnv1a fnv;
-  for (const std::vector<Slot>& slots : slots_by_rank_) {
-    fnv.Add(slots.size());
-    for (const Slot& slot : slots) fnv.Add(static_cast<uint64_t>(slot.dataset_index));
-  }
-  return fnv.hash();
-}
-
-int EpochPlan::global_batch() const {
-  return std::accumulate(local_batch_.begin(), local_batch_.end(), 0);
-}
-
-absl::Span<const Slot> EpochPlan::UpdateSlots(int rank, int64_t update) const {
-  CHECK(rank >= 0 && rank < world_size()) << "rank " << rank;
-  CHECK(update >= 0 && update < num_updates_) << "update " << update;
-  const int64_t begin = update_start_[rank][update];
-  const int64_t end = update_start_[rank][update + 1];
-  return absl::MakeConstSpan(slots_by_rank_[rank]).subspan(begin, end - begin);
-}
-
-int64_t EpochPlan::GlobalAcceptedCount(int64_t update) const {
-  int64_t accepted = 0;
-  for (int r = 0; r < world_size(); ++r) {
-    for (const Slot& slot : UpdateSlots(r, update)) accepted += slot.valid;
-  }
-  return accepted;
-}
-
-uint64_t EpochPlan::Fingerprint() const {
-  Fnv1a fnv;
-  fnv.Add(static_cast<uint64_t>(epoch_));
-  fnv.Add(local_batch_.size());
-  for (int batch : local_batch_) fnv.Add(static_cast<uint64_t>(batch));
-  for (const std::vector<Slot>& slots : slots_by_rank_) {
-    fnv.Add(slots.size());
-    for (const Slot& slot : slots) {
-      fnv.Add(static_cast<uint64_t>(slot.dataset_index));
-      fnv.Add(slot.valid ? 1 : 0);
-    }
-  }
-  fnv.Add(dropped_.size());
-  for (int64_t index : dropped_) fnv.Add(static_cast<uint64_t>(index));
-  return fnv.hash();
-}
 
 std::vector<int> BlockDeal(const std::vector<int>& local_batch, int64_t positions) {
   const int world_size = static_cast<int>(local_batch.size());
@@ -119,11 +55,104 @@ std::vector<int> BlockDeal(const std::vector<int>& local_batch, int64_t position
   return ranks;
 }
 
-std::vector<DealtPosition> EpochPlan::UpdateOrder(int64_t update) const {
-  int64_t positions = 0;
-  for (int r = 0; r < world_size(); ++r) {
-    positions += static_cast<int64_t>(UpdateSlots(r, update).size());
+Slot DealtSlots::operator[](size_t k) const {
+  return plan_->RankSlot(rank_, begin_ + static_cast<int64_t>(k));
+}
+
+std::vector<Slot> DealtSlots::ToVector() const {
+  std::vector<Slot> slots;
+  slots.reserve(size());
+  for (const Slot& slot : *this) slots.push_back(slot);
+  return slots;
+}
+
+EpochPlan::EpochPlan(int64_t epoch, GlobalOrder order, std::vector<int> local_batch)
+    : epoch_(epoch), local_batch_(std::move(local_batch)), order_(std::move(order)) {
+  CHECK(!local_batch_.empty()) << "no ranks";
+  for (int batch : local_batch_) CHECK_GE(batch, 0) << "negative local batch";
+  global_batch_ =
+      std::accumulate(local_batch_.begin(), local_batch_.end(), int64_t{0});
+  CHECK_GT(global_batch_, 0) << "global batch must be positive";
+  const int64_t total = static_cast<int64_t>(order_.slots.size());
+  num_full_blocks_ = total / global_batch_;
+  num_updates_ = (total + global_batch_ - 1) / global_batch_;
+  full_block_ = PositionsByRank(local_batch_, global_batch_);
+  last_block_ = PositionsByRank(local_batch_, total % global_batch_);
+}
+
+int EpochPlan::global_batch() const { return static_cast<int>(global_batch_); }
+
+int64_t EpochPlan::NumRankSlots(int rank) const {
+  CHECK(rank >= 0 && rank < world_size()) << "rank " << rank;
+  return num_full_blocks_ * local_batch_[rank] +
+         static_cast<int64_t>(last_block_[rank].size());
+}
+
+Slot EpochPlan::RankSlot(int rank, int64_t k) const {
+  const int batch = local_batch_[rank];
+  const int64_t block = k / batch;
+  const int64_t in_block = k % batch;
+  const RankPositions& deal = block < num_full_blocks_ ? full_block_ : last_block_;
+  return order_.slots[block * global_batch_ + deal[rank][in_block]];
+}
+
+DealtSlots EpochPlan::rank_slots(int rank) const {
+  return DealtSlots(this, rank, 0, NumRankSlots(rank));
+}
+
+DealtSlots EpochPlan::UpdateSlots(int rank, int64_t update) const {
+  CHECK(update >= 0 && update < num_updates_) << "update " << update;
+  const int64_t size = NumRankSlots(rank);
+  const int64_t batch = local_batch_[rank];
+  return DealtSlots(this, rank, std::min(size, update * batch),
+                    std::min(size, (update + 1) * batch));
+}
+
+int64_t EpochPlan::GlobalAcceptedCount(int64_t update) const {
+  CHECK(update >= 0 && update < num_updates_) << "update " << update;
+  // Every position of the update's block is dealt to one rank.
+  const int64_t total = static_cast<int64_t>(order_.slots.size());
+  int64_t accepted = 0;
+  for (int64_t p = update * global_batch_;
+       p < std::min(total, (update + 1) * global_batch_); ++p) {
+    accepted += order_.slots[p].valid;
   }
+  return accepted;
+}
+
+uint64_t EpochPlan::DealtOrderFingerprint() const {
+  Fnv1a fnv;
+  for (int r = 0; r < world_size(); ++r) {
+    fnv.Add(static_cast<uint64_t>(NumRankSlots(r)));
+    for (const Slot& slot : rank_slots(r)) {
+      fnv.Add(static_cast<uint64_t>(slot.dataset_index));
+    }
+  }
+  return fnv.hash();
+}
+
+uint64_t EpochPlan::Fingerprint() const {
+  Fnv1a fnv;
+  fnv.Add(static_cast<uint64_t>(epoch_));
+  fnv.Add(local_batch_.size());
+  for (int batch : local_batch_) fnv.Add(static_cast<uint64_t>(batch));
+  for (int r = 0; r < world_size(); ++r) {
+    fnv.Add(static_cast<uint64_t>(NumRankSlots(r)));
+    for (const Slot& slot : rank_slots(r)) {
+      fnv.Add(static_cast<uint64_t>(slot.dataset_index));
+      fnv.Add(slot.valid ? 1 : 0);
+    }
+  }
+  fnv.Add(order_.dropped.size());
+  for (int64_t index : order_.dropped) fnv.Add(static_cast<uint64_t>(index));
+  return fnv.hash();
+}
+
+std::vector<DealtPosition> EpochPlan::UpdateOrder(int64_t update) const {
+  CHECK(update >= 0 && update < num_updates_) << "update " << update;
+  const int64_t total = static_cast<int64_t>(order_.slots.size());
+  const int64_t positions =
+      std::min(total, (update + 1) * global_batch_) - update * global_batch_;
   std::vector<int> taken(world_size(), 0);
   std::vector<DealtPosition> order;
   order.reserve(static_cast<size_t>(positions));
@@ -131,25 +160,9 @@ std::vector<DealtPosition> EpochPlan::UpdateOrder(int64_t update) const {
   return order;
 }
 
-EpochPlan DealEpochPlan(int64_t epoch, const GlobalOrder& order,
+EpochPlan DealEpochPlan(int64_t epoch, GlobalOrder order,
                         const std::vector<int>& local_batch) {
-  CHECK(!local_batch.empty()) << "no ranks";
-  const int world_size = static_cast<int>(local_batch.size());
-  for (int batch : local_batch) CHECK_GE(batch, 0) << "negative local batch";
-  const int64_t block =
-      std::accumulate(local_batch.begin(), local_batch.end(), int64_t{0});
-  CHECK_GT(block, 0) << "global batch must be positive";
-
-  std::vector<std::vector<Slot>> slots_by_rank(world_size);
-  const int64_t total = static_cast<int64_t>(order.slots.size());
-  for (int64_t block_start = 0; block_start < total; block_start += block) {
-    const int64_t block_end = std::min(total, block_start + block);
-    const std::vector<int> ranks = BlockDeal(local_batch, block_end - block_start);
-    for (int64_t p = block_start; p < block_end; ++p) {
-      slots_by_rank[ranks[p - block_start]].push_back(order.slots[p]);
-    }
-  }
-  return EpochPlan(epoch, local_batch, std::move(slots_by_rank), order.dropped);
+  return EpochPlan(epoch, std::move(order), local_batch);
 }
 
 }  // namespace receipt_parity

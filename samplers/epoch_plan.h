@@ -17,14 +17,18 @@
 // A plan is a pure function of (policy, num_examples, world size, seed,
 // epoch, local batches): every rank computes the same plan without
 // communicating, so each knows the global accepted count of every update.
+//
+// The plan holds the global order once and the deal of one full block (and
+// of the last, partial one); a rank's slots are read from the order by
+// position arithmetic (DealtSlots), so no rank materialises every rank's
+// slots: the plan's memory is the order's, whatever the world size.
 #ifndef RECEIPT_PARITY_SAMPLERS_EPOCH_PLAN_H_
 #define RECEIPT_PARITY_SAMPLERS_EPOCH_PLAN_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <vector>
-
-#include "absl/status/statusor.h"
-#include "absl/types/span.h"
 
 namespace receipt_parity {
 
@@ -57,12 +61,62 @@ struct DealtPosition {
 // REQUIRES: positions <= the sum of local_batch.
 std::vector<int> BlockDeal(const std::vector<int>& local_batch, int64_t positions);
 
+class EpochPlan;
+
+// Consecutive slots of one rank, [begin, end) of its slots in epoch order,
+// read from the plan's global order on access (nothing is copied). A view:
+// valid while the plan it came from lives and is not moved.
+class DealtSlots {
+ public:
+  class const_iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Slot;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Slot*;
+    using reference = Slot;
+
+    const_iterator(const DealtSlots* slots, int64_t k) : slots_(slots), k_(k) {}
+    Slot operator*() const { return (*slots_)[static_cast<size_t>(k_)]; }
+    const_iterator& operator++() {
+      ++k_;
+      return *this;
+    }
+    bool operator==(const const_iterator& other) const { return k_ == other.k_; }
+    bool operator!=(const const_iterator& other) const { return k_ != other.k_; }
+
+   private:
+    const DealtSlots* slots_;
+    int64_t k_;
+  };
+  using iterator = const_iterator;
+  using value_type = Slot;
+
+  DealtSlots(const EpochPlan* plan, int rank, int64_t begin, int64_t end)
+      : plan_(plan), rank_(rank), begin_(begin), end_(end) {}
+
+  size_t size() const { return static_cast<size_t>(end_ - begin_); }
+  bool empty() const { return end_ == begin_; }
+  // The k-th slot of the view. REQUIRES: k < size().
+  Slot operator[](size_t k) const;
+  const_iterator begin() const { return const_iterator(this, 0); }
+  const_iterator end() const { return const_iterator(this, end_ - begin_); }
+  // A copy, for a caller that keeps the slots past the plan's life.
+  std::vector<Slot> ToVector() const;
+
+ private:
+  const EpochPlan* plan_;
+  int rank_;
+  int64_t begin_;
+  int64_t end_;
+};
+
 class EpochPlan {
  public:
   EpochPlan() = default;
-  EpochPlan(int64_t epoch, std::vector<int> local_batch,
-            std::vector<std::vector<Slot>> slots_by_rank,
-            std::vector<int64_t> dropped);
+  // Deals `order` (see the file comment). REQUIRES: local_batch non-empty,
+  // every entry >= 0, their sum > 0.
+  EpochPlan(int64_t epoch, GlobalOrder order, std::vector<int> local_batch);
 
   int64_t epoch() const { return epoch_; }
   int world_size() const { return static_cast<int>(local_batch_.size()); }
@@ -72,13 +126,17 @@ class EpochPlan {
   // Updates in the epoch; the same on every rank.
   int64_t num_updates() const { return num_updates_; }
 
-  // All slots of `rank` in epoch order.
-  const std::vector<Slot>& rank_slots(int rank) const {
-    return slots_by_rank_[rank];
-  }
+  // How many slots `rank` holds in the epoch. REQUIRES: 0 <= rank <
+  // world_size().
+  int64_t NumRankSlots(int rank) const;
+  // All slots of `rank` in epoch order. REQUIRES: as NumRankSlots.
+  DealtSlots rank_slots(int rank) const;
   // The slots of `rank` in `update` (possibly empty in the last update).
   // REQUIRES: 0 <= rank < world_size(), 0 <= update < num_updates().
-  absl::Span<const Slot> UpdateSlots(int rank, int64_t update) const;
+  DealtSlots UpdateSlots(int rank, int64_t update) const;
+  // The k-th slot of `rank` in epoch order, read from the global order.
+  // REQUIRES: 0 <= k < NumRankSlots(rank).
+  Slot RankSlot(int rank, int64_t k) const;
 
   // The update's block in the global order: position p of the block is
   // UpdateSlots(order[p].rank, update)[order[p].index] (the deal inverted;
@@ -89,7 +147,9 @@ class EpochPlan {
   // Valid slots of `update` over all ranks: the effective-batch denominator.
   int64_t GlobalAcceptedCount(int64_t update) const;
 
-  const std::vector<int64_t>& dropped() const { return dropped_; }
+  const std::vector<int64_t>& dropped() const { return order_.dropped; }
+  // The global order the plan deals, held once: every DealtSlots reads it.
+  const GlobalOrder& global_order() const { return order_; }
 
   // A stable 64-bit hash of the whole plan (ranks compare it to prove they
   // agree).
@@ -102,19 +162,26 @@ class EpochPlan {
   uint64_t DealtOrderFingerprint() const;
 
  private:
+  // positions[r][i]: the position inside a block of rank r's i-th slot of
+  // that block (BlockDeal inverted).
+  using RankPositions = std::vector<std::vector<int>>;
+
   int64_t epoch_ = 0;
   std::vector<int> local_batch_;
-  std::vector<std::vector<Slot>> slots_by_rank_;
-  // update_start_[r][u]: index into slots_by_rank_[r] where update u starts;
-  // one extra entry at the end.
-  std::vector<std::vector<int64_t>> update_start_;
-  std::vector<int64_t> dropped_;
+  GlobalOrder order_;
+  int64_t global_batch_ = 0;
+  // Blocks of global_batch_ positions; a last, partial block follows them
+  // when the order's size is not a multiple of it.
+  int64_t num_full_blocks_ = 0;
   int64_t num_updates_ = 0;
+  RankPositions full_block_;
+  RankPositions last_block_;
 };
 
-// Deals `order` to ranks and updates (see the file comment).
-// REQUIRES: local_batch non-empty, every entry >= 0, their sum > 0.
-EpochPlan DealEpochPlan(int64_t epoch, const GlobalOrder& order,
+// Deals `order` to ranks and updates: EpochPlan's constructor, taking the
+// order by value so a caller that moves it in copies nothing.
+// REQUIRES: as EpochPlan's constructor.
+EpochPlan DealEpochPlan(int64_t epoch, GlobalOrder order,
                         const std::vector<int>& local_batch);
 
 }  // namespace receipt_parity

@@ -1,7 +1,11 @@
 #include "samplers/epoch_plan.h"
 
+#include <algorithm>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -18,7 +22,7 @@ GlobalOrder Positions(int64_t size) {
   return order;
 }
 
-std::vector<int64_t> Indices(absl::Span<const Slot> slots) {
+std::vector<int64_t> Indices(const DealtSlots& slots) {
   std::vector<int64_t> indices;
   for (const Slot& slot : slots) indices.push_back(slot.dataset_index);
   return indices;
@@ -30,7 +34,7 @@ TEST(DealEpochPlanTest, EqualLocalBatchesGiveTheDistributedSamplerStride) {
     EpochPlan plan = DealEpochPlan(0, Positions(total), {batch, batch, batch});
     ASSERT_EQ(plan.world_size(), 3);
     for (int r = 0; r < 3; ++r) {
-      const std::vector<Slot>& slots = plan.rank_slots(r);
+      const DealtSlots slots = plan.rank_slots(r);
       ASSERT_EQ(slots.size(), 16u) << "batch " << batch;
       for (size_t k = 0; k < slots.size(); ++k) {
         // DistributedSampler: indices[rank:total:num_replicas].
@@ -102,6 +106,76 @@ TEST(DealEpochPlanTest, KeepsTheDroppedIndices) {
   EXPECT_THAT(DealEpochPlan(0, order, {1, 1}).dropped(), ElementsAre(7, 3));
 }
 
+// The deal of the file comment written out plainly: every rank's slots
+// copied out of the order block by block.
+std::vector<std::vector<Slot>> ReferenceDeal(const GlobalOrder& order,
+                                             const std::vector<int>& local_batch) {
+  std::vector<std::vector<Slot>> by_rank(local_batch.size());
+  int64_t block = 0;
+  for (int batch : local_batch) block += batch;
+  const int64_t total = static_cast<int64_t>(order.slots.size());
+  for (int64_t start = 0; start < total; start += block) {
+    const int64_t end = std::min(total, start + block);
+    const std::vector<int> ranks = BlockDeal(local_batch, end - start);
+    for (int64_t p = start; p < end; ++p) by_rank[ranks[p - start]].push_back(order.slots[p]);
+  }
+  return by_rank;
+}
+
+TEST(DealEpochPlanTest, RankAndUpdateSlotsAreTheReferenceDeal) {
+  const std::vector<std::vector<int>> batches = {
+      {1}, {2, 2}, {3, 1}, {3, 1, 2}, {2, 0, 3}, {0, 4}, {5, 5, 5, 5, 5, 5, 5, 5}};
+  for (const std::vector<int>& local_batch : batches) {
+    for (int64_t total = 0; total <= 45; ++total) {
+      GlobalOrder order = Positions(total);
+      for (int64_t p = 0; p < total; p += 7) order.slots[p].valid = false;
+      const std::vector<std::vector<Slot>> reference = ReferenceDeal(order, local_batch);
+      const EpochPlan plan = DealEpochPlan(1, order, local_batch);
+      int64_t updates = 0;
+      for (size_t r = 0; r < local_batch.size(); ++r) {
+        const int64_t size = static_cast<int64_t>(reference[r].size());
+        if (local_batch[r] > 0) {
+          updates = std::max<int64_t>(updates, (size + local_batch[r] - 1) / local_batch[r]);
+        }
+      }
+      ASSERT_EQ(plan.num_updates(), updates) << "total " << total;
+      for (int r = 0; r < plan.world_size(); ++r) {
+        const std::string where = absl::StrCat("total ", total, " rank ", r);
+        ASSERT_EQ(plan.NumRankSlots(r), static_cast<int64_t>(reference[r].size())) << where;
+        EXPECT_EQ(plan.rank_slots(r).ToVector(), reference[r]) << where;
+        for (int64_t u = 0; u < plan.num_updates(); ++u) {
+          const int64_t begin = std::min<int64_t>(u * local_batch[r], reference[r].size());
+          const int64_t end = std::min<int64_t>((u + 1) * local_batch[r], reference[r].size());
+          EXPECT_EQ(plan.UpdateSlots(r, u).ToVector(),
+                    std::vector<Slot>(reference[r].begin() + begin, reference[r].begin() + end))
+              << where << " update " << u;
+        }
+      }
+      for (int64_t u = 0; u < plan.num_updates(); ++u) {
+        int64_t accepted = 0;
+        for (int r = 0; r < plan.world_size(); ++r) {
+          for (const Slot& slot : plan.UpdateSlots(r, u)) accepted += slot.valid;
+        }
+        EXPECT_EQ(plan.GlobalAcceptedCount(u), accepted) << "total " << total << " update " << u;
+      }
+    }
+  }
+}
+
+TEST(DealEpochPlanTest, EveryRankReadsTheOneGlobalOrderAndCopiesNothing) {
+  GlobalOrder order = Positions(1000);
+  const Slot* held = order.slots.data();
+  const EpochPlan plan = DealEpochPlan(0, std::move(order), std::vector<int>(8, 4));
+  // The plan kept the order it was given (moved, not copied) and every
+  // rank's slots are that order's, read by position.
+  EXPECT_EQ(plan.global_order().slots.data(), held);
+  EXPECT_EQ(plan.global_order().slots.size(), 1000u);
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_EQ(plan.NumRankSlots(r), 125);
+    EXPECT_EQ(plan.RankSlot(r, 124).dataset_index, 100 + r + 8 * 124);
+  }
+}
+
 TEST(EpochPlanFingerprintTest, EqualPlansHashEqualAndEveryPartMatters) {
   GlobalOrder order = Positions(10);
   order.dropped = {11};
@@ -137,6 +211,24 @@ TEST(EpochPlanFingerprintTest, TheDealtOrderIsWhichIndicesEachRankHoldsAndNothin
   std::swap(swapped.slots[0], swapped.slots[1]);
   EXPECT_NE(DealEpochPlan(2, swapped, {1, 1}).DealtOrderFingerprint(), base);
   EXPECT_NE(DealEpochPlan(2, order, {3, 1}).DealtOrderFingerprint(), base);
+}
+
+// An uneven deal with a partial last block, masked slots and dropped
+// indices: its hashes are pinned to the values the plan gave when it held
+// every rank's slots as copies, so holding the global order once changed
+// no run's fingerprint.
+GlobalOrder PinnedOrder() {
+  GlobalOrder order = Positions(23);
+  order.slots[4].valid = false;
+  order.slots[21].valid = false;
+  order.dropped = {5, 9};
+  return order;
+}
+
+TEST(EpochPlanFingerprintTest, TheHashOfAPlanIsPinned) {
+  const EpochPlan plan = DealEpochPlan(4, PinnedOrder(), {3, 1, 2});
+  EXPECT_EQ(plan.Fingerprint(), 9432105912719753425u);
+  EXPECT_EQ(plan.DealtOrderFingerprint(), 12169862133064657497u);
 }
 
 }  // namespace

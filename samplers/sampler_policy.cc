@@ -75,7 +75,7 @@ absl::StatusOr<EpochPlan> BuildEpochPlan(const SamplerPolicy& policy,
   if (!order.ok()) return order.status();
   valid = ValidateOrder(*order, request.num_examples);
   if (!valid.ok()) return valid;
-  return DealEpochPlan(request.epoch, *order, local_batch);
+  return DealEpochPlan(request.epoch, *std::move(order), local_batch);
 }
 
 }  // namespace receipt_parity

@@ -150,7 +150,9 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::Backward(const EpochPlan& pla
   const std::vector<double> weights = parts_.weighting->Weights(
       ComposeUpdate(plan, update, *parts_.labels, *parts_.class_counts, micro_batches),
       parts_.rank);
-  const absl::Span<const Slot> slots = plan.UpdateSlots(parts_.rank, update);
+  // This rank's slots of the update, read out of the plan's global order.
+  const std::vector<Slot> own_slots = plan.UpdateSlots(parts_.rank, update).ToVector();
+  const absl::Span<const Slot> slots = own_slots;
   const int local_batch = plan.local_batch()[parts_.rank];
   if (has_sync_batch_norm_) {
     return SyncBatchNormUpdate(slots, local_batch, weights, total_update);

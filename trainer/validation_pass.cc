@@ -94,7 +94,7 @@ absl::StatusOr<ValidationReport> RunValidation(Classifier& model,
   if (!plan.ok()) return plan.status();
   int64_t rows = 0;
   for (int r = 0; r < in.world_size; ++r) {
-    rows = std::max<int64_t>(rows, plan->rank_slots(r).size());
+    rows = std::max<int64_t>(rows, plan->NumRankSlots(r));
   }
   PredictionCountInputs counting;
   counting.receipt_ids = in.receipt_ids;
@@ -105,15 +105,15 @@ absl::StatusOr<ValidationReport> RunValidation(Classifier& model,
   counting.world_size = in.world_size;
   counting.group = in.group;
   for (int r = 0; r < in.world_size; ++r) {
-    const std::vector<Slot>& slots = plan->rank_slots(r);
-    counting.valid_rows.push_back(
-        std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.valid; }));
+    int64_t valid_rows = 0;
+    for (const Slot& slot : plan->rank_slots(r)) valid_rows += slot.valid;
+    counting.valid_rows.push_back(valid_rows);
   }
   const PhaseKillScope injected_kill(in.phase_kill, KillPhase::kValidationGather, in.rank,
                                      in.completed_updates);
   absl::StatusOr<at::Tensor> mine;
   try {
-    mine = PredictRows(model, in, plan->rank_slots(in.rank), rows);
+    mine = PredictRows(model, in, plan->rank_slots(in.rank).ToVector(), rows);
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, "validation: predicting this rank's slots failed");
   }
