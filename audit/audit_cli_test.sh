@@ -142,6 +142,28 @@ PY
 else
   fail "--config run: $(cat "$TMP/log")"
 fi
+# --config with --set (issue 30): the override is the audit's seed and
+# policy; a bad one, or --set without --config, is refused naming itself.
+if "$AUDIT" --config=configs/three_worker_47_ids.pbtxt --set seeds.sampler=11 \
+    --set 'sampler={ name: "duplicate_pad" }' --out="$OUT" >"$TMP/stdout" 2>"$TMP/log"; then
+  /usr/bin/python3 - "$OUT" <<'PY' || fail "--config --set JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["seed"] == 11, d["seed"]
+assert d["policy"] == "duplicate_pad", d["policy"]
+assert d["epochs"][0]["masked_slots"] == [], d["epochs"][0]["masked_slots"]
+PY
+else
+  fail "--config --set run: $(cat "$TMP/log")"
+fi
+rm -f "$OUT"
+expect_exit 2 "unknown --set field" "--set seeds.samplr=1" \
+  --config=configs/three_worker_47_ids.pbtxt --set seeds.samplr=1 --out="$OUT"
+expect_exit 2 "--set without --config" "give --config too" \
+  "${GOOD[@]}" --set seeds.sampler=1
+expect_exit 2 "bare --set" "--set needs a value" \
+  --config=configs/three_worker_47_ids.pbtxt --out="$OUT" --set
+[[ -e "$OUT" ]] && fail "a refused --set wrote $OUT"
 # --config, large (--slots_file_above=0): the slots to the side file, the
 # JSON's summary naming receipts by their real ids.
 rm -f "$TMP/audit.slots"

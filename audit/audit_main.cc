@@ -41,6 +41,7 @@
 #include "samplers/distributed_order.h"
 #include "samplers/sampler_policy.h"
 #include "config/config_loader.h"
+#include "config/config_overrides.h"
 
 ABSL_FLAG(int32_t, num_ids, -1, "Examples in the dataset (ids 0..n-1).");
 ABSL_FLAG(int32_t, world_size, 1, "Ranks.");
@@ -181,8 +182,9 @@ int StreamAuditAndWrite(const SamplerPolicy& policy, const std::string& policy_n
 
 // --config: everything comes from the training config, checked whole (its
 // plugins included) before its receipts are loaded.
-int AuditConfig(const std::string& path, const std::string& out) {
-  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(path);
+int AuditConfig(const std::string& path, const std::vector<ConfigOverride>& overrides,
+                const std::string& out) {
+  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(path, overrides);
   if (!loaded.ok()) return BadInput(std::string(loaded.status().message()));
   const TrainingConfig& config = loaded->config;
   absl::StatusOr<ReceiptSplit> data = LoadReceipts(loaded->data);
@@ -211,7 +213,14 @@ int AuditConfig(const std::string& path, const std::string& out) {
 }
 
 int Main(int argc, char** argv) {
-  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  // --set is repeatable and its values may hold commas: taken out before
+  // absl parses the rest (cli/command_line.h).
+  std::vector<char*> rest;
+  absl::StatusOr<std::vector<std::string>> sets = TakeRepeatedFlag("set", argc, argv, &rest);
+  if (!sets.ok()) return BadInput(std::string(sets.status().message()));
+  const int rest_count = static_cast<int>(rest.size());
+  rest.push_back(nullptr);
+  std::vector<char*> positional = absl::ParseCommandLine(rest_count, rest.data());
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
   ChangeToCallersDirectory();
@@ -231,7 +240,12 @@ int Main(int argc, char** argv) {
       LOG(ERROR) << s;
       return 1;
     }
-    return AuditConfig(config, absl::GetFlag(FLAGS_out));
+    absl::StatusOr<std::vector<ConfigOverride>> overrides = ParseConfigOverrides(*sets);
+    if (!overrides.ok()) return BadInput(std::string(overrides.status().message()));
+    return AuditConfig(config, *overrides, absl::GetFlag(FLAGS_out));
+  }
+  if (!sets->empty()) {
+    return BadInput("--set overrides a training config's fields: give --config too");
   }
   const int num_ids = absl::GetFlag(FLAGS_num_ids);
   const int world_size = absl::GetFlag(FLAGS_world_size);

@@ -13,6 +13,7 @@
 #include "parity/tensor_comparison.h"
 #include "artifacts/run_summary.pb.h"
 #include "config/config_loader.h"
+#include "config/config_overrides.h"
 #include "artifacts/first_step_record.h"
 
 namespace receipt_parity {
@@ -52,17 +53,21 @@ absl::StatusOr<ProcessExit> TrainProgram::Run(const std::vector<std::string>& ar
   // The drill compares its runs with each other: no whole-run reference.
   std::vector<std::string> argv = {train, "--config=" + config_path,
                                    "--whole_run_parity=false"};
+  for (const std::string& set : config_sets) argv.push_back("--set=" + set);
   argv.insert(argv.end(), args.begin(), args.end());
   return RunProcess({std::move(argv), log});
 }
 
 absl::StatusOr<DrillSetup> MakeDrillSetup(const std::string& train,
                                           const std::string& config_path,
+                                          const std::vector<std::string>& sets,
                                           const std::string& out) {
   if (config_path.empty() || out.empty()) {
     return absl::InvalidArgumentError("--config and --out are required");
   }
-  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(config_path);
+  absl::StatusOr<std::vector<ConfigOverride>> overrides = ParseConfigOverrides(sets);
+  if (!overrides.ok()) return overrides.status();
+  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(config_path, *overrides);
   if (!loaded.ok()) return loaded.status();
   const TrainingConfig& config = loaded->config;
   if (config.checkpoint().every_updates() <= 0) {
@@ -76,6 +81,7 @@ absl::StatusOr<DrillSetup> MakeDrillSetup(const std::string& train,
   DrillSetup setup;
   setup.program.train = train;
   setup.program.config_path = config_path;
+  setup.program.config_sets = sets;
   setup.program.artifacts_of = config.world_size() == 1 ? "/reference" : "";
   setup.out = out;
   setup.world_size = config.world_size();

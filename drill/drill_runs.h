@@ -32,6 +32,9 @@ class Trace {
 struct TrainProgram {
   std::string train;  // the train binary
   std::string config_path;
+  // The drill's --set overrides ("PATH=VALUE"), passed to every run as
+  // --set, so each run trains the config the drill checked.
+  std::vector<std::string> config_sets;
   // Where a run folder's artifacts and checkpoints are: "/reference" for a
   // one-worker config (its run folder is DIR/reference), "" otherwise.
   std::string artifacts_of;
@@ -39,7 +42,7 @@ struct TrainProgram {
   // RUN_DIR<artifacts_of>/NAME.
   std::string Artifact(const std::string& run_dir, const std::string& name) const;
 
-  // Runs `train --config=CONFIG ARGS...` to its end, its output in `log`
+  // Runs `train --config=CONFIG --set=S... ARGS...` to its end, its output in `log`
   // (started afresh). Errors: RunProcess's (the binary is missing, the log
   // cannot be opened); how the run ended is the caller's to judge.
   absl::StatusOr<ProcessExit> Run(const std::vector<std::string>& args,
@@ -57,11 +60,14 @@ struct DrillSetup {
   bool async_save = false;
 };
 
+// `sets`: --set's "PATH=VALUE" overrides of the config
+// (config/config_overrides.h), checked here with the config.
 // Errors: InvalidArgument (exit 2) for an empty `config_path` or `out` and
-// for a config without checkpoints (naming its line); the config's own
-// load errors; NotFound when `train` is missing.
+// for a config without checkpoints (naming its line or override); the
+// config's own load errors; NotFound when `train` is missing.
 absl::StatusOr<DrillSetup> MakeDrillSetup(const std::string& train,
                                           const std::string& config_path,
+                                          const std::vector<std::string>& sets,
                                           const std::string& out);
 
 // Internal "the <what> <how it ended>; see <log>" unless the run exited 0.

@@ -289,14 +289,15 @@ absl::StatusOr<RandomDrillOptions> RandomOptions(DrillSetup setup) {
 }
 
 // The drill --kill_at names, run; the report is complete when this returns OK.
-absl::Status RunDrill(const std::string& train, Trace& trace, RecoveryReport& report) {
+absl::Status RunDrill(const std::string& train, const std::vector<std::string>& sets,
+                      Trace& trace, RecoveryReport& report) {
   const std::string kill_at = absl::GetFlag(FLAGS_kill_at);
   if (kill_at != "fixed" && kill_at != "random") {
     return absl::InvalidArgumentError(
         absl::StrCat("--kill_at=", kill_at, ": must be fixed or random"));
   }
   absl::StatusOr<DrillSetup> setup =
-      MakeDrillSetup(train, absl::GetFlag(FLAGS_config), absl::GetFlag(FLAGS_out));
+      MakeDrillSetup(train, absl::GetFlag(FLAGS_config), sets, absl::GetFlag(FLAGS_out));
   if (!setup.ok()) return setup.status();
   if (kill_at == "random") {
     absl::StatusOr<RandomDrillOptions> options = RandomOptions(*std::move(setup));
@@ -319,7 +320,7 @@ absl::Status WriteArtifacts(const std::string& out, const Trace& trace,
   return absl::OkStatus();
 }
 
-int Main(const char* argv0) {
+int Main(const char* argv0, const std::vector<std::string>& sets) {
   // The train binary is a sibling in this binary's runfiles (its `data`).
   absl::StatusOr<RunfilesLocator> runfiles = RunfilesLocator::Create(argv0);
   if (!runfiles.ok()) return ReportFailure(runfiles.status());
@@ -327,7 +328,9 @@ int Main(const char* argv0) {
   ChangeToCallersDirectory();
   Trace trace;
   RecoveryReport report;
-  if (absl::Status s = RunDrill(train, trace, report); !s.ok()) return ReportFailure(s);
+  if (absl::Status s = RunDrill(train, sets, trace, report); !s.ok()) {
+    return ReportFailure(s);
+  }
   if (absl::Status s = WriteArtifacts(absl::GetFlag(FLAGS_out), trace, report); !s.ok()) {
     return ReportFailure(s);
   }
@@ -340,9 +343,14 @@ int Main(const char* argv0) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Kill a rank mid-save (or, with --kill_at=random, inside random phases), restart, "
-      "compare: --config=CONFIG --out=DIR");
-  absl::ParseCommandLine(argc, argv);
+      "compare: --config=CONFIG --out=DIR [--set FIELD_PATH=VALUE ...] (overrides, "
+      "passed to every run)");
+  // --set is repeatable and its values may hold commas: taken out before
+  // absl parses the rest (cli/command_line.h).
+  absl::StatusOr<std::vector<std::string>> sets =
+      receipt_parity::ParseCommandLineTaking("set", argc, argv);
+  if (!sets.ok()) return receipt_parity::ReportFailure(sets.status());
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
-  return receipt_parity::Main(argv[0]);
+  return receipt_parity::Main(argv[0], *sets);
 }

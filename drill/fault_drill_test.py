@@ -344,6 +344,33 @@ class FaultDrillTest(unittest.TestCase):
     self.assertIn("no sampler_policy plugin named 'round_robin'", result.stderr)
     self.assertNotIn("terminate called", result.stderr)
 
+  def test_set_reaches_the_drill_and_every_run_it_starts(self):
+    """Issue 30: --set overrides the drill's config, checked with it, and
+    every train run the drill starts gets it: this config has no
+    checkpoints but for the override, so the drill reaches generation 2
+    only if its runs were given it."""
+    config = support.write(os.path.join(self.tmp, "no_checkpoints.pbtxt"),
+                           support.small_config(ids=40, world=2, epochs=2))
+    out = os.path.join(self.tmp, "set")
+    result = subprocess.run(
+        [DRILL, "--config=" + config, "--out=" + out, "--kill_point=mid_shard",
+         "--kill_rank=1", "--kill_generation=2",
+         "--set", "checkpoint={ every_updates: 2 keep_last: 2 }"],
+        capture_output=True, text=True, timeout=240)
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    report = support.load(os.path.join(out, "recovery.json"))
+    self.assertTrue(report["pass"], report["failures"])
+    self.assertEqual(report["advertised_generation"], 1)
+    # Without it, the drill refuses the config; a bad override names itself.
+    for sets, needle in (([], "checkpoint.every_updates must be > 0"),
+                         (["--set=checkpoint.every_update=2"],
+                          "--set checkpoint.every_update=2: no field 'every_update'")):
+      result = subprocess.run([DRILL, "--config=" + config,
+                               "--out=" + os.path.join(self.tmp, "set-bad"), *sets],
+                              capture_output=True, text=True, timeout=60)
+      self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+      self.assertIn(needle, result.stderr)
+
   def test_bad_flags(self):
     result, _, _ = self.drill("bad", "--kill_point=halfway")
     self.assertEqual(result.returncode, 2)

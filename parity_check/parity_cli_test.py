@@ -93,6 +93,27 @@ class ParityCliTest(unittest.TestCase):
     self.assertIn("reducer.name: no reducer plugin named 'nope'", result.stderr)
     self.assertIsNone(report)
 
+  def test_set_overrides_the_config_as_train_does(self):
+    """Issue 30: --set FIELD_PATH=VALUE changes the checked config (its
+    fingerprint is the effective config's); a bad override exits 2 naming
+    itself and writes nothing."""
+    _, base = run("configs/two_worker_rank_mean_wrong.pbtxt", "--split=3,1")
+    result, report = run("configs/two_worker_rank_mean_wrong.pbtxt", "--split=3,1",
+                         '--set=loss_weighting={ name: "global_count" }',
+                         "--set", 'reducer={ name: "allreduce_sum" }')
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    self.assertTrue(report["pass"])
+    self.assertEqual(report["weighting"], "global_count")
+    self.assertEqual(report["reducer"], "allreduce_sum")
+    self.assertNotEqual(report["config_fingerprint"], base["config_fingerprint"])
+    for bad, needle in (("seeds.samplr=1", "--set seeds.samplr=1"),
+                        ("parity.rtol=x", "--set parity.rtol=x"),
+                        ("plugin_library=x.so", "plugin_library")):
+      result, report = run("configs/one_worker.pbtxt", "--split=3,1", "--set=" + bad)
+      self.assertEqual(result.returncode, 2, bad + result.stdout + result.stderr)
+      self.assertIn(needle, result.stderr)
+      self.assertIsNone(report)
+
   def test_bad_split_is_refused(self):
     for split in ("3,x", "0,0", "-1,2", "100000,1"):
       result, report = run("configs/one_worker.pbtxt", "--split=" + split)

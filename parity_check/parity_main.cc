@@ -37,6 +37,7 @@
 #include "plugins/plugin_registry.h"
 #include "samplers/sampler_policy.h"
 #include "config/config_loader.h"
+#include "config/config_overrides.h"
 #include "data/receipt_tensors.h"
 
 ABSL_FLAG(std::string, config, "", "Training config (text proto).");
@@ -196,13 +197,16 @@ absl::StatusOr<ParityReport> CheckParity(const LoadedConfig& loaded,
   return report;
 }
 
-int Main() {
+int Main(const std::vector<std::string>& sets) {
   ChangeToCallersDirectory();
   if (absl::Status s = CheckStart(); !s.ok()) return Fail(s);
   absl::StatusOr<std::vector<int>> split = ParseSplit(absl::GetFlag(FLAGS_split));
   if (!split.ok()) return Fail(split.status());
   // Every check of the config, its plugins included, before any data.
-  absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(absl::GetFlag(FLAGS_config));
+  absl::StatusOr<std::vector<ConfigOverride>> overrides = ParseConfigOverrides(sets);
+  if (!overrides.ok()) return Fail(overrides.status());
+  absl::StatusOr<LoadedConfig> loaded =
+      LoadTrainingConfig(absl::GetFlag(FLAGS_config), *overrides);
   if (!loaded.ok()) return Fail(loaded.status());
   at::set_num_threads(loaded->config.run().intra_op_threads());
   absl::StatusOr<ParityReport> report = CheckParity(*loaded, *split);
@@ -215,9 +219,14 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Simulated one-process parity check: --config=CONFIG --split=3,1 --out=DIR");
-  absl::ParseCommandLine(argc, argv);
+      "Simulated one-process parity check: --config=CONFIG --split=3,1 --out=DIR "
+      "[--set FIELD_PATH=VALUE ...] (the config's fields overridden as train's --set does)");
+  // --set is repeatable and its values may hold commas: taken out before
+  // absl parses the rest (cli/command_line.h).
+  absl::StatusOr<std::vector<std::string>> sets =
+      receipt_parity::ParseCommandLineTaking("set", argc, argv);
+  if (!sets.ok()) return receipt_parity::ReportFailure(sets.status());
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
-  return receipt_parity::Main();
+  return receipt_parity::Main(*sets);
 }
