@@ -1,3 +1,4 @@
+#include "artifacts/tensorboard_curves.h"
 #include "artifacts/run_folder.h"
 
 #include <unistd.h>
@@ -52,7 +53,8 @@ bool IsUpdateRecord(const std::string& name) {
 constexpr char kTrajectory[] = "trajectory";
 
 bool IsArtifact(const std::string& name) {
-  return ArtifactFiles().count(name) > 0 || IsUpdateRecord(name) || name == kTrajectory;
+  return ArtifactFiles().count(name) > 0 || IsUpdateRecord(name) || name == kTrajectory ||
+         name == kTensorBoardFolder;
 }
 
 std::vector<std::string> EntryNames(const std::string& dir) {
@@ -341,6 +343,7 @@ absl::Status RefuseLinksLeaving(const std::string& out) {
   }
   for (size_t i = 0, n = folders.size(); i < n; ++i) {
     folders.push_back(absl::StrCat(folders[i], "/trajectory"));
+    folders.push_back(absl::StrCat(folders[i], "/", kTensorBoardFolder));
   }
   for (const std::string& folder : folders) {
     for (const std::string& name : EntryNames(folder)) {
@@ -478,8 +481,9 @@ absl::Status BeginAttempt(const std::string& dir, const TrainingConfig& config,
 absl::StatusOr<std::vector<std::string>> RemoveStaleArtifacts(const std::string& dir,
                                                               bool resumed) {
   return RemoveEntries(dir, "cannot remove the stale", [&](const std::string& name) {
+    // A resumed run's curves continue the earlier attempts' event files.
     const bool kept = resumed && (name == "first_step.json" || IsUpdateRecord(name) ||
-                                  name == kTrajectory);
+                                  name == kTrajectory || name == kTensorBoardFolder);
     return (IsArtifact(name) || name == kFinishRecordFile) && !kept;
   });
 }

@@ -395,6 +395,9 @@ TEST(RunFolderTest, StaleArtifactsGoAFreshStartRemovesAllAResumeKeepsFirstStep) 
       "first_step.json", "update-4.json", "parity.json", "run_summary.json",
       "validation.json", "world_size_change.json", "finished.json", "run_state.json"};
   for (const std::string& name : written) Touch(dir + "/" + name);
+  // The curves: a resumed run appends its event file to them.
+  fs::create_directories(dir + "/tensorboard");
+  Touch(dir + "/tensorboard/events.out.tfevents.1");
   absl::StatusOr<std::vector<std::string>> removed = RemoveStaleArtifacts(dir, true);
   ASSERT_TRUE(removed.ok());
   EXPECT_THAT(*removed, UnorderedElementsAre("parity.json", "run_summary.json",
@@ -402,9 +405,12 @@ TEST(RunFolderTest, StaleArtifactsGoAFreshStartRemovesAllAResumeKeepsFirstStep) 
                                              "finished.json"));
   EXPECT_TRUE(fs::exists(dir + "/first_step.json"));
   EXPECT_TRUE(fs::exists(dir + "/update-4.json"));
+  EXPECT_TRUE(fs::exists(dir + "/tensorboard/events.out.tfevents.1"));
   removed = RemoveStaleArtifacts(dir, false);
   ASSERT_TRUE(removed.ok());
-  EXPECT_THAT(*removed, UnorderedElementsAre("first_step.json", "update-4.json"));
+  EXPECT_THAT(*removed,
+              UnorderedElementsAre("first_step.json", "update-4.json", "tensorboard"));
+  EXPECT_FALSE(fs::exists(dir + "/tensorboard"));
   EXPECT_TRUE(fs::exists(dir + "/run_state.json"));
 }
 
@@ -413,6 +419,7 @@ TEST(RunFolderTest, TheFinishRecordListsTheArtifacts) {
   for (const char* name : {"run_summary.json", "validation.json", "update-0.json", "LOCK"}) {
     Touch(dir + "/" + name);
   }
+  fs::create_directories(dir + "/tensorboard");
   FinishRecord record;
   record.set_updates(9);
   ASSERT_TRUE(WriteFinishRecord(dir, MakeArtifactStamp("f", 3), record).ok());
@@ -422,7 +429,7 @@ TEST(RunFolderTest, TheFinishRecordListsTheArtifacts) {
   EXPECT_EQ(stamp.attempt(), 3);
   EXPECT_EQ(read.updates(), 9);
   EXPECT_THAT(read.artifacts(),
-              ElementsAre("run_summary.json", "update-0.json", "validation.json"));
+              ElementsAre("run_summary.json", "tensorboard", "update-0.json", "validation.json"));
   EXPECT_FALSE(read.finished_at().empty());
 }
 

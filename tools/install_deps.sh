@@ -89,5 +89,24 @@ install_torch_venv() {
   echo "torch==$TORCH_VERSION" > "$done_marker"
 }
 
+# TensorBoard's own reader for the trainer's curves (trainer:tensorboard_test
+# reads DIR/tensorboard/ with it), in the same venv.
+TENSORBOARD_VERSION=2.21.0
+
+install_tensorboard() {
+  local venv="${RECEIPT_PARITY_TORCH_VENV:-$HOME/.cache/receipt-parity/torch-$TORCH_VERSION/venv}"
+  local check="import tensorboard, sys; sys.exit(tensorboard.__version__ != '$TENSORBOARD_VERSION')"
+  if "$venv/bin/python" -c "$check" 2>/dev/null; then
+    echo "install_deps: tensorboard $TENSORBOARD_VERSION present in $venv"
+    return
+  fi
+  echo "install_deps: installing tensorboard $TENSORBOARD_VERSION into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+    "tensorboard==$TENSORBOARD_VERSION" 'setuptools<82'
+  "$venv/bin/python" -c "$check" \
+    || { echo "install_deps: tensorboard in $venv does not import as $TENSORBOARD_VERSION" >&2; exit 1; }
+}
+
 install_debian_packages
 install_torch_venv
+install_tensorboard

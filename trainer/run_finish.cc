@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "io/json_file.h"
 #include "absl/strings/str_join.h"
 #include "logging/glog.h"
@@ -28,6 +30,7 @@
 #include "artifacts/run_folder.h"
 #include "trainer/run_parity.h"
 #include "artifacts/run_summary_builder.h"
+#include "artifacts/tensorboard_curves.h"
 #include "trainer/validation_pass.h"
 #include "artifacts/run_folder_state.pb.h"
 
@@ -319,8 +322,19 @@ absl::Status RecordFinish(const Run& run, int64_t total_updates) {
   return WriteFinishRecord(run.options->artifact_dir, run.stamp(), finish);
 }
 
-// Rank 0: the summary, parity, the sampler audit and every artifact, then
-// the finish record.
+// Rank 0: the attempt's curves as DIR/tensorboard/'s next event file
+// (artifacts/tensorboard_curves.h).
+absl::Status WriteTensorBoardCurves(const Run& run, const RunSummary& summary,
+                                    const ValidationReport& validation) {
+  const absl::Time now = absl::Now();
+  return WriteEventFile(
+      run.options->artifact_dir + "/" + kTensorBoardFolder,
+      EventFileName(absl::ToUnixSeconds(now), run.stamp().attempt()),
+      TrainingCurvesFile(summary, validation, absl::ToDoubleSeconds(now - absl::UnixEpoch())));
+}
+
+// Rank 0: the summary, parity, the sampler audit and every artifact, the
+// curves, then the finish record.
 absl::StatusOr<TrainingOutcome> WriteArtifacts(
     Run& run, const RankReportBuilder& builder,
     const std::vector<RankReport>& reports, ValidationReport validation,
@@ -383,6 +397,7 @@ absl::StatusOr<TrainingOutcome> WriteArtifacts(
   artifacts.stamp = run.stamp();
   const std::string& dir = run.options->artifact_dir;
   if (absl::Status s = WriteRunArtifacts(dir, artifacts); !s.ok()) return s;
+  if (absl::Status s = WriteTensorBoardCurves(run, summary, validation); !s.ok()) return s;
   if (absl::Status s = RecordFinish(run, total_updates); !s.ok()) return s;
   LogRunFinished(builder.updates(), run.options->world_size, summary, validation, dir);
   return outcome;

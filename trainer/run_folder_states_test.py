@@ -62,6 +62,10 @@ class RunFolderStatesTest(unittest.TestCase):
     finished = found["finished.json"]
     self.assertEqual(finished["attempt"], attempt)
     for name in finished["artifacts"]:
+      if name == "tensorboard":
+        # One event file per attempt that finished (trainer:tensorboard_test).
+        self.assertTrue(glob.glob(os.path.join(folder, name, "events.out.tfevents.*")))
+        continue
       if name == "trajectory":
         # The parameters after each checked update, each point stamped.
         points = artifacts(os.path.join(folder, name))
