@@ -101,13 +101,6 @@ absl::StatusOr<LoadedConfig> Parse(const std::string& text, const std::string& n
     }
     return absl::InvalidArgumentError(joined);
   }
-  for (const ConfigOverride& o : overrides) {
-    if (o.field_path == "plugin_library") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--set ", o.text(), ": plugin libraries are loaded before the config is parsed; "
-          "write plugin_library in ", name));
-    }
-  }
   if (absl::Status s = ApplyConfigOverrides(overrides, &config); !s.ok()) return s;
   absl::StatusOr<LoadedConfig> loaded =
       Validate(std::move(config), std::make_shared<ConfigLocator>(name, std::move(tree), overrides),
@@ -408,7 +401,7 @@ absl::StatusOr<LoadedConfig> LoadTrainingConfig(const std::string& path,
   if (!text.ok()) return text.status();
   // Step 1: plugin libraries first.
   absl::StatusOr<std::vector<LoadedPluginLibrary>> libraries =
-      LoadConfigPluginLibraries(path, *text);
+      LoadConfigPluginLibraries(path, *text, overrides);
   if (!libraries.ok()) return libraries.status();
   // Steps 2-7.
   absl::StatusOr<LoadedConfig> loaded = Parse(*text, path, *libraries, overrides);

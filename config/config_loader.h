@@ -97,7 +97,8 @@ struct LoadedConfig {
 // its errors named "--set PATH=VALUE: ...", and the fingerprint is the
 // effective config's. Plugin lookups in step 5 use whatever is registered
 // in this binary plus the loaded libraries. An override of
-// `plugin_library` is refused: step 1 loads the file's.
+// `plugin_library` (a build system naming where its libraries are) is
+// applied in step 1 too: the libraries loaded are the effective list's.
 absl::StatusOr<LoadedConfig> LoadTrainingConfig(
     const std::string& path, const std::vector<ConfigOverride>& overrides = {});
 

@@ -33,9 +33,11 @@ class LenientAnyFinder : public TextFormat::Finder {
   }
 };
 
-// The config's plugin_library fields and where each is written.
+// The config's plugin_library fields, `overrides` of plugin_library applied,
+// and where each is written (an overridden one: at its --set).
 absl::StatusOr<std::pair<TrainingConfig, ConfigLocator>> ParseLeniently(
-    const std::string& config_path, const std::string& text) {
+    const std::string& config_path, const std::string& text,
+    const std::vector<ConfigOverride>& overrides) {
   TrainingConfig config;
   LenientAnyFinder lenient;
   ParseErrors errors(config_path);
@@ -48,8 +50,13 @@ absl::StatusOr<std::pair<TrainingConfig, ConfigLocator>> ParseLeniently(
   if (!parser.ParseFromString(text, &config)) {
     return absl::InvalidArgumentError(errors.Joined());
   }
+  std::vector<ConfigOverride> libraries;
+  for (const ConfigOverride& o : overrides) {
+    if (o.field_path == "plugin_library") libraries.push_back(o);
+  }
+  if (absl::Status s = ApplyConfigOverrides(libraries, &config); !s.ok()) return s;
   return std::make_pair(std::move(config),
-                        ConfigLocator(config_path, std::move(tree)));
+                        ConfigLocator(config_path, std::move(tree), std::move(libraries)));
 }
 
 absl::StatusOr<LoadedPluginLibrary> LoadOne(const std::string& config_path,
@@ -73,8 +80,9 @@ absl::StatusOr<LoadedPluginLibrary> LoadOne(const std::string& config_path,
 }  // namespace
 
 absl::StatusOr<std::vector<LoadedPluginLibrary>> LoadConfigPluginLibraries(
-    const std::string& config_path, const std::string& text) {
-  auto parsed = ParseLeniently(config_path, text);
+    const std::string& config_path, const std::string& text,
+    const std::vector<ConfigOverride>& overrides) {
+  auto parsed = ParseLeniently(config_path, text, overrides);
   if (!parsed.ok()) return parsed.status();
   const auto& [config, locator] = *parsed;
   std::vector<LoadedPluginLibrary> libraries;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "config/config_overrides.h"
 
 namespace receipt_parity {
 
@@ -29,15 +30,21 @@ struct LoadedPluginLibrary {
 
 // Reads only the `plugin_library` fields of `text`, the contents of the
 // config file `config_path` (plugin options of types not known yet are
-// skipped), and loads each library, in config order. Errors:
+// skipped), applies the overrides of `plugin_library` among `overrides`
+// (--set plugin_library=[...] replaces the file's list; a relative path is
+// still relative to the config's folder), and loads each library, in
+// order. Errors:
 //   InvalidArgument  "FILE:LINE:COLUMN: message" for a syntax error;
 //                    "FILE:LINE:COLUMN: plugin_library: ..." when a library
 //                    is missing, does not load, registers nothing or a name
-//                    that exists (the reason of plugins/plugin_library.h).
+//                    that exists (the reason of plugins/plugin_library.h);
+//                    an overridden one is named "--set plugin_library=...";
+//                    a malformed override, as config/config_overrides.h.
 // A library loaded stays loaded, also when a later one fails; loading the
 // same library twice in one process fails (it registers nothing new).
 absl::StatusOr<std::vector<LoadedPluginLibrary>> LoadConfigPluginLibraries(
-    const std::string& config_path, const std::string& text);
+    const std::string& config_path, const std::string& text,
+    const std::vector<ConfigOverride>& overrides = {});
 
 }  // namespace receipt_parity
 

@@ -108,7 +108,7 @@ class ParityCliTest(unittest.TestCase):
     self.assertNotEqual(report["config_fingerprint"], base["config_fingerprint"])
     for bad, needle in (("seeds.samplr=1", "--set seeds.samplr=1"),
                         ("parity.rtol=x", "--set parity.rtol=x"),
-                        ("plugin_library=x.so", "plugin_library")):
+                        ('plugin_library=["missing.so"]', "--set plugin_library=[\"missing.so\"]")):
       result, report = run("configs/one_worker.pbtxt", "--split=3,1", "--set=" + bad)
       self.assertEqual(result.returncode, 2, bad + result.stdout + result.stderr)
       self.assertIn(needle, result.stderr)

@@ -87,7 +87,8 @@ class ConfigOverridesTest(unittest.TestCase):
         (["--set", "world_size=0"], "--set world_size=0: world_size: must be >= 1, got 0"),
         (["--set", "global_batch=5"], "--set global_batch=5: global_batch: 5 slots do not split "
                                       "evenly over 2 ranks"),
-        (["--set", "plugin_library=[\"x.so\"]"], "plugin libraries are loaded before"),
+        # A library override is loaded in the file's stead, named at itself.
+        (["--set", "plugin_library=[\"x.so\"]"], "--set plugin_library=[\"x.so\"]: plugin_library: "),
         (["--set"], "--set needs a value"),
         (["--set", "world_size"], "--set world_size: expected FIELD_PATH=VALUE"),
     )
