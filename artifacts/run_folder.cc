@@ -1,4 +1,3 @@
-#include "artifacts/tensorboard_curves.h"
 #include "artifacts/run_folder.h"
 
 #include <unistd.h>
@@ -25,6 +24,7 @@
 #include "runtime/distributed_env.h"
 #include "config/config_loader.h"
 #include "artifacts/run_manifest.pb.h"
+#include "artifacts/tensorboard_curves.h"
 
 namespace receipt_parity {
 namespace {

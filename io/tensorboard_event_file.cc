@@ -1,9 +1,9 @@
 #include "io/tensorboard_event_file.h"
 
 #include <array>
-#include <cstdio>
 #include <filesystem>
 #include <system_error>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"

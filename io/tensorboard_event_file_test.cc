@@ -1,5 +1,6 @@
 #include "io/tensorboard_event_file.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
