@@ -277,12 +277,13 @@ absl::Status StreamEpoch(const EpochPlan& plan, int64_t num_ids, int micro_batch
     RankAudit* rank = epoch->add_ranks();
     rank->set_rank(r);
     rank->set_num_slots(static_cast<int32_t>(rank_slots.size()));
-    for (size_t s = 0; s < rank_slots.size(); ++s) {
-      const Slot& slot = rank_slots[s];
+    int32_t s = 0;
+    for (const Slot& slot : rank_slots) {
+      const int32_t at = s++;
       if (!slot.valid) {
         SlotRef* ref = epoch->add_masked_slots();
         ref->set_rank(r);
-        ref->set_slot(static_cast<int32_t>(s));
+        ref->set_slot(at);
         continue;
       }
       rank->set_valid_slots(rank->valid_slots() + 1);
@@ -308,14 +309,14 @@ absl::Status StreamEpoch(const EpochPlan& plan, int64_t num_ids, int micro_batch
     duplicated[i] = duplicate;
   }
   for (int r = 0; !duplicated.empty() && r < plan.world_size(); ++r) {
-    const DealtSlots rank_slots = plan.rank_slots(r);
-    for (size_t s = 0; s < rank_slots.size(); ++s) {
-      const Slot slot = rank_slots[s];
+    int32_t s = 0;
+    for (const Slot& slot : plan.rank_slots(r)) {
+      const int32_t at = s++;
       auto it = duplicated.find(slot.dataset_index);
       if (!slot.valid || it == duplicated.end()) continue;
       SlotRef* ref = it->second->add_slots();
       ref->set_rank(r);
-      ref->set_slot(static_cast<int32_t>(s));
+      ref->set_slot(at);
       it->second->set_count(it->second->slots_size());
     }
   }

@@ -74,10 +74,12 @@ std::string EncodeRankRecord(int epoch, int rank, const DealtSlots& slots,
   PutU32(&out, static_cast<uint32_t>(epoch));
   PutU32(&out, static_cast<uint32_t>(rank));
   PutU64(&out, n);
-  for (const Slot& slot : slots) PutU32(&out, static_cast<uint32_t>(slot.dataset_index));
   std::string bits((n + 7) / 8, '\0');
-  for (size_t j = 0; j < n; ++j) {
-    if (slots[j].valid) bits[j / 8] = static_cast<char>(bits[j / 8] | (1 << (j % 8)));
+  size_t j = 0;
+  for (const Slot& slot : slots) {
+    PutU32(&out, static_cast<uint32_t>(slot.dataset_index));
+    if (slot.valid) bits[j / 8] = static_cast<char>(bits[j / 8] | (1 << (j % 8)));
+    ++j;
   }
   out += bits;
   for (int32_t m : micro_batch) out.push_back(static_cast<char>(m));

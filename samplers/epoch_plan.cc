@@ -90,10 +90,7 @@ int64_t EpochPlan::NumRankSlots(int rank) const {
 
 Slot EpochPlan::RankSlot(int rank, int64_t k) const {
   const int batch = local_batch_[rank];
-  const int64_t block = k / batch;
-  const int64_t in_block = k % batch;
-  const RankPositions& deal = block < num_full_blocks_ ? full_block_ : last_block_;
-  return order_.slots[block * global_batch_ + deal[rank][in_block]];
+  return RankSlotOfBlock(rank, k / batch, static_cast<int>(k % batch));
 }
 
 DealtSlots EpochPlan::rank_slots(int rank) const {

@@ -76,18 +76,20 @@ class DealtSlots {
     using pointer = const Slot*;
     using reference = Slot;
 
-    const_iterator(const DealtSlots* slots, int64_t k) : slots_(slots), k_(k) {}
-    Slot operator*() const { return (*slots_)[static_cast<size_t>(k_)]; }
-    const_iterator& operator++() {
-      ++k_;
-      return *this;
-    }
+    // The k-th slot of `slots`; walking on from it needs no division.
+    inline const_iterator(const DealtSlots* slots, int64_t k);
+    inline Slot operator*() const;
+    inline const_iterator& operator++();
     bool operator==(const const_iterator& other) const { return k_ == other.k_; }
     bool operator!=(const const_iterator& other) const { return k_ != other.k_; }
 
    private:
-    const DealtSlots* slots_;
+    const EpochPlan* plan_;
+    int rank_;
     int64_t k_;
+    int batch_;        // the rank's slots per block
+    int64_t block_;    // the block of the rank's slot begin + k_
+    int in_block_;     // its place among the rank's slots of that block
   };
   using iterator = const_iterator;
   using value_type = Slot;
@@ -137,6 +139,12 @@ class EpochPlan {
   // The k-th slot of `rank` in epoch order, read from the global order.
   // REQUIRES: 0 <= k < NumRankSlots(rank).
   Slot RankSlot(int rank, int64_t k) const;
+  // The same by block: slot `in_block` of `rank`'s slots of block `block`
+  // (k = block * local_batch()[rank] + in_block).
+  Slot RankSlotOfBlock(int rank, int64_t block, int in_block) const {
+    const RankPositions& deal = block < num_full_blocks_ ? full_block_ : last_block_;
+    return order_.slots[block * global_batch_ + deal[rank][in_block]];
+  }
 
   // The update's block in the global order: position p of the block is
   // UpdateSlots(order[p].rank, update)[order[p].index] (the deal inverted;
@@ -183,6 +191,28 @@ class EpochPlan {
 // REQUIRES: as EpochPlan's constructor.
 EpochPlan DealEpochPlan(int64_t epoch, GlobalOrder order,
                         const std::vector<int>& local_batch);
+
+DealtSlots::const_iterator::const_iterator(const DealtSlots* slots, int64_t k)
+    : plan_(slots->plan_), rank_(slots->rank_), k_(k),
+      batch_(slots->plan_->local_batch()[slots->rank_]), block_(0), in_block_(0) {
+  if (batch_ > 0) {
+    block_ = (slots->begin_ + k) / batch_;
+    in_block_ = static_cast<int>((slots->begin_ + k) % batch_);
+  }
+}
+
+Slot DealtSlots::const_iterator::operator*() const {
+  return plan_->RankSlotOfBlock(rank_, block_, in_block_);
+}
+
+DealtSlots::const_iterator& DealtSlots::const_iterator::operator++() {
+  ++k_;
+  if (++in_block_ == batch_) {
+    in_block_ = 0;
+    ++block_;
+  }
+  return *this;
+}
 
 }  // namespace receipt_parity
 

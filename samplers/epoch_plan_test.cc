@@ -146,9 +146,14 @@ TEST(DealEpochPlanTest, RankAndUpdateSlotsAreTheReferenceDeal) {
         for (int64_t u = 0; u < plan.num_updates(); ++u) {
           const int64_t begin = std::min<int64_t>(u * local_batch[r], reference[r].size());
           const int64_t end = std::min<int64_t>((u + 1) * local_batch[r], reference[r].size());
+          // Walked (ToVector) and indexed: both the reference's.
           EXPECT_EQ(plan.UpdateSlots(r, u).ToVector(),
                     std::vector<Slot>(reference[r].begin() + begin, reference[r].begin() + end))
               << where << " update " << u;
+          const DealtSlots update = plan.UpdateSlots(r, u);
+          for (size_t i = 0; i < update.size(); ++i) {
+            EXPECT_EQ(update[i], reference[r][begin + i]) << where << " update " << u;
+          }
         }
       }
       for (int64_t u = 0; u < plan.num_updates(); ++u) {
