@@ -215,12 +215,10 @@ int AuditConfig(const std::string& path, const std::vector<ConfigOverride>& over
 int Main(int argc, char** argv) {
   // --set is repeatable and its values may hold commas: taken out before
   // absl parses the rest (cli/command_line.h).
-  std::vector<char*> rest;
-  absl::StatusOr<std::vector<std::string>> sets = TakeRepeatedFlag("set", argc, argv, &rest);
+  std::vector<char*> positional;
+  absl::StatusOr<std::vector<std::string>> sets =
+      ParseCommandLineTaking("set", argc, argv, &positional);
   if (!sets.ok()) return BadInput(std::string(sets.status().message()));
-  const int rest_count = static_cast<int>(rest.size());
-  rest.push_back(nullptr);
-  std::vector<char*> positional = absl::ParseCommandLine(rest_count, rest.data());
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
   ChangeToCallersDirectory();

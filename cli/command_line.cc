@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <utility>
 
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
@@ -61,14 +62,15 @@ absl::StatusOr<std::vector<std::string>> TakeRepeatedFlag(const std::string& nam
   return values;
 }
 
-absl::StatusOr<std::vector<std::string>> ParseCommandLineTaking(const std::string& name,
-                                                                int argc, char** argv) {
+absl::StatusOr<std::vector<std::string>> ParseCommandLineTaking(
+    const std::string& name, int argc, char** argv, std::vector<char*>* positional) {
   std::vector<char*> rest;
   absl::StatusOr<std::vector<std::string>> values = TakeRepeatedFlag(name, argc, argv, &rest);
   if (!values.ok()) return values.status();
   const int rest_count = static_cast<int>(rest.size());
   rest.push_back(nullptr);
-  absl::ParseCommandLine(rest_count, rest.data());
+  std::vector<char*> parsed = absl::ParseCommandLine(rest_count, rest.data());
+  if (positional != nullptr) *positional = std::move(parsed);
   return values;
 }
 

@@ -51,10 +51,13 @@ absl::StatusOr<std::vector<std::string>> TakeRepeatedFlag(const std::string& nam
                                                           char** argv, std::vector<char*>* rest);
 
 // absl::ParseCommandLine over the arguments TakeRepeatedFlag(name) leaves;
-// returns --NAME's values. Errors: TakeRepeatedFlag's (absl's own exit
-// the process, as absl::ParseCommandLine does).
-absl::StatusOr<std::vector<std::string>> ParseCommandLineTaking(const std::string& name,
-                                                                int argc, char** argv);
+// returns --NAME's values, and puts what absl::ParseCommandLine returns
+// (argv[0], then the positional arguments) in `positional` when it is
+// given. Errors: TakeRepeatedFlag's (absl's own exit the process, as
+// absl::ParseCommandLine does).
+absl::StatusOr<std::vector<std::string>> ParseCommandLineTaking(
+    const std::string& name, int argc, char** argv,
+    std::vector<char*>* positional = nullptr);
 
 }  // namespace receipt_parity
 
