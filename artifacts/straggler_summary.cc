@@ -15,31 +15,36 @@ double Quantile(std::vector<double> values, double q) {
   return values[std::max<size_t>(rank, 1) - 1];
 }
 
-// Updates every rank timed.
-int TimedUpdates(const std::vector<RankReport>& reports) {
-  int updates = reports.empty() ? 0 : reports[0].timing().sync_seconds_size();
-  for (const RankReport& r : reports) {
-    updates = std::min(updates, r.timing().sync_seconds_size());
-  }
-  return updates;
-}
-
 }  // namespace
+
+std::vector<std::vector<double>> LatenessPerUpdate(
+    const std::vector<const RankTiming*>& timings) {
+  int updates = timings.empty() ? 0 : timings[0]->sync_seconds_size();
+  for (const RankTiming* t : timings) updates = std::min(updates, t->sync_seconds_size());
+  std::vector<std::vector<double>> lateness(timings.size());
+  for (int u = 0; u < updates; ++u) {
+    double longest = 0;
+    for (const RankTiming* t : timings) longest = std::max(longest, t->sync_seconds(u));
+    for (size_t r = 0; r < timings.size(); ++r) {
+      lateness[r].push_back(longest - timings[r]->sync_seconds(u));
+    }
+  }
+  return lateness;
+}
 
 std::vector<RankLateness> SummarizeLateness(const std::vector<RankReport>& reports) {
   if (reports.size() < 2) return {};
-  const int updates = TimedUpdates(reports);
-  std::vector<std::vector<double>> lateness(reports.size());
+  std::vector<const RankTiming*> timings;
+  for (const RankReport& r : reports) timings.push_back(&r.timing());
+  const std::vector<std::vector<double>> lateness = LatenessPerUpdate(timings);
+  const int updates = static_cast<int>(lateness[0].size());
   std::vector<int> times_last(reports.size(), 0);
   for (int u = 0; u < updates; ++u) {
-    double longest = 0;
-    for (const RankReport& r : reports) longest = std::max(longest, r.timing().sync_seconds(u));
     size_t last = 0;
     for (size_t r = 0; r < reports.size(); ++r) {
-      lateness[r].push_back(longest - reports[r].timing().sync_seconds(u));
-      if (lateness[r].back() > lateness[last].back()) last = r;
+      if (lateness[r][u] > lateness[last][u]) last = r;
     }
-    if (lateness[last].back() > 0) ++times_last[last];
+    if (lateness[last][u] > 0) ++times_last[last];
   }
   std::vector<RankLateness> summary;
   for (size_t r = 0; r < reports.size(); ++r) {

@@ -22,6 +22,11 @@ inline constexpr char kLatenessMethod[] =
     "every rank together, so the rank that came last waited least); no clock "
     "is compared across ranks";
 
+// lateness[r][u]: rank r's lateness (the file comment) in the u-th update
+// every rank timed (RankTiming.sync_seconds), for `timings` in rank order.
+std::vector<std::vector<double>> LatenessPerUpdate(
+    const std::vector<const RankTiming*>& timings);
+
 // Per rank, in rank order, over the updates every rank timed
 // (RankTiming.sync_seconds): how often it was last (ties go to the lower
 // rank; an update where every rank waited alike has no last rank), and the

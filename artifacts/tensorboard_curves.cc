@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "artifacts/straggler_summary.h"
 
 namespace receipt_parity {
 namespace {
@@ -62,14 +63,13 @@ void AddTimingCurves(const RunSummary& summary, std::vector<ScalarPoint>* out) {
   out->insert(out->end(), rate.begin(), rate.end());
   out->insert(out->end(), share.begin(), share.end());
   if (summary.timing_size() < 2) return;
-  for (const RankTiming& rank : summary.timing()) {
-    for (int i = 0; i < timed; ++i) {
-      double longest_sync = 0;
-      for (const RankTiming& t : summary.timing()) {
-        longest_sync = std::max(longest_sync, t.sync_seconds(i));
-      }
-      out->push_back({absl::StrCat("lateness/rank_", rank.rank()), first + i,
-                      longest_sync - rank.sync_seconds(i)});
+  const std::vector<const RankTiming*> timings(summary.timing().pointer_begin(),
+                                               summary.timing().pointer_end());
+  const std::vector<std::vector<double>> lateness = LatenessPerUpdate(timings);
+  for (size_t r = 0; r < timings.size(); ++r) {
+    for (size_t i = 0; i < lateness[r].size(); ++i) {
+      out->push_back({absl::StrCat("lateness/rank_", timings[r]->rank()),
+                      first + static_cast<int64_t>(i), lateness[r][i]});
     }
   }
 }
