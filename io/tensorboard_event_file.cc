@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "io/atomic_file.h"
+#include "io/little_endian.h"
 
 namespace receipt_parity {
 namespace {
@@ -26,18 +27,6 @@ std::array<uint32_t, 256> MakeCrcTable() {
     table[byte] = crc;
   }
   return table;
-}
-
-void PutLittleEndian(uint64_t value, int bytes, std::string* out) {
-  for (int b = 0; b < bytes; ++b) out->push_back(static_cast<char>((value >> (8 * b)) & 0xffu));
-}
-
-uint64_t GetLittleEndian(absl::string_view bytes) {
-  uint64_t value = 0;
-  for (size_t b = 0; b < bytes.size(); ++b) {
-    value |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[b])) << (8 * b);
-  }
-  return value;
 }
 
 std::string Serialized(const tensorboard::Event& event) {
@@ -62,11 +51,11 @@ uint32_t MaskedCrc32c(absl::string_view data) {
 
 std::string FrameTfRecord(absl::string_view data) {
   std::string length;
-  PutLittleEndian(data.size(), 8, &length);
+  PutU64(&length, data.size());
   std::string record = length;
-  PutLittleEndian(MaskedCrc32c(length), 4, &record);
+  PutU32(&record, MaskedCrc32c(length));
   record.append(data.data(), data.size());
-  PutLittleEndian(MaskedCrc32c(data), 4, &record);
+  PutU32(&record, MaskedCrc32c(data));
   return record;
 }
 
@@ -124,33 +113,35 @@ absl::Status WriteEventFile(const std::string& dir, const std::string& name,
 absl::StatusOr<std::vector<tensorboard::Event>> ReadEventFile(const std::string& path) {
   absl::StatusOr<std::string> bytes = ReadFileToString(path);
   if (!bytes.ok()) return bytes.status();
-  const absl::string_view file = *bytes;
+  LittleEndianCursor in(*bytes);
   std::vector<tensorboard::Event> events;
-  size_t at = 0;
-  while (at < file.size()) {
+  while (!in.done()) {
+    const size_t at = in.at();
     const auto corrupt = [&](absl::string_view what) {
       return absl::DataLossError(
           absl::StrCat(path, ": the record at byte ", at, " ", what));
     };
-    if (file.size() - at < 12) return corrupt("is truncated in its length");
-    const absl::string_view length_bytes = file.substr(at, 8);
-    if (GetLittleEndian(file.substr(at + 8, 4)) != MaskedCrc32c(length_bytes)) {
+    absl::string_view length_bytes;
+    uint32_t length_crc = 0;
+    if (!in.Take(8, &length_bytes) || !in.U32(&length_crc)) {
+      return corrupt("is truncated in its length");
+    }
+    if (length_crc != MaskedCrc32c(length_bytes)) {
       return corrupt("has a length that fails its CRC");
     }
-    const uint64_t length = GetLittleEndian(length_bytes);
-    if (file.size() - at - 12 < length || file.size() - at - 12 - length < 4) {
+    uint64_t length = 0;
+    LittleEndianCursor(length_bytes).U64(&length);
+    absl::string_view data;
+    uint32_t data_crc = 0;
+    if (!in.Take(length, &data) || !in.U32(&data_crc)) {
       return corrupt("is truncated in its data");
     }
-    const absl::string_view data = file.substr(at + 12, length);
-    if (GetLittleEndian(file.substr(at + 12 + length, 4)) != MaskedCrc32c(data)) {
-      return corrupt("has data that fails its CRC");
-    }
+    if (data_crc != MaskedCrc32c(data)) return corrupt("has data that fails its CRC");
     tensorboard::Event event;
     if (!event.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
       return corrupt("is not an Event");
     }
     events.push_back(std::move(event));
-    at += 12 + length + 4;
   }
   return events;
 }

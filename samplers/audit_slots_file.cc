@@ -5,48 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checksum.h"
+#include "io/little_endian.h"
 #include "io/untrusted_file.h"
 
 namespace receipt_parity {
 namespace {
-
-void PutU32(std::string* out, uint32_t v) {
-  for (int b = 0; b < 4; ++b) out->push_back(static_cast<char>((v >> (8 * b)) & 0xff));
-}
-
-void PutU64(std::string* out, uint64_t v) {
-  for (int b = 0; b < 8; ++b) out->push_back(static_cast<char>((v >> (8 * b)) & 0xff));
-}
-
-// Reads little-endian integers from a buffer, failing past its end.
-class Cursor {
- public:
-  explicit Cursor(absl::string_view bytes) : bytes_(bytes) {}
-  bool Take(size_t n, absl::string_view* piece) {
-    if (bytes_.size() - at_ < n) return false;
-    *piece = bytes_.substr(at_, n);
-    at_ += n;
-    return true;
-  }
-  bool U32(uint32_t* v) { return Int(4, v); }
-  bool U64(uint64_t* v) { return Int(8, v); }
-  size_t at() const { return at_; }
-  bool done() const { return at_ == bytes_.size(); }
-
- private:
-  template <typename T>
-  bool Int(size_t n, T* v) {
-    absl::string_view piece;
-    if (!Take(n, &piece)) return false;
-    *v = 0;
-    for (size_t b = 0; b < n; ++b) {
-      *v |= static_cast<T>(static_cast<unsigned char>(piece[b])) << (8 * b);
-    }
-    return true;
-  }
-  absl::string_view bytes_;
-  size_t at_ = 0;
-};
 
 std::string HeaderText(const SlotsFileHeader& h) {
   return absl::StrCat(h.num_ids, " ids, world size ", h.world_size, ", ", h.epochs,
@@ -109,7 +72,7 @@ absl::StatusOr<SlotsFile> ReadSlotsFile(const std::string& path,
     return bad(absl::StrCat("checksum ", checksum, " != its sampler_audit.json's ",
                             expected_checksum));
   }
-  Cursor in(*bytes);
+  LittleEndianCursor in(*bytes);
   absl::string_view magic;
   uint32_t version = 0, world = 0, epochs = 0, micro = 0;
   uint64_t num_ids = 0, seed = 0;
@@ -151,7 +114,7 @@ absl::StatusOr<SlotsFile> ReadSlotsFile(const std::string& path,
       }
       record.epoch = e;
       record.rank = r;
-      Cursor each(indices);
+      LittleEndianCursor each(indices);
       for (uint64_t j = 0; j < n; ++j) {
         uint32_t index = 0;
         each.U32(&index);
