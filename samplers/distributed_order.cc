@@ -9,6 +9,18 @@
 
 namespace receipt_parity {
 
+EpochCoverage DistributedSamplerPolicy::epoch_coverage() const {
+  switch (tail_) {
+    case TailHandling::kDuplicatePad:
+      return EpochCoverage::kOnceWithRepeatedPadding;
+    case TailHandling::kDropTail:
+      return EpochCoverage::kOnceOrDropped;
+    case TailHandling::kMaskedTail:
+      return EpochCoverage::kExactlyOnce;
+  }
+  return EpochCoverage::kExactlyOnce;
+}
+
 absl::StatusOr<GlobalOrder> DistributedSamplerOrder(const OrderRequest& request,
                                                     bool shuffle,
                                                     TailHandling tail) {

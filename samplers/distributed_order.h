@@ -43,6 +43,7 @@ class DistributedSamplerPolicy : public SamplerPolicy {
       const OrderRequest& request) const override {
     return DistributedSamplerOrder(request, shuffle_, tail_);
   }
+  EpochCoverage epoch_coverage() const override;
 
  private:
   const bool shuffle_;

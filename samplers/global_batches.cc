@@ -10,6 +10,10 @@
 namespace receipt_parity {
 
 absl::StatusOr<GlobalOrder> GlobalBatchesOrder(const OrderRequest& request, bool shuffle) {
+  if (request.world_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "global_batches: the world size is ", request.world_size, "; it must be >= 1"));
+  }
   if (request.global_batch < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "global_batches: the global batch is ", request.global_batch, "; it must be >= 1"));

@@ -34,7 +34,7 @@
 namespace receipt_parity {
 
 // The epoch's global order (see above). InvalidArgument for
-// num_examples < 0, epoch < 0 or global_batch < 1.
+// num_examples < 0, world_size < 1, epoch < 0 or global_batch < 1.
 absl::StatusOr<GlobalOrder> GlobalBatchesOrder(const OrderRequest& request, bool shuffle);
 
 class GlobalBatchesPolicy : public SamplerPolicy {

@@ -133,6 +133,13 @@ TEST(GlobalBatchesTest, OrderWithoutAGlobalBatchIsRefused) {
   request.epoch = -1;
   EXPECT_EQ(GlobalBatchesPolicy(true).Order(request).status().code(),
             absl::StatusCode::kInvalidArgument);
+  // The kind's contract (samplers/sampler_policy.h), although the order
+  // does not depend on the world size.
+  request.epoch = 0;
+  request.world_size = 0;
+  order = GlobalBatchesPolicy(true).Order(request);
+  EXPECT_EQ(order.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(order.status().message(), HasSubstr("world size is 0"));
 }
 
 // The ids of every update as the audit writes them.

@@ -55,6 +55,18 @@ absl::Status ValidateOrder(const GlobalOrder& order, int64_t num_examples) {
 
 }  // namespace
 
+const char* EpochCoverageName(EpochCoverage coverage) {
+  switch (coverage) {
+    case EpochCoverage::kExactlyOnce:
+      return "exactly_once";
+    case EpochCoverage::kOnceOrDropped:
+      return "once_or_dropped";
+    case EpochCoverage::kOnceWithRepeatedPadding:
+      return "once_with_repeated_padding";
+  }
+  return "unknown";
+}
+
 absl::StatusOr<EpochPlan> BuildEpochPlan(const SamplerPolicy& policy,
                                          const OrderRequest& request,
                                          const std::vector<int>& local_batch) {

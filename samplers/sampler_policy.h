@@ -28,6 +28,26 @@ struct OrderRequest {
   int64_t global_batch = 0;
 };
 
+// How often one epoch's order trains each receipt, as a policy declares it
+// (SamplerPolicy::epoch_coverage): what the sampler conformance suite
+// (conformance/) checks an epoch's order against.
+enum class EpochCoverage {
+  // Every dataset index exactly once as a valid slot; any pad slot is
+  // masked (valid = false), nothing is dropped.
+  kExactlyOnce,
+  // Every dataset index exactly once: as a valid slot or in `dropped`,
+  // never both (DistributedSampler(drop_last=True)).
+  kOnceOrDropped,
+  // Every dataset index at least once as a valid slot, and fewer than
+  // world_size valid slots beyond one per index: the pads repeat receipts
+  // (DistributedSampler(drop_last=False); with fewer receipts than ranks a
+  // receipt may be repeated more than once).
+  kOnceWithRepeatedPadding,
+};
+
+// "exactly_once", "once_or_dropped", "once_with_repeated_padding".
+const char* EpochCoverageName(EpochCoverage coverage);
+
 class SamplerPolicy {
  public:
   static constexpr char kKind[] = "sampler_policy";
@@ -43,6 +63,11 @@ class SamplerPolicy {
   // update (which receipts, which are masked) are the same at any world
   // size for one global batch, however the local batches deal them.
   virtual bool world_size_independent() const { return false; }
+
+  // How often Order() trains each receipt per epoch (above). The default
+  // is the strictest, kExactlyOnce: a policy that repeats or drops
+  // receipts says so.
+  virtual EpochCoverage epoch_coverage() const { return EpochCoverage::kExactlyOnce; }
 };
 
 // Order() then DealEpochPlan(). local_batch: slots per rank per update.

@@ -22,6 +22,7 @@
 #include "checkpoint/save_generation.h"
 #include "checkpoint/shard_state.h"
 #include "logging/glog.h"
+#include "model/model_state.h"
 #include "parity/tensor_comparison.h"
 #include "collectives/collective_error.h"
 #include "runtime/process_group.h"
@@ -32,11 +33,6 @@ namespace receipt_parity {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr char kModelPrefix[] = "model/";
-// A model's buffers (running statistics and the like). A model without
-// buffers (every architecture model) writes none, so its shards are as
-// before buffers were saved.
-constexpr char kBufferPrefix[] = "model_buffer/";
 
 // Shard confirmations through the c10d store: rank r publishes its
 // ShardInfo under ckpt/gen-N/<r>; rank 0 waits for every rank's.
@@ -91,12 +87,7 @@ absl::Status RestoreOptimizer(const RunCheckpointContext& c, Classifier& model,
 std::map<std::string, at::Tensor> ReplicatedState(
     Classifier& model, const std::map<std::string, at::Tensor>& optimizer_state) {
   std::map<std::string, at::Tensor> all = optimizer_state;
-  for (const auto& item : model.named_parameters()) {
-    all[kModelPrefix + item.key()] = item.value().detach();
-  }
-  for (const auto& item : model.named_buffers()) {
-    all[kBufferPrefix + item.key()] = item.value().detach();
-  }
+  all.merge(ModelStateByName(model));
   return all;
 }
 
@@ -168,41 +159,6 @@ absl::StatusOr<RecoveryDecision> Decide(const RunCheckpointContext& c,
   }
   record->set_next_generation(std::stoi(published->substr(mine.size())));
   return decision;
-}
-
-// Copies each of `tensors` ("parameter" or "buffer" in errors) from
-// merged[prefix + name], in place.
-absl::Status LoadNamed(const torch::OrderedDict<std::string, at::Tensor>& tensors,
-                       const std::string& prefix, const char* what,
-                       const std::map<std::string, at::Tensor>& merged) {
-  torch::NoGradGuard no_grad;
-  for (const auto& item : tensors) {
-    auto it = merged.find(prefix + item.key());
-    if (it == merged.end()) {
-      return absl::DataLossError(absl::StrCat("checkpoint lacks ", what, " ", item.key()));
-    }
-    if (it->second.sizes() != item.value().sizes()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "checkpoint ", what, " ", item.key(), " has another shape"));
-    }
-    item.value().copy_(it->second);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status LoadModel(Classifier& model,
-                       const std::map<std::string, at::Tensor>& merged) {
-  try {
-    if (absl::Status s = LoadNamed(model.named_parameters(), kModelPrefix, "parameter",
-                                   merged);
-        !s.ok()) {
-      return s;
-    }
-    return LoadNamed(model.named_buffers(), kBufferPrefix, "buffer", merged);
-  } catch (const std::exception& e) {
-    return LibTorchErrorToStatus(e, "checkpoint parameters: LibTorch",
-                                 absl::StatusCode::kDataLoss);
-  }
 }
 
 // Torch's CPU generator, as saved by this rank ("rng" of its shard).
@@ -364,7 +320,7 @@ absl::Status RestoreState(const RunCheckpointContext& c,
   absl::StatusOr<std::map<std::string, at::Tensor>> merged = MergeOwnedTensors(
       shards, std::vector<std::string>(names.begin(), names.end()));
   if (!merged.ok()) return merged.status();
-  if (absl::Status s = LoadModel(model, *merged); !s.ok()) return s;
+  if (absl::Status s = LoadModelState(model, *merged); !s.ok()) return s;
   if (absl::Status s = RestoreOptimizer(c, model, optimizer, *merged); !s.ok()) {
     return s;
   }
