@@ -40,6 +40,7 @@ absl::StatusOr<DistributedEnv> MpirunEnv() {
       "and OMPI_COMM_WORLD_LOCAL_RANK)";
   DistributedEnv env;
   env.under_mpirun = true;
+  env.world_size_variable = "OMPI_COMM_WORLD_SIZE";
   absl::StatusOr<int> world =
       IntVariable("OMPI_COMM_WORLD_SIZE", 1, 1 << 20, kMpirunCompanions);
   if (!world.ok()) return world.status();
@@ -61,12 +62,99 @@ absl::StatusOr<DistributedEnv> MpirunEnv() {
   return env;
 }
 
+// A task of an srun step: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, the
+// store on SLURM_JOB_NODELIST's first host (or MASTER_ADDR).
+absl::StatusOr<DistributedEnv> SlurmEnv() {
+  constexpr char kSlurmCompanions[] =
+      " is not set (SLURM_PROCID and SLURM_STEP_ID are: srun sets SLURM_NTASKS, "
+      "SLURM_LOCALID, SLURM_JOB_NODELIST and SLURM_JOB_ID for every task)";
+  DistributedEnv env;
+  env.world_size_variable = "SLURM_NTASKS";
+  absl::StatusOr<int> world = IntVariable("SLURM_NTASKS", 1, 1 << 20, kSlurmCompanions);
+  if (!world.ok()) return world.status();
+  env.world_size = *world;
+  if (IsSet("SLURM_STEP_NUM_TASKS")) {
+    absl::StatusOr<int> step = IntVariable("SLURM_STEP_NUM_TASKS", 1, 1 << 20);
+    if (!step.ok()) return step.status();
+    if (*step != env.world_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "SLURM_STEP_NUM_TASKS=", *step, " but SLURM_NTASKS=", env.world_size,
+          ": the Slurm environment disagrees with itself on the number of tasks"));
+    }
+  }
+  for (auto [name, field] : {std::make_pair("SLURM_PROCID", &env.rank),
+                             std::make_pair("SLURM_LOCALID", &env.local_rank)}) {
+    absl::StatusOr<int> value = IntVariable(name, 0, env.world_size - 1, kSlurmCompanions);
+    if (!value.ok()) {
+      return absl::Status(value.status().code(),
+                          absl::StrCat(value.status().message(), " (SLURM_NTASKS=",
+                                       env.world_size, ")"));
+    }
+    *field = *value;
+  }
+  if (IsSet("MASTER_ADDR")) {
+    env.master_addr = std::getenv("MASTER_ADDR");
+  } else {
+    if (!IsSet("SLURM_JOB_NODELIST")) {
+      return absl::InvalidArgumentError(absl::StrCat("SLURM_JOB_NODELIST", kSlurmCompanions,
+                                                     "; or set MASTER_ADDR"));
+    }
+    absl::StatusOr<std::string> host =
+        FirstSlurmHost(std::getenv("SLURM_JOB_NODELIST"), "SLURM_JOB_NODELIST");
+    if (!host.ok()) return host.status();
+    env.master_addr = *host;
+  }
+  if (IsSet("MASTER_PORT")) {
+    absl::StatusOr<int> port = IntVariable("MASTER_PORT", 1, 65535);
+    if (!port.ok()) return port.status();
+    env.master_port = *port;
+    return env;
+  }
+  absl::StatusOr<int> job = IntVariable("SLURM_JOB_ID", 0, 1 << 30, kSlurmCompanions);
+  if (!job.ok()) return job.status();
+  absl::StatusOr<int> step = IntVariable("SLURM_STEP_ID", 0, 1 << 30, kSlurmCompanions);
+  if (!step.ok()) return step.status();
+  env.master_port = 20000 + static_cast<int>((7LL * *job + *step) % 10000);
+  return env;
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> FirstSlurmHost(const std::string& hostlist,
+                                           const std::string& variable) {
+  std::string host;
+  int depth = 0;
+  bool in_first_range = false;  // inside brackets, before the first ',' or '-'
+  for (char c : hostlist) {
+    if (c == '[') {
+      if (depth++ > 0) break;
+      in_first_range = true;
+      continue;
+    }
+    if (c == ']') {
+      if (--depth < 0) break;
+      continue;
+    }
+    if (depth == 0 && c == ',') break;
+    if (depth > 0) {
+      if (c == ',' || c == '-') in_first_range = false;
+      if (in_first_range) host.push_back(c);
+      continue;
+    }
+    host.push_back(c);
+  }
+  if (depth != 0 || host.empty() || host.find_first_of("[]") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        variable, "=", hostlist, " is not a Slurm hostlist whose first host can be read"));
+  }
+  return host;
+}
 
 absl::StatusOr<std::optional<DistributedEnv>> DistributedEnvFromEnvironment() {
   if (std::getenv("RANK") == nullptr) {
-    if (!IsSet("OMPI_COMM_WORLD_RANK")) return std::nullopt;
-    return MpirunEnv();
+    if (IsSet("OMPI_COMM_WORLD_RANK")) return MpirunEnv();
+    if (IsSet("SLURM_PROCID") && IsSet("SLURM_STEP_ID")) return SlurmEnv();
+    return std::nullopt;
   }
   DistributedEnv env;
   absl::StatusOr<int> world = IntVariable("WORLD_SIZE", 1, 1 << 20);

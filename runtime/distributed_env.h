@@ -8,6 +8,18 @@
 // OMPI_COMM_WORLD_LOCAL_RANK). MASTER_ADDR and MASTER_PORT are then
 // optional: without MASTER_PORT rank 0 picks the store's address and port
 // and shares them over MPI (runtime/mpi_world.h) before the store is made.
+//
+// srun's conventions: when neither RANK nor OMPI_COMM_WORLD_RANK is set and
+// the process is a task of an srun step (SLURM_PROCID and SLURM_STEP_ID set;
+// an sbatch script's batch step sets SLURM_PROCID=0 but no SLURM_STEP_ID, so
+// `train` called there directly launches its own workers), the binary runs
+// as rank SLURM_PROCID of SLURM_NTASKS, local rank SLURM_LOCALID. The store
+// is on the first host of SLURM_JOB_NODELIST (a hostlist such as
+// "node[03-06],gpu7": node03) unless MASTER_ADDR is set, at MASTER_PORT, or
+// without it at 20000 + (7 * SLURM_JOB_ID + SLURM_STEP_ID) mod 10000 (every
+// task of a step computes the same port; a rerun in the same job, a new
+// step, gets another). SLURM_STEP_NUM_TASKS, when set, must equal
+// SLURM_NTASKS.
 #ifndef RECEIPT_PARITY_RUNTIME_DISTRIBUTED_ENV_H_
 #define RECEIPT_PARITY_RUNTIME_DISTRIBUTED_ENV_H_
 
@@ -30,11 +42,21 @@ struct DistributedEnv {
   // Under mpirun without MASTER_PORT: master_addr and master_port are not
   // known yet; rank 0 shares them over MPI (ShareStoreAddressOverMpi).
   bool store_address_over_mpi = false;
+  // The variable the world size came from, for messages: "WORLD_SIZE",
+  // "OMPI_COMM_WORLD_SIZE" or "SLURM_NTASKS".
+  std::string world_size_variable = "WORLD_SIZE";
 };
 
-// nullopt when neither RANK nor OMPI_COMM_WORLD_RANK is set. InvalidArgument
-// naming the variable when one is set but missing its companions, not a
-// number, or out of range.
+// The first host of a Slurm hostlist ("node[03-06,09],gpu7" -> "node03",
+// "rack[1-2]-n[5-6]" -> "rack1-n5"). InvalidArgument naming `variable` for
+// an empty list or unbalanced brackets.
+absl::StatusOr<std::string> FirstSlurmHost(const std::string& hostlist,
+                                           const std::string& variable);
+
+// nullopt when neither RANK, OMPI_COMM_WORLD_RANK nor an srun step's
+// SLURM_PROCID is set. InvalidArgument naming the variable when one is set
+// but missing its companions, not a number, out of range, or (Slurm)
+// disagreeing with another.
 absl::StatusOr<std::optional<DistributedEnv>> DistributedEnvFromEnvironment();
 
 // torchrun's TORCHELASTIC_RESTART_COUNT: 0 on a first attempt and when it

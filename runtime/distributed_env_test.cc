@@ -4,6 +4,8 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -17,7 +19,10 @@ using ::testing::HasSubstr;
 constexpr const char* kVariables[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK",
                                       "MASTER_ADDR", "MASTER_PORT",
                                       "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                                      "OMPI_COMM_WORLD_LOCAL_RANK"};
+                                      "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID",
+                                      "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_STEP_ID",
+                                      "SLURM_STEP_NUM_TASKS", "SLURM_JOB_NODELIST",
+                                      "SLURM_JOB_ID"};
 
 TEST(ElasticRestartCountTest, IsTheCountOrZero) {
   unsetenv("TORCHELASTIC_RESTART_COUNT");
@@ -182,6 +187,98 @@ TEST_F(DistributedEnvTest, BadMpirunValuesNameTheVariable) {
   env = DistributedEnvFromEnvironment();
   EXPECT_EQ(env.status().message(),
             "OMPI_COMM_WORLD_LOCAL_RANK=5 is not an integer in [0, 1]");
+}
+
+// srun's task 1 of 2 of step 3 of job 41, on node07 and node08.
+std::map<std::string, std::string> SlurmTaskOne() {
+  return {{"SLURM_PROCID", "1"},        {"SLURM_NTASKS", "2"},
+          {"SLURM_LOCALID", "0"},       {"SLURM_STEP_ID", "3"},
+          {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_JOB_NODELIST", "node[07-08]"},
+          {"SLURM_JOB_ID", "41"}};
+}
+
+TEST_F(DistributedEnvTest, AnSrunTaskIsARankWithTheStoreOnTheFirstHost) {
+  Set(SlurmTaskOne());
+  absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+  ASSERT_TRUE(env.ok()) << env.status();
+  ASSERT_TRUE(env->has_value());
+  EXPECT_EQ((*env)->rank, 1);
+  EXPECT_EQ((*env)->world_size, 2);
+  EXPECT_EQ((*env)->local_rank, 0);
+  EXPECT_EQ((*env)->master_addr, "node07");
+  EXPECT_EQ((*env)->master_port, 20000 + (7 * 41 + 3) % 10000);
+  EXPECT_EQ((*env)->world_size_variable, "SLURM_NTASKS");
+  EXPECT_FALSE((*env)->under_mpirun);
+}
+
+TEST_F(DistributedEnvTest, MasterAddrAndPortWinOverSlurmsHosts) {
+  Set(SlurmTaskOne());
+  Set({{"MASTER_ADDR", "10.1.2.3"}, {"MASTER_PORT", "29555"}});
+  absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ((*env)->master_addr, "10.1.2.3");
+  EXPECT_EQ((*env)->master_port, 29555);
+}
+
+TEST_F(DistributedEnvTest, AnSbatchBatchStepIsNotARank) {
+  // sbatch's batch step: SLURM_PROCID=0 and the job's task count, no step.
+  Set({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_NODELIST", "vm"},
+       {"SLURM_JOB_ID", "2"}});
+  absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_FALSE(env->has_value());
+}
+
+TEST_F(DistributedEnvTest, TorchrunsVariablesWinOverSlurms) {
+  Set(SlurmTaskOne());
+  Set({{"RANK", "0"}, {"WORLD_SIZE", "3"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1234"}});
+  absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ((*env)->world_size, 3);
+  EXPECT_EQ((*env)->world_size_variable, "WORLD_SIZE");
+}
+
+TEST_F(DistributedEnvTest, ASlurmEnvironmentThatDisagreesWithItselfIsNamed) {
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+      {{{"SLURM_STEP_NUM_TASKS", "3"}},
+       "SLURM_STEP_NUM_TASKS=3 but SLURM_NTASKS=2: the Slurm environment disagrees"},
+      {{{"SLURM_PROCID", "2"}}, "SLURM_PROCID=2 is not an integer in [0, 1] (SLURM_NTASKS=2)"},
+      {{{"SLURM_LOCALID", "x"}}, "SLURM_LOCALID=x is not an integer"},
+      {{{"SLURM_NTASKS", "0"}}, "SLURM_NTASKS=0 is not an integer in [1, "},
+      {{{"SLURM_JOB_NODELIST", "node[07-08"}},
+       "SLURM_JOB_NODELIST=node[07-08 is not a Slurm hostlist"},
+  };
+  for (const auto& [values, message] : cases) {
+    Clear();
+    Set(SlurmTaskOne());
+    Set(values);
+    absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+    EXPECT_EQ(env.status().code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_THAT(env.status().message(), HasSubstr(message));
+  }
+  Clear();
+  Set(SlurmTaskOne());
+  unsetenv("SLURM_LOCALID");
+  EXPECT_THAT(DistributedEnvFromEnvironment().status().message(),
+              HasSubstr("SLURM_LOCALID is not set (SLURM_PROCID and SLURM_STEP_ID are"));
+}
+
+TEST(FirstSlurmHostTest, ReadsTheFirstHostOfAHostlist) {
+  for (const auto& [list, host] : std::map<std::string, std::string>{
+           {"vm", "vm"},
+           {"node[03-06,09],gpu7", "node03"},
+           {"a1,b2", "a1"},
+           {"gpu[7]", "gpu7"},
+           {"n[009,011]", "n009"},
+           {"rack[1-2]-n[5-6]", "rack1-n5"}}) {
+    absl::StatusOr<std::string> first = FirstSlurmHost(list, "L");
+    ASSERT_TRUE(first.ok()) << list << ": " << first.status();
+    EXPECT_EQ(*first, host) << list;
+  }
+  for (const std::string bad : {"", "[", "n[1-2", "n]1", "n[[1]]", ",x"}) {
+    EXPECT_EQ(FirstSlurmHost(bad, "L").status().code(), absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
 }
 
 }  // namespace

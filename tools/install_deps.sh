@@ -34,6 +34,10 @@ PACKAGES=(
   iproute2             # network namespaces for the across-hosts test
   libopenmpi-dev       # OpenMPI 4.1: the mpi_allreduce reducer (headers, -lmpi)
   openmpi-bin          # mpirun: run { launcher: "mpirun" } and the MPI tests
+  munge                # Slurm's authentication, and the single-node Slurm
+  slurmctld            # that examples/slurm/slurm_test starts (srun ranks);
+  slurmd               # the packages' own services are not started
+  slurm-client
 )
 
 install_debian_packages() {

@@ -388,7 +388,8 @@ absl::StatusOr<LoadedConfig> ConfigForLauncher(const LoadedConfig& loaded,
   const std::string& dependence = loaded.plugins.world_size_dependence;
   if (!dependence.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "WORLD_SIZE=", env.world_size, " but ", loaded.locator->Where("world_size"),
+        env.world_size_variable, "=", env.world_size, " but ",
+        loaded.locator->Where("world_size"),
         ": world_size is ", config.world_size(), ", and ", dependence,
         ", so the run would train otherwise on ", env.world_size,
         " workers; start ", config.world_size(), " workers, or set world_size (with "
@@ -398,7 +399,7 @@ absl::StatusOr<LoadedConfig> ConfigForLauncher(const LoadedConfig& loaded,
   absl::StatusOr<LoadedConfig> adopted = WithWorldSize(loaded, env.world_size);
   if (!adopted.ok()) return adopted.status();
   if (env.rank == 0) {
-    LOG(WARNING) << "WORLD_SIZE=" << env.world_size << " from the launcher, "
+    LOG(WARNING) << env.world_size_variable << "=" << env.world_size << " from the launcher, "
                  << loaded.locator->Where("world_size") << " says " << config.world_size()
                  << ": the run's sampler order, loss weighting and reducer ignore the world "
                     "size, so it runs on "
