@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -32,6 +33,19 @@ bool IsSet(const char* name) {
   return value != nullptr && *value != '\0';
 }
 
+// env.rank and env.local_rank from the launcher's variables, each in
+// [0, env.world_size); a missing one is explained by `companions`.
+absl::Status ReadRankAndLocalRank(const char* rank_variable, const char* local_rank_variable,
+                                  const char* companions, DistributedEnv& env) {
+  for (auto [name, field] : {std::make_pair(rank_variable, &env.rank),
+                             std::make_pair(local_rank_variable, &env.local_rank)}) {
+    absl::StatusOr<int> value = IntVariable(name, 0, env.world_size - 1, companions);
+    if (!value.ok()) return value.status();
+    *field = *value;
+  }
+  return absl::OkStatus();
+}
+
 // A rank of an mpirun job: OMPI_COMM_WORLD_*, and MASTER_ADDR/MASTER_PORT
 // when the user gives them (else rank 0 shares its store's over MPI).
 absl::StatusOr<DistributedEnv> MpirunEnv() {
@@ -45,12 +59,9 @@ absl::StatusOr<DistributedEnv> MpirunEnv() {
       IntVariable("OMPI_COMM_WORLD_SIZE", 1, 1 << 20, kMpirunCompanions);
   if (!world.ok()) return world.status();
   env.world_size = *world;
-  for (auto [name, field] : {std::make_pair("OMPI_COMM_WORLD_RANK", &env.rank),
-                             std::make_pair("OMPI_COMM_WORLD_LOCAL_RANK", &env.local_rank)}) {
-    absl::StatusOr<int> value = IntVariable(name, 0, env.world_size - 1, kMpirunCompanions);
-    if (!value.ok()) return value.status();
-    *field = *value;
-  }
+  absl::Status ranks = ReadRankAndLocalRank("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                            kMpirunCompanions, env);
+  if (!ranks.ok()) return ranks;
   if (IsSet("MASTER_ADDR")) env.master_addr = std::getenv("MASTER_ADDR");
   if (!IsSet("MASTER_PORT")) {
     env.store_address_over_mpi = true;
@@ -82,15 +93,11 @@ absl::StatusOr<DistributedEnv> SlurmEnv() {
           ": the Slurm environment disagrees with itself on the number of tasks"));
     }
   }
-  for (auto [name, field] : {std::make_pair("SLURM_PROCID", &env.rank),
-                             std::make_pair("SLURM_LOCALID", &env.local_rank)}) {
-    absl::StatusOr<int> value = IntVariable(name, 0, env.world_size - 1, kSlurmCompanions);
-    if (!value.ok()) {
-      return absl::Status(value.status().code(),
-                          absl::StrCat(value.status().message(), " (SLURM_NTASKS=",
-                                       env.world_size, ")"));
-    }
-    *field = *value;
+  absl::Status ranks =
+      ReadRankAndLocalRank("SLURM_PROCID", "SLURM_LOCALID", kSlurmCompanions, env);
+  if (!ranks.ok()) {
+    return absl::Status(ranks.code(), absl::StrCat(ranks.message(), " (SLURM_NTASKS=",
+                                                   env.world_size, ")"));
   }
   if (IsSet("MASTER_ADDR")) {
     env.master_addr = std::getenv("MASTER_ADDR");

@@ -49,7 +49,7 @@ struct DistributedEnv {
 
 // The first host of a Slurm hostlist ("node[03-06,09],gpu7" -> "node03",
 // "rack[1-2]-n[5-6]" -> "rack1-n5"). InvalidArgument naming `variable` for
-// an empty list or unbalanced brackets.
+// an empty first host, unbalanced brackets or brackets inside brackets.
 absl::StatusOr<std::string> FirstSlurmHost(const std::string& hostlist,
                                            const std::string& variable);
 
