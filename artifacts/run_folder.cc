@@ -36,7 +36,7 @@ const std::set<std::string>& ArtifactFiles() {
   static const auto* names = new std::set<std::string>{
       "run_manifest.json", "run_summary.json", "validation.json",
       "sampler_audit.json", "parity.json",      "first_step.json",
-      "resume.json",        "world_size_change.json"};
+      "resume.json",        "world_size_change.json", kEveryUpdateRecordFile};
   return *names;
 }
 
@@ -483,7 +483,8 @@ absl::StatusOr<std::vector<std::string>> RemoveStaleArtifacts(const std::string&
   return RemoveEntries(dir, "cannot remove the stale", [&](const std::string& name) {
     // A resumed run's curves continue the earlier attempts' event files.
     const bool kept = resumed && (name == "first_step.json" || IsUpdateRecord(name) ||
-                                  name == kTrajectory || name == kTensorBoardFolder);
+                                  name == kTrajectory || name == kTensorBoardFolder ||
+                                  name == kEveryUpdateRecordFile);
     return (IsArtifact(name) || name == kFinishRecordFile) && !kept;
   });
 }

@@ -52,6 +52,11 @@ namespace receipt_parity {
 
 inline constexpr char kRunStateFile[] = "run_state.json";
 inline constexpr char kFinishRecordFile[] = "finished.json";
+// The every-update checks' record of the updates so far
+// (parity/parity_report.proto EveryUpdateVerdict), written by rank 0 with
+// every save and at an attempt's end, so that a resumed attempt carries on
+// its count (verify/update_verifier.h Restore).
+inline constexpr char kEveryUpdateRecordFile[] = "every_update.json";
 
 // kStartOver: a folder's unfinished (or finished, asked for more) run taken
 // up with nothing to resume from: it trains again from update 0.

@@ -77,6 +77,7 @@ EpochLosses AddLossCurve(const RunTotals& totals,
     point->set_learning_rate(reports[0].update_learning_rate(u));
     point->set_gradient_norm(reports[0].update_gradient_norm(u));
     point->set_clip_factor(reports[0].update_clip_factor(u));
+    if (u < reports[0].update_verified_size()) point->set_verified(reports[0].update_verified(u) != 0);
     for (const RankReport& report : reports) {
       point->add_rank_clip_factors(report.update_clip_factor(u));
     }
@@ -125,10 +126,12 @@ void AddThroughput(const RunTotals& totals, const std::vector<RankReport>& repor
   const int warmup = totals.warmup_updates;
   std::vector<double> update_seconds;
   std::vector<double> sync_seconds;
+  std::vector<double> check_seconds;
   std::vector<int64_t> examples;
   for (int64_t u = warmup; u < updates; ++u) {
     double slowest = 0;
     double sync = 0;
+    double check = 0;
     for (const RankReport& report : reports) {
       const RankTiming& t = report.timing();
       const int64_t i = u - warmup;
@@ -136,9 +139,11 @@ void AddThroughput(const RunTotals& totals, const std::vector<RankReport>& repor
         slowest = std::max(slowest, t.update_seconds(i));
         sync = std::max(sync, t.sync_seconds(i));
       }
+      if (i < t.check_seconds_size()) check = std::max(check, t.check_seconds(i));
     }
     update_seconds.push_back(slowest);
     sync_seconds.push_back(sync);
+    check_seconds.push_back(check);
     examples.push_back(totals.accepted_per_update[u]);
   }
   std::vector<double> window_rates;
@@ -158,9 +163,13 @@ void AddThroughput(const RunTotals& totals, const std::vector<RankReport>& repor
       std::accumulate(update_seconds.begin(), update_seconds.end(), 0.0);
   const double total_sync =
       std::accumulate(sync_seconds.begin(), sync_seconds.end(), 0.0);
+  const double total_check =
+      std::accumulate(check_seconds.begin(), check_seconds.end(), 0.0);
   if (!update_seconds.empty()) {
     summary->set_sync_seconds_per_update(total_sync / update_seconds.size());
     summary->set_sync_share(total_update > 0 ? total_sync / total_update : 0);
+    summary->set_check_seconds_per_update(total_check / update_seconds.size());
+    summary->set_check_share(total_update > 0 ? total_check / total_update : 0);
   }
 }
 

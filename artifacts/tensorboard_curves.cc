@@ -23,6 +23,11 @@ void AddLossCurves(const RunSummary& summary, std::vector<ScalarPoint>* out) {
   for (const LossPoint& p : summary.loss_curve()) {
     out->push_back({"train/gradient_norm", first + p.update(), p.gradient_norm()});
   }
+  for (const LossPoint& p : summary.loss_curve()) {
+    if (p.has_verified()) {
+      out->push_back({"checks/every_update_verified", first + p.update(), p.verified() ? 1.0 : 0.0});
+    }
+  }
 }
 
 // Updates every rank timed: RankTiming's entries i are update warmup + i.
@@ -46,22 +51,29 @@ void AddTimingCurves(const RunSummary& summary, std::vector<ScalarPoint>* out) {
   const int64_t first = summary.first_update() + summary.warmup_updates();
   std::vector<ScalarPoint> rate;
   std::vector<ScalarPoint> share;
+  std::vector<ScalarPoint> check_share;
   for (int i = 0; i < timed; ++i) {
     const int u = summary.warmup_updates() + i;
     if (u >= summary.loss_curve_size()) break;
     double slowest = 0;
     double longest_sync = 0;
+    double longest_check = -1;
     for (const RankTiming& t : summary.timing()) {
       slowest = std::max(slowest, t.update_seconds(i));
       longest_sync = std::max(longest_sync, t.sync_seconds(i));
+      if (i < t.check_seconds_size()) longest_check = std::max(longest_check, t.check_seconds(i));
     }
     if (slowest <= 0) continue;
     rate.push_back({"throughput/examples_per_second", first + i,
                     static_cast<double>(AcceptedExamples(summary, u)) / slowest});
     share.push_back({"throughput/sync_share", first + i, longest_sync / slowest});
+    if (longest_check >= 0) {
+      check_share.push_back({"throughput/check_share", first + i, longest_check / slowest});
+    }
   }
   out->insert(out->end(), rate.begin(), rate.end());
   out->insert(out->end(), share.begin(), share.end());
+  out->insert(out->end(), check_share.begin(), check_share.end());
   if (summary.timing_size() < 2) return;
   const std::vector<const RankTiming*> timings(summary.timing().pointer_begin(),
                                                summary.timing().pointer_end());

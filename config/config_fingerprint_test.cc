@@ -158,6 +158,30 @@ TEST(ConfigFingerprintPinTest, AConfigRelyingOnEveryDefaultHashesAsOnMain) {
             "bd1a7ac3dd4516964044f7f5869787bb6949d131");
 }
 
+// The every-update checks and the flipped bit that proves them change what
+// is judged, not what is trained: the fingerprint stays.
+TEST(ConfigFingerprintPinTest, TheEveryUpdateChecksAndAFlippedBitLeaveTheFingerprint) {
+  const std::string base =
+      "world_size: 2\n"
+      "global_batch: 4\n"
+      "data { synthetic { num_identities: 20 } validation_fraction: 0.25 }\n"
+      "model { architecture: \"linear\" }\n"
+      "optimizer { sgd { learning_rate: 0.1 } }\n";
+  const std::string plain = ::testing::TempDir() + "/plain.pbtxt";
+  const std::string judged = ::testing::TempDir() + "/judged.pbtxt";
+  std::ofstream(plain) << base;
+  std::ofstream(judged) << base
+                        << "parity { every_update: false }\n"
+                           "run { fault { corrupt_rank: 1 corrupt_update: 2 corrupt_bit: 30 } }\n";
+  absl::StatusOr<LoadedConfig> a = LoadTrainingConfig(plain);
+  absl::StatusOr<LoadedConfig> b = LoadTrainingConfig(judged);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  EXPECT_TRUE(a->config.parity().every_update());  // the default
+  EXPECT_FALSE(b->config.parity().every_update());
+  EXPECT_EQ(a->fingerprint, b->fingerprint);
+  EXPECT_EQ(a->fingerprint, "f1847fc573a00096386e6874efef29c3b097867b");
+}
+
 // A manifest config hashes its data.manifest_path as written: the values
 // below are what main printed for this config (with its manifest in the
 // working directory, when paths in a config were relative to it), and they

@@ -348,8 +348,42 @@ absl::Status ValidateCheckpoint(const CheckpointConfig& checkpoint) {
   return absl::OkStatus();
 }
 
+// A flipped bit is armed by any of its three fields; all three must then
+// be set, the bit one of a float32's 32, the rank one of the world's (the
+// update is checked against the run's length where that is known,
+// trainer/training_run.cc).
+absl::Status ValidateCorruption(const FaultInjection& fault, int world_size) {
+  const bool armed =
+      fault.has_corrupt_rank() || fault.has_corrupt_update() || fault.has_corrupt_bit();
+  if (!armed) return absl::OkStatus();
+  for (const auto& [field, set] : {std::make_pair("corrupt_rank", fault.has_corrupt_rank()),
+                                   std::make_pair("corrupt_update", fault.has_corrupt_update()),
+                                   std::make_pair("corrupt_bit", fault.has_corrupt_bit())}) {
+    if (!set) {
+      return Invalid("run.fault", absl::StrCat(field, " is not set: a flipped bit needs "
+                                                      "corrupt_rank, corrupt_update and "
+                                                      "corrupt_bit"));
+    }
+  }
+  if (fault.corrupt_bit() < 0 || fault.corrupt_bit() > 31) {
+    return Invalid("run.fault.corrupt_bit",
+                   absl::StrCat("must be a bit of a float32, 0 to 31; got ", fault.corrupt_bit()));
+  }
+  if (fault.corrupt_rank() < 0 || fault.corrupt_rank() >= world_size) {
+    return Invalid("run.fault.corrupt_rank",
+                   absl::StrCat("rank ", fault.corrupt_rank(), " does not exist with world_size ",
+                                world_size));
+  }
+  if (fault.corrupt_update() < 0) {
+    return Invalid("run.fault.corrupt_update",
+                   absl::StrCat("must be >= 0, got ", fault.corrupt_update()));
+  }
+  return absl::OkStatus();
+}
+
 // An injected failure is armed by its kill_point.
 absl::Status ValidateFault(const FaultInjection& fault, int world_size) {
+  if (absl::Status s = ValidateCorruption(fault, world_size); !s.ok()) return s;
   if (fault.kill_point().empty()) return absl::OkStatus();
   if (fault.kill_generation() < 1) {
     return Invalid("run.fault.kill_generation",
@@ -441,6 +475,7 @@ void ApplyDefaults(TrainingConfig* c) {
   if (!parity->has_rtol()) parity->set_rtol(1e-6);
   if (!parity->has_atol()) parity->set_atol(1e-7);
   if (!parity->has_stop_on_failure()) parity->set_stop_on_failure(true);
+  if (!parity->has_every_update()) parity->set_every_update(true);
   if (!c->checkpoint().has_keep_last()) c->mutable_checkpoint()->set_keep_last(2);
   RunOptions* run = c->mutable_run();
   if (!run->has_log_every_updates()) run->set_log_every_updates(10);

@@ -513,6 +513,17 @@ TEST(ConfigLoaderTest, WrittenZerosAreCheckedNotReplaced) {
        "z.pbtxt:7:15: run.fault.kill_point: "},
       {"run { fault { kill_point: \"mid_shard\" kill_rank: 2 } }",
        "run.fault.kill_rank: rank 2 does not exist with world_size 2"},
+      {"run { fault { corrupt_rank: 0 corrupt_update: 0 corrupt_bit: 32 } }",
+       "z.pbtxt:7:49: run.fault.corrupt_bit: must be a bit of a float32, 0 to 31; got 32"},
+      {"run { fault { corrupt_rank: 0 corrupt_update: 0 corrupt_bit: -1 } }",
+       "run.fault.corrupt_bit: must be a bit of a float32, 0 to 31; got -1"},
+      {"run { fault { corrupt_rank: 2 corrupt_update: 0 corrupt_bit: 3 } }",
+       "z.pbtxt:7:15: run.fault.corrupt_rank: rank 2 does not exist with world_size 2"},
+      {"run { fault { corrupt_rank: 1 corrupt_update: -4 corrupt_bit: 3 } }",
+       "run.fault.corrupt_update: must be >= 0, got -4"},
+      {"run { fault { corrupt_bit: 3 } }",
+       "z.pbtxt:7:7: run.fault: corrupt_rank is not set: a flipped bit needs corrupt_rank, "
+       "corrupt_update and corrupt_bit"},
   };
   for (const auto& [line, expected] : cases) {
     auto loaded = Load(std::string(kValid) + line + "\n", "z.pbtxt");

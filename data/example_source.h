@@ -12,6 +12,7 @@
 #define RECEIPT_PARITY_DATA_EXAMPLE_SOURCE_H_
 
 #include <cstdint>
+#include <vector>
 
 #include <c10/core/Device.h>
 
@@ -36,10 +37,20 @@ class ExampleSource {
   // not an example (a plan of another dataset), or when LibTorch fails.
   virtual absl::StatusOr<ExampleTensors> Select(absl::Span<const Slot> slots) const = 0;
 
+  // The keys alone of the rows of `slots`, in slot order, as Select()
+  // gives them (an empty vector from a source without keys), without making
+  // any pixels: what the every-update accounting (verify/) expects a
+  // rank's forward passes to have drawn from. Errors as Select()'s. The
+  // default selects the rows and keeps their keys.
+  virtual absl::StatusOr<std::vector<int64_t>> SelectKeys(absl::Span<const Slot> slots) const;
+
   // Where Select() puts the images and labels from now on (keys stay on
   // the CPU). Errors: Internal (LibTorch), naming the device.
   virtual absl::Status MoveTo(const c10::Device& device) = 0;
 };
+
+// `keys` ([N] int64, or undefined: N zeros) as a vector.
+std::vector<int64_t> KeysOf(const at::Tensor& keys, int64_t n);
 
 // Internal naming the first slot whose dataset index is not in
 // [0, size): what a source's Select() refuses before it selects.
@@ -55,6 +66,7 @@ class InMemoryExamples : public ExampleSource {
 
   int64_t size() const override { return all_.labels.defined() ? all_.labels.size(0) : 0; }
   absl::StatusOr<ExampleTensors> Select(absl::Span<const Slot> slots) const override;
+  absl::StatusOr<std::vector<int64_t>> SelectKeys(absl::Span<const Slot> slots) const override;
 
   // Moves the images and labels held to `device`.
   absl::Status MoveTo(const c10::Device& device) override;

@@ -141,6 +141,18 @@ absl::StatusOr<ExampleTensors> SyntheticExampleSource::Select(
   }
 }
 
+absl::StatusOr<std::vector<int64_t>> SyntheticExampleSource::SelectKeys(
+    absl::Span<const Slot> slots) const {
+  if (absl::Status s = CheckSlotsIn(slots, size()); !s.ok()) return s;
+  std::vector<int64_t> keys;
+  keys.reserve(slots.size());
+  for (const Slot& slot : slots) {
+    const SyntheticExampleEntry& entry = index_[slot.dataset_index];
+    keys.push_back(ExampleKey(SyntheticReceiptId(entry.identity), entry.view));
+  }
+  return keys;
+}
+
 absl::Status SyntheticExampleSource::MoveTo(const c10::Device& device) {
   device_ = device;
   return absl::OkStatus();

@@ -63,6 +63,8 @@ class SyntheticExampleSource : public ExampleSource {
 
   int64_t size() const override { return static_cast<int64_t>(index_.size()); }
   absl::StatusOr<ExampleTensors> Select(absl::Span<const Slot> slots) const override;
+  // From the index: renders nothing.
+  absl::StatusOr<std::vector<int64_t>> SelectKeys(absl::Span<const Slot> slots) const override;
   // Later selections' images and labels are copied to `device`.
   absl::Status MoveTo(const c10::Device& device) override;
 

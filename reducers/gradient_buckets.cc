@@ -93,6 +93,7 @@ absl::StatusOr<std::unique_ptr<GradientBuckets>> GradientBuckets::Allocate(
         buckets->bucket_of_.push_back(static_cast<int>(b));
         offset += n;
       }
+      buckets->offsets_.push_back(b == 0 ? 0 : buckets->offsets_.back() + buckets->flats_.back().numel());
       buckets->flats_.push_back(std::move(flat));
       buckets->bucket_sizes_.push_back(plan[b].end - plan[b].begin);
     }
@@ -217,9 +218,19 @@ void GradientBuckets::StartReadyBuckets() {
   }
 }
 
+void GradientBuckets::ObserveStarts(StartObserver observer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  start_observer_ = std::move(observer);
+}
+
 absl::Status GradientBuckets::StartBucket(int bucket) {
   // Every rank plans the same buckets, so all skip the same empty ones.
   if (flats_[bucket].numel() == 0) return absl::OkStatus();
+  if (start_observer_) {
+    if (absl::Status s = start_observer_(bucket, flats_[bucket], offsets_[bucket]); !s.ok()) {
+      return s;
+    }
+  }
   try {
     return armed_reducer_->StartBucket(flats_[bucket], *armed_group_);
   } catch (const std::exception& e) {

@@ -30,6 +30,7 @@
 #define RECEIPT_PARITY_REDUCERS_GRADIENT_BUCKETS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -77,6 +78,16 @@ class GradientBuckets {
 
   int size() const { return static_cast<int>(flats_.size()); }
   const at::Tensor& flat(int bucket) const { return flats_[bucket]; }
+  // Where bucket `bucket` starts when the buckets are laid end to end.
+  int64_t offset(int bucket) const { return offsets_[bucket]; }
+
+  // Called with each non-empty bucket, its flat tensor and its offset, just
+  // before the reducer is given it (from the backward pass's hook, or in
+  // Reduce()): what the bucket holds then is this rank's contribution. An
+  // error is the start's error. Kept until replaced; nullptr for none.
+  using StartObserver =
+      std::function<absl::Status(int bucket, const at::Tensor& flat, int64_t offset)>;
+  void ObserveStarts(StartObserver observer);
 
   // Whether every parameter's .grad (ForParameters) is still its view into
   // the buckets (same memory, same shape). False after a zero_grad() that
@@ -112,6 +123,8 @@ class GradientBuckets {
   absl::Status StartBucket(int bucket);
 
   std::vector<at::Tensor> flats_;
+  std::vector<int64_t> offsets_;
+  StartObserver start_observer_;
   // By layout index: the view, and the bucket that holds it.
   std::vector<at::Tensor> views_;
   std::vector<int> bucket_of_;

@@ -187,5 +187,47 @@ TEST(GradientBucketsTest, OverlapStartsReadyBucketsInOrderDuringBackward) {
   }
 }
 
+// The start observer sees each bucket as this rank's backward left it,
+// before the reducer sums it, with its offset in the buckets laid end to
+// end: in the backward pass (overlap) and in Reduce() alike.
+TEST(GradientBucketsTest, TheStartObserverSeesEachBucketBeforeItIsReduced) {
+  for (bool overlap : {true, false}) {
+    std::vector<std::unique_ptr<TinyNet>> nets;
+    std::vector<std::unique_ptr<RecordingReducer>> reducers;
+    std::vector<std::vector<at::Tensor>> own(2);
+    for (int r = 0; r < 2; ++r) {
+      TinyNet alone(20 + r);
+      alone.Backward();
+      own[r] = alone.Grads();
+      nets.push_back(std::make_unique<TinyNet>(20 + r));
+      reducers.push_back(
+          std::make_unique<RecordingReducer>(/*cap=*/1, overlap, &nets.back()->params[0]));
+    }
+    std::vector<std::vector<std::pair<int64_t, at::Tensor>>> seen(2);
+    absl::Status status = RunOnLocalGroup(2, [&](int r, c10d::ProcessGroup& group) {
+      auto buckets = GradientBuckets::ForParameters(nets[r]->params, *reducers[r]);
+      if (!buckets.ok()) return buckets.status();
+      (*buckets)->ObserveStarts([&seen, r](int, const at::Tensor& flat, int64_t offset) {
+        seen[r].emplace_back(offset, flat.clone());
+        return absl::OkStatus();
+      });
+      (*buckets)->ArmBackward(*reducers[r], group);
+      nets[r]->Backward();
+      return (*buckets)->Reduce(*reducers[r], group);
+    });
+    ASSERT_TRUE(status.ok()) << status;
+    for (int r = 0; r < 2; ++r) {
+      // b1 [2], w1 [8], b0 [4], w0 [12], laid end to end in that order.
+      ASSERT_EQ(seen[r].size(), 4u);
+      const std::vector<int64_t> offsets = {0, 2, 10, 14};
+      for (size_t b = 0; b < 4; ++b) {
+        EXPECT_EQ(seen[r][b].first, offsets[b]);
+        const at::Tensor want = own[r][3 - b].reshape(-1);
+        EXPECT_TRUE(at::equal(seen[r][b].second, want)) << "overlap " << overlap << " rank " << r;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace receipt_parity

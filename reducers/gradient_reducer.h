@@ -112,6 +112,14 @@ class GradientReducer {
   // the world size).
   virtual bool world_size_independent() const { return false; }
 
+  // What this reducer promises its result is: the ranks' contributions
+  // (each rank's gradient as its backward passes left it) summed, then
+  // divided by this, for a group of `world_size` ranks. The every-update
+  // reduction check (verify/update_checks.h) holds every update to it, and
+  // the accounting weighs each example by its loss weight over it.
+  // Default 1: the sum (rank_average says world_size: the mean).
+  virtual int reduced_divisor(int /*world_size*/) const { return 1; }
+
   // The ordered reduction mode (reducers/ordered_sum_reducer.h): the slots
   // of one chunk when this reducer sums the gradients of fixed chunks of
   // the global batch in one fixed order, or 0 (every other reducer) when it

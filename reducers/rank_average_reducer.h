@@ -32,6 +32,8 @@ class RankAverageReducer : public GradientReducer {
   }
   // As AllreduceSumReducer::ReduceBucket, then flat /= group size.
   absl::Status ReduceBucket(at::Tensor& flat, c10d::ProcessGroup& group) override;
+  // The ranks' mean.
+  int reduced_divisor(int world_size) const override { return world_size; }
   // The collectives' statistics (the division is local).
   ReduceStats stats() const override { return sum_.stats(); }
 

@@ -152,6 +152,13 @@ class EpochPlan {
   // reducers/ordered_sum_reducer.h). REQUIRES: as UpdateSlots.
   std::vector<DealtPosition> UpdateOrder(int64_t update) const;
 
+  // Where UpdateSlots(rank, update)[index] sits in the update's block of
+  // the global order (UpdateOrder inverted for one slot).
+  // REQUIRES: as UpdateSlots, 0 <= index < UpdateSlots(rank, update).size().
+  int BlockPosition(int rank, int64_t update, int index) const {
+    return (update < num_full_blocks_ ? full_block_ : last_block_)[rank][index];
+  }
+
   // Valid slots of `update` over all ranks: the effective-batch denominator.
   int64_t GlobalAcceptedCount(int64_t update) const;
 

@@ -24,6 +24,7 @@
 #include "trainer/run_examples.h"
 #include "config/run_plugins.h"
 #include "trainer/training_run_options.h"
+#include "verify/update_verifier.h"
 
 namespace receipt_parity {
 
@@ -70,6 +71,9 @@ struct Run {
   // What stopped the update loop before its schedule ended
   // (UpdateLoopEnd.stopped_by); empty when nothing did.
   std::string stopped_by;
+  // The every-update checks (parity.every_update; on one worker its
+  // accounting alone); nullptr when they are off.
+  std::unique_ptr<UpdateVerifier> verifier;
 
   bool writer() const { return options->rank == 0; }
   ArtifactStamp stamp() const {

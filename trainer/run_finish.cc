@@ -263,9 +263,14 @@ std::vector<std::string> RunFingerprints(const Run& run, const RunFolderState& s
 absl::StatusOr<WholeRunParity> JudgeWholeRun(const Run& run, const ParityReport& first_update) {
   const std::vector<int64_t> checks = JudgedCheckUpdates(run);
   if (run.stopped_by == kStoppedByParity) {
-    return NotJudged(checks,
-                     "the first update failed parity and parity.stop_on_failure stopped the "
-                     "run there");
+    const bool by_check = run.verifier != nullptr && run.verifier->record().has_first_failure();
+    return NotJudged(
+        checks, by_check
+                    ? absl::StrCat("update ", run.verifier->record().first_failure().update(),
+                                   " failed its every-update check and parity.stop_on_failure "
+                                   "stopped the run after it")
+                    : "the first update failed parity and parity.stop_on_failure stopped the "
+                      "run there");
   }
   const absl::StatusOr<RunFolderState> state = ReadRunFolderState(run.options->artifact_dir);
   const std::string why_not = WhyNotJudged(run, first_update, state);
@@ -277,6 +282,14 @@ absl::StatusOr<WholeRunParity> JudgeWholeRun(const Run& run, const ParityReport&
   if (!references.ok()) return references.status();
   return CheckWholeRunParity(run.options->artifact_dir, RunFingerprints(run, *state),
                              *references, checks, run.config->parity());
+}
+
+// The every-update checks' record of the run, or why there is none.
+EveryUpdateVerdict EveryUpdateRecord(const Run& run) {
+  if (run.verifier != nullptr) return run.verifier->record();
+  EveryUpdateVerdict off;
+  off.set_not_verified("parity { every_update: false }");
+  return off;
 }
 
 // The parity of the run's first update with the reference's: this
@@ -305,6 +318,7 @@ absl::StatusOr<std::optional<ParityReport>> CheckFirstStepParity(
   absl::StatusOr<WholeRunParity> whole_run = JudgeWholeRun(run, *parity);
   if (!whole_run.ok()) return whole_run.status();
   AddWholeRunVerdict(*std::move(whole_run), &*parity);
+  AddEveryUpdateVerdict(EveryUpdateRecord(run), &*parity);
   return std::optional<ParityReport>(*std::move(parity));
 }
 

@@ -351,6 +351,53 @@ void AddWholeRunVerdict(WholeRunParity whole_run, ParityReport* report) {
   report->set_pass(false);
 }
 
+void AddEveryUpdateVerdict(EveryUpdateVerdict every_update, ParityReport* report) {
+  *report->mutable_every_update() = std::move(every_update);
+  const EveryUpdateVerdict& verdict = report->every_update();
+  if (verdict.pass() || verdict.updates() == 0) return;
+  if (verdict.has_first_failure()) {
+    const EveryUpdateFailure& f = verdict.first_failure();
+    report->add_failures(absl::StrCat(
+        "every update: ", verdict.verified(), " of ", verdict.updates(), " verified; update ",
+        f.update(), " failed the ", f.check(), " check",
+        f.rank() >= 0 ? absl::StrCat(" on rank ", f.rank()) : "", ": ", f.what()));
+  } else {
+    report->add_failures(absl::StrCat("every update: ", verdict.verified(), " of ",
+                                      verdict.updates(), " verified (", verdict.not_verified(),
+                                      ")"));
+  }
+  report->set_pass(false);
+}
+
+namespace {
+
+// The every-update checks' part of the verdict line.
+std::string EveryUpdatePart(const EveryUpdateVerdict& verdict) {
+  if (verdict.updates() == 0) {
+    return verdict.not_verified().empty()
+               ? ""
+               : absl::StrCat("; every-update checks not run (", verdict.not_verified(), ")");
+  }
+  if (verdict.pass()) {
+    return absl::StrCat("; every update (", verdict.verified(), " of ", verdict.updates(),
+                        ") verified (", absl::StrJoin(verdict.checks(), ", "), ")");
+  }
+  if (!verdict.has_first_failure()) {
+    return absl::StrCat("; every update: ", verdict.verified(), " of ", verdict.updates(),
+                        " verified (", verdict.not_verified(), ")");
+  }
+  const EveryUpdateFailure& f = verdict.first_failure();
+  return absl::StrCat("; every update: ", verdict.verified(), " of ", verdict.updates(),
+                      " verified, update ", f.update(), " failed the ", f.check(), " check",
+                      f.rank() >= 0 ? absl::StrCat(" on rank ", f.rank()) : "");
+}
+
+bool IsFirstUpdateFailure(const std::string& failure) {
+  return !absl::StartsWith(failure, "whole run:") && !absl::StartsWith(failure, "every update:");
+}
+
+}  // namespace
+
 std::string ParityVerdictLine(const ParityReport& report) {
   const WholeRunParity& whole = report.whole_run();
   std::string whole_part;
@@ -378,23 +425,23 @@ std::string ParityVerdictLine(const ParityReport& report) {
                            absl::StrJoin(not_judged, ", "),
                            ": the drift twin's drift outgrew half of what training moved)"));
   }
-  bool first_pass = true;
+  std::string first_failure;
   for (const std::string& f : report.failures()) {
-    first_pass = first_pass && absl::StartsWith(f, "whole run:");
+    if (first_failure.empty() && IsFirstUpdateFailure(f)) first_failure = f;
   }
   const auto& not_judged = report.derived().not_judged_tensors();
   return absl::StrCat(
       report.pass() ? "parity PASSED: " : "parity FAILED: ", "first update ",
-      first_pass ? absl::StrFormat("within tolerance (largest difference %.3g)",
-                                   report.max_abs_diff())
-                 : absl::StrCat("fails: ", report.failures(0)),
+      first_failure.empty() ? absl::StrFormat("within tolerance (largest difference %.3g)",
+                                              report.max_abs_diff())
+                            : absl::StrCat("fails: ", first_failure),
       not_judged.empty()
           ? ""
           : absl::StrCat(", ", not_judged.size(), " tensors not judged (",
                          report.derived().derived_for(),
                          "'s rounding too large a share of their update: ",
                          absl::StrJoin(not_judged, ", "), ")"),
-      "; ", whole_part);
+      EveryUpdatePart(report.every_update()), "; ", whole_part);
 }
 
 namespace {

@@ -63,8 +63,15 @@ absl::StatusOr<WholeRunParity> CheckWholeRunParity(const std::string& run_dir,
 // run adds one sentence to `failures` naming its first failure.
 void AddWholeRunVerdict(WholeRunParity whole_run, ParityReport* report);
 
+// `report` gains `every_update`; its pass then also requires it (every
+// update verified), unless the checks were off (not_verified says so and
+// nothing was counted), and a failure adds one sentence naming the first
+// update that failed, its check, its rank and what differed.
+void AddEveryUpdateVerdict(EveryUpdateVerdict every_update, ParityReport* report);
+
 // One line for the console: "parity PASSED: ..." or "parity FAILED: ...",
-// the first update's verdict and the whole run's.
+// the first update's verdict, the every-update checks' ("every update (N
+// of N) verified") and the whole run's.
 std::string ParityVerdictLine(const ParityReport& report);
 
 // When `report` fails and the config's recipe holds a kept mistake that

@@ -76,7 +76,7 @@ class TensorBoardTest(unittest.TestCase):
     timed = min(len(t["update_seconds"]) for t in timing)
     self.assertGreater(timed, 0)
     seen = [0] + [p["examples_seen"] for p in curve]
-    rate, share = {}, {}
+    rate, share, check_share = {}, {}, {}
     lateness = {t.get("rank", 0): {} for t in timing}
     for i in range(timed):
       u = warmup + i
@@ -84,10 +84,17 @@ class TensorBoardTest(unittest.TestCase):
       longest = max(t["sync_seconds"][i] for t in timing)
       rate[u] = (seen[u + 1] - seen[u]) / slowest
       share[u] = longest / slowest
+      check_share[u] = max(t["check_seconds"][i] for t in timing) / slowest
       for t in timing:
         lateness[t.get("rank", 0)][u] = longest - t["sync_seconds"][i]
     self.assertCurve(scalars, "throughput/examples_per_second", rate)
     self.assertCurve(scalars, "throughput/sync_share", share)
+    self.assertCurve(scalars, "throughput/check_share", check_share)
+    self.assertTrue(all(0 < v < 1 for v in check_share.values()))
+    # Every update verified: the checks' curve is 1 at every update.
+    self.assertCurve(scalars, "checks/every_update_verified",
+                     {p.get("update", 0): 1.0 for p in curve})
+    self.assertTrue(all(p["verified"] for p in curve))
     self.assertEqual(sorted(lateness), [0, 1])
     for rank, values in lateness.items():
       self.assertCurve(scalars, "lateness/rank_%d" % rank, values)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <set>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "io/atomic_file.h"
 #include "data/label_map.h"
+#include "data/random_stream.h"
 #include "data/receipt_dataset.h"
 #include "logging/glog.h"
 #include "runtime/heap_trim.h"
@@ -99,6 +101,16 @@ absl::StatusOr<std::vector<int64_t>> RunCheckUpdates(const LoadedConfig& loaded,
   return updates;
 }
 
+// run.fault's flipped bit names an update of the run.
+absl::Status CheckCorruptionInRun(const LoadedConfig& loaded, int64_t run_length) {
+  const FaultInjection& fault = loaded.config.run().fault();
+  if (!fault.has_corrupt_update() || fault.corrupt_update() < run_length) return absl::OkStatus();
+  return loaded.locator->Locate(absl::InvalidArgumentError(absl::StrCat(
+      "run.fault.corrupt_update: update ", fault.corrupt_update(),
+      " is beyond the run, whose updates are 0..", run_length - 1, " (", run_length,
+      " updates)")));
+}
+
 // The receipts as `pixels` says; held pixels that would not fit in this
 // machine's available memory are refused before any is made.
 absl::StatusOr<ReceiptSplit> LoadRunReceipts(const LoadedConfig& loaded, ExamplePixels pixels) {
@@ -131,6 +143,7 @@ absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded, ExamplePixels p
       RunCheckUpdates(loaded, inputs.run_length);
   if (!check_updates.ok()) return check_updates.status();
   inputs.check_updates = std::set<int64_t>(check_updates->begin(), check_updates->end());
+  if (absl::Status s = CheckCorruptionInRun(loaded, inputs.run_length); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<Classifier>> model = loaded.model.Build();
   if (!model.ok()) return loaded.locator->Locate(model.status());
   inputs.model = std::move(*model);
@@ -339,6 +352,63 @@ absl::Status PrepareArtifactFolder(Run& run) {
   return absl::OkStatus();
 }
 
+// Writes the every-update checks' record (rank 0; nothing without checks).
+absl::Status WriteEveryUpdateRecord(const Run& run, const EveryUpdateVerdict& record) {
+  if (!run.writer() || run.verifier == nullptr) return absl::OkStatus();
+  return WriteArtifact(run.options->artifact_dir + "/" + kEveryUpdateRecordFile, run.stamp(),
+                       record);
+}
+
+// The every-update checks (parity.every_update; on one worker, the
+// accounting alone), carrying on the record of the updates before a
+// resumed attempt's start: every_update.json as the last save (or attempt)
+// left it.
+absl::StatusOr<std::unique_ptr<UpdateVerifier>> MakeVerifier(Run& run) {
+  const TrainingRunOptions& options = *run.options;
+  const TrainingConfig& config = *run.config;
+  if (!config.parity().every_update()) return std::unique_ptr<UpdateVerifier>();
+  UpdateVerifierOptions v;
+  v.rank = options.rank;
+  v.world_size = options.world_size;
+  // One worker (a reference, or an attempt of a multi-worker run on one):
+  // its accounting alone.
+  if (options.world_size > 1 && options.process_group != nullptr) {
+    v.group = options.process_group->gradient_group.get();
+  }
+  v.device = run.device;
+  v.one_worker.policy = run.plugins().sampler.get();
+  v.one_worker.num_examples = run.data.train->size();
+  v.one_worker.seed = config.seeds().sampler();
+  v.one_worker.weighting = run.plugins().weighting.get();
+  v.one_worker.labels = &run.data.train_labels;
+  v.one_worker.class_counts = &run.inputs.data.train_class_counts;
+  v.one_worker.examples = run.data.train.get();
+  v.receipt_ids = &run.data.train_ids;
+  const GradientReducer& reducer = *run.plugins().reducer;
+  v.reduced_divisor = reducer.reduced_divisor(options.world_size);
+  const int chunk = reducer.chunk_slots();
+  v.reduction_terms =
+      chunk > 0 ? (config.global_batch() + chunk - 1) / chunk : options.world_size;
+  const std::vector<at::Tensor> parameters = run.model().parameters();
+  for (const at::Tensor& p : parameters) v.gradient_elements += p.numel();
+  if (!parameters.empty()) v.unit_roundoff = UnitRoundoff(parameters.front().scalar_type());
+  if (config.has_clip_grad_norm() && config.clip_grad_norm().scope() == "global") {
+    v.clip_max_norm = config.clip_grad_norm().max_norm();
+  }
+  v.seed = MixSeed(config.seeds().sampler(), 0x76657269);  // "veri"
+  auto verifier = std::make_unique<UpdateVerifier>(v);
+  if (!run.fresh()) {
+    EveryUpdateVerdict earlier;
+    const std::string path = options.artifact_dir + "/" + kEveryUpdateRecordFile;
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec)) {
+      if (absl::Status s = ReadArtifact(path, &earlier); !s.ok()) return s;
+    }
+    verifier->Restore(earlier, run.cursor.total_updates);
+  }
+  return verifier;
+}
+
 UpdateRecorderOptions RecorderOptions(const Run& run) {
   UpdateRecorderOptions options;
   options.world_size = run.options->world_size;
@@ -406,6 +476,33 @@ class FirstUpdateParityGate : public UpdateGate {
   const UpdateRecorder& recorder_;
 };
 
+// run.fault's flipped bit, armed when the config sets it.
+GradientCorruption CorruptionOf(const FaultInjection& fault) {
+  GradientCorruption corruption;
+  corruption.armed = fault.has_corrupt_rank();
+  corruption.rank = fault.corrupt_rank();
+  corruption.update = fault.corrupt_update();
+  corruption.bit = fault.corrupt_bit();
+  return corruption;
+}
+
+// What the replica check compares besides the parameters after update T:
+// the optimizer's state when a generation is saved after T (its tensors by
+// name), nothing otherwise.
+std::vector<ReplicaTensor> OptimizerStateBeforeSave(const Run& run, const CheckpointCadence& cadence,
+                                                 int64_t total_update) {
+  std::vector<ReplicaTensor> state;
+  if (!cadence.SavesAfter(total_update + 1)) return state;
+  absl::StatusOr<OptimizerState> saved = run.options->loaded->optimizer.plugin->SaveState(
+      NamedParametersOf(run.model()), *run.optimizer);
+  if (!saved.ok()) {
+    LOG(WARNING) << "the replica check leaves the optimizer's state out: " << saved.status();
+    return state;
+  }
+  for (auto& [name, tensor] : *saved) state.emplace_back("optimizer state " + name, tensor);
+  return state;
+}
+
 // The updates from the cursor to the run's end; `recorder`, `cadence` and
 // `report` keep what they recorded, saved and counted.
 absl::StatusOr<UpdateLoopEnd> Train(Run& run, UpdateRecorder* recorder,
@@ -432,6 +529,11 @@ absl::StatusOr<UpdateLoopEnd> Train(Run& run, UpdateRecorder* recorder,
     step_parts.clipping = GradientClipping{config.clip_grad_norm().max_norm(),
                                            config.clip_grad_norm().scope() == "global"};
   }
+  step_parts.corruption = CorruptionOf(config.run().fault());
+  step_parts.verifier = run.verifier.get();
+  step_parts.replica_extras = [&run, cadence](int64_t total_update) {
+    return OptimizerStateBeforeSave(run, *cadence, total_update);
+  };
   UpdateStep step(step_parts);
 
   UpdateSchedule schedule =
@@ -453,8 +555,15 @@ absl::StatusOr<UpdateLoopEnd> Train(Run& run, UpdateRecorder* recorder,
     gates.push_back(&parity_gate);
   }
   GateChain chain(gates);
-  return RunUpdateLoop(schedule, {&step, recorder, cadence, &progress, report,
-                                  gates.empty() ? nullptr : &chain});
+  UpdateLoopParts loop;
+  loop.step = &step;
+  loop.observer = recorder;
+  loop.cadence = cadence;
+  loop.progress = &progress;
+  loop.report = report;
+  loop.gate = gates.empty() ? nullptr : &chain;
+  if (config.parity().stop_on_failure()) loop.failed_check_stop = kStoppedByParity;
+  return RunUpdateLoop(schedule, loop);
 }
 
 // A preempted attempt: its record in run_state.json (rank 0), nothing else.
@@ -480,7 +589,9 @@ absl::StatusOr<TrainingOutcome> EndPreempted(const Run& run, const UpdateLoopEnd
 
 // checkpoint.async: copies the state on this thread (the kill phase
 // `save`) and returns the write, which runs in the cadence's writer thread
-// (the kill phase `save_background`) while training goes on.
+// (the kill phase `save_background`) while training goes on. The
+// every-update record goes with the copy, written (rank 0) before the
+// generation it describes is advertised.
 absl::StatusOr<AsyncSaveWriter::Write> StartBackgroundSave(Run& run, int64_t generation,
                                                            const TrainingCursor& cursor) {
   const RunCheckpointContext& context = run.checkpoints;
@@ -489,9 +600,17 @@ absl::StatusOr<AsyncSaveWriter::Write> StartBackgroundSave(Run& run, int64_t gen
   absl::StatusOr<SaveCopy> copy = CopyForSave(context, run.model(), *run.optimizer, cursor);
   if (!copy.ok()) return copy.status();
   auto held = std::make_shared<const SaveCopy>(*std::move(copy));
-  return AsyncSaveWriter::Write([&context, generation, held] {
+  std::shared_ptr<const EveryUpdateVerdict> record;
+  if (run.verifier != nullptr) {
+    record = std::make_shared<const EveryUpdateVerdict>(run.verifier->record());
+  }
+  return AsyncSaveWriter::Write([&run, &context, generation, held,
+                                 record]() -> absl::StatusOr<SaveResult> {
     const PhaseKillScope injected_kill(context.fault.phase, KillPhase::kSaveBackground,
                                        context.rank, held->cursor.total_updates);
+    if (record != nullptr) {
+      if (absl::Status s = WriteEveryUpdateRecord(run, *record); !s.ok()) return s;
+    }
     return WriteSaveCopy(context, generation, *held);
   });
 }
@@ -508,7 +627,12 @@ CheckpointCadence MakeCadence(Run& run, BackgroundPruner* pruner) {
         });
   }
   return CheckpointCadence(plan, run.resume.next_generation(),
-                           [&run, pruner](int64_t generation, const TrainingCursor& cursor) {
+                           [&run, pruner](int64_t generation, const TrainingCursor& cursor)
+                               -> absl::StatusOr<SaveResult> {
+                             if (run.verifier != nullptr) {
+                               absl::Status s = WriteEveryUpdateRecord(run, run.verifier->record());
+                               if (!s.ok()) return s;
+                             }
                              return SaveCheckpoint(run.checkpoints, generation, run.model(),
                                                    *run.optimizer, cursor, pruner);
                            });
@@ -531,6 +655,9 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   }
   if (absl::Status s = ResumeRun(&run); !s.ok()) return s;
   if (absl::Status s = PrepareArtifactFolder(run); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<UpdateVerifier>> verifier = MakeVerifier(run);
+  if (!verifier.ok()) return verifier.status();
+  run.verifier = *std::move(verifier);
 
   UpdateRecorder recorder(RecorderOptions(run));
   // Rank 0 deletes generations past keep_last off the update loop (a
@@ -553,13 +680,19 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
     if (absl::Status s = pruner->Wait(); !s.ok()) return s;
   }
   report.FinishLoop();
+  if (run.verifier != nullptr) {
+    if (absl::Status s = WriteEveryUpdateRecord(run, run.verifier->record()); !s.ok()) return s;
+  }
   if (end->stopped_by == kStoppedByPreemption) return EndPreempted(run, *end, report);
   run.stopped_by = end->stopped_by;
-  // No artifact of a model that a last step made non-finite.
+  // No artifact of a model that a last step made non-finite; a run its
+  // checks stopped says why in its parity.json (a corrupted update may have
+  // left the parameters so), and saved nothing after it.
   if (absl::Status s = CheckParametersFinite(run.model(), options.rank,
                                              run.cursor.total_updates);
       !s.ok()) {
-    return s;
+    if (run.stopped_by != kStoppedByParity) return s;
+    LOG(WARNING) << s.message() << " (after the update the every-update checks stopped at)";
   }
 
   return FinishRun(run, report, recorder.first_step(), cadence.cost());

@@ -25,6 +25,20 @@ absl::StatusOr<EpochPlan> PlanEpoch(const UpdateSchedule& schedule, int epoch) {
   return BuildEpochPlan(*schedule.sampler, request, schedule.local_batch);
 }
 
+// Whether the update's failed every-update check stops the run (said on
+// every rank).
+bool StopsOnFailedCheck(const UpdateLoopParts& parts, const UpdateResult& result) {
+  if (parts.failed_check_stop.empty() || !result.verdict.has_value() ||
+      result.verdict->verified) {
+    return false;
+  }
+  const EveryUpdateFailure& failure = *result.verdict->failure;
+  LOG(ERROR) << "update " << failure.update() << " failed its every-update check ("
+             << failure.check() << "): " << failure.what()
+             << "; parity.stop_on_failure stops the run here, saving nothing";
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<std::optional<GateStop>> GateChain::AfterUpdate(int64_t completed) {
@@ -77,6 +91,12 @@ absl::StatusOr<UpdateLoopEnd> RunUpdateLoop(const UpdateSchedule& schedule,
         if (absl::Status s = parts.observer->AfterTimedUpdate(total); !s.ok()) return s;
       }
       ++total;
+      if (StopsOnFailedCheck(parts, *result)) {
+        end.stopped_by = parts.failed_check_stop;
+        stop = true;
+        ++u;  // this update is done, and no generation holds it
+        break;
+      }
       if (absl::Status s =
               parts.cadence->AfterUpdate(total, epoch, u, plan->num_updates());
           !s.ok()) {

@@ -5,9 +5,11 @@
 //     for each update of the plan from the cursor's:
 //       stop here once run.max_updates updates are done
 //       UpdateStep::Run            weights, backward, reduce, step; the
-//                                  observer (the UpdateRecorder) records
+//                                  observer (the UpdateRecorder) records;
+//                                  the every-update checks' verdict
 //       RankReportBuilder::AddUpdate   the update's time ends before this
 //       UpdateObserver::AfterTimedUpdate  the recorder's file writes
+//       a failed check stops the run here (failed_check_stop), unsaved
 //       CheckpointCadence::AfterUpdate   saves when due
 //       ProgressLog::AfterUpdate         logs when due
 //       UpdateGate::AfterUpdate          stops the run here when it says so
@@ -95,6 +97,10 @@ struct UpdateLoopParts {
   const ProgressLog* progress = nullptr;
   RankReportBuilder* report = nullptr;
   UpdateGate* gate = nullptr;
+  // An update whose every-update checks failed (UpdateResult.verdict)
+  // stops the run right after it, before any save, with this reason as
+  // UpdateLoopEnd.stopped_by; empty: the run goes on.
+  std::string failed_check_stop;
 };
 
 // What ended the loop: empty when the schedule ran out (its epochs or

@@ -80,8 +80,14 @@ class RankLoop {
     schedule.epochs = 2;
     schedule.max_updates = max_updates;
     schedule.start = start;
-    absl::StatusOr<UpdateLoopEnd> end =
-        RunUpdateLoop(schedule, {&step, &order, &cadence, &progress, &report_, gate});
+    UpdateLoopParts parts;
+    parts.step = &step;
+    parts.observer = &order;
+    parts.cadence = &cadence;
+    parts.progress = &progress;
+    parts.report = &report_;
+    parts.gate = gate;
+    absl::StatusOr<UpdateLoopEnd> end = RunUpdateLoop(schedule, parts);
     if (!end.ok()) return end.status();
     stopped_by = end->stopped_by;
     return absl::OkStatus();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
@@ -104,12 +105,14 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
   if (!ordered) {
     if (absl::Status s = PrepareBuckets(total_update); !s.ok()) return s;
   }
+  if (absl::Status s = BeginVerifiedUpdate(plan, update, total_update); !s.ok()) return s;
   absl::StatusOr<WeightedBackwardResult> loss =
       ordered ? OrderedBackward(plan, update, total_update) : Backward(plan, update, total_update);
   if (!loss.ok()) return loss.status();
   result.weighted_loss = loss->weighted_loss;
   result.accepted_loss_sum = loss->accepted_loss_sum;
   const bool clips_locally = parts_.clipping.has_value() && !parts_.clipping->global;
+  if (absl::Status s = ProbeContribution(clips_locally); !s.ok()) return s;
   if (absl::Status s = Clip(clips_locally, total_update, &result); !s.ok()) return s;
   const Clock::time_point sync_start = Clock::now();
   if (absl::Status s = ordered ? SumChunks(total_update) : Reduce(total_update); !s.ok()) {
@@ -117,12 +120,18 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
   }
   result.sync_seconds =
       std::chrono::duration<double>(Clock::now() - sync_start).count();
-  if (absl::Status s = CheckReducedUpdate(total_update, result.weighted_loss); !s.ok()) {
+  if (absl::Status s = Corrupt(total_update); !s.ok()) return s;
+  if (!ReducesVerified()) {
+    if (absl::Status s = CheckReducedUpdate(total_update, result.weighted_loss); !s.ok()) {
+      return s;
+    }
+  } else if (absl::Status s = ReportReduced(total_update); !s.ok()) {
     return s;
   }
   if (absl::Status s = SumLoss(total_update, &result); !s.ok()) return s;
   const bool clips_globally = parts_.clipping.has_value() && parts_.clipping->global;
   if (absl::Status s = Clip(clips_globally, total_update, &result); !s.ok()) return s;
+  if (absl::Status s = ReportStepped(total_update); !s.ok()) return s;
   if (observer != nullptr) {
     if (absl::Status s = observer->BeforeOptimizerStep(total_update, *parts_.model);
         !s.ok()) {
@@ -130,6 +139,7 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
     }
   }
   if (absl::Status s = Step(total_update, &result); !s.ok()) return s;
+  if (absl::Status s = Verify(total_update, &result); !s.ok()) return s;
   if (observer != nullptr) {
     if (absl::Status s = observer->AfterOptimizerStep(total_update, plan, update,
                                                       result, *parts_.model);
@@ -166,14 +176,18 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::Backward(const EpochPlan& pla
     if (m > 0 && begin == end) continue;
     // The last backward of the update starts the buckets' reduction.
     if (m == micro_batches - 1) ArmBuckets();
-    absl::StatusOr<ExampleTensors> batch = SelectExamples(
-        *parts_.examples, slots.subspan(begin, end - begin), parts_.rank, total_update);
+    const absl::Span<const Slot> part = slots.subspan(begin, end - begin);
+    absl::StatusOr<ExampleTensors> batch =
+        SelectExamples(*parts_.examples, part, parts_.rank, total_update);
     if (!batch.ok()) return batch.status();
+    const std::vector<double> part_weights(weights.begin() + begin, weights.begin() + end);
+    const at::Tensor update_keys = UpdateKeys(batch->keys, total_update);
+    if (parts_.verifier != nullptr) {
+      parts_.verifier->AddSlots(static_cast<int>(begin), part, part_weights, update_keys, m);
+    }
     absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
-        *parts_.model, batch->images, batch->labels,
-        std::vector<double>(weights.begin() + begin, weights.begin() + end),
-        m == 0 ? GradientStart::kZero : GradientStart::kAccumulate, parts_.bf16,
-        UpdateKeys(batch->keys, total_update));
+        *parts_.model, batch->images, batch->labels, part_weights,
+        m == 0 ? GradientStart::kZero : GradientStart::kAccumulate, parts_.bf16, update_keys);
     if (!backward.ok()) return backward.status();
     loss.weighted_loss += backward->weighted_loss;
     loss.accepted_loss_sum += backward->accepted_loss_sum;
@@ -205,6 +219,10 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::SyncBatchNormUpdate(
                                    std::vector<uint8_t>(valid.begin(), valid.end())))
                         .to(selected.images.device(), at::kBool);
       batch.weights.assign(weights.begin() + begin, weights.begin() + end);
+      if (parts_.verifier != nullptr) {
+        parts_.verifier->AddSlots(static_cast<int>(begin), part, batch.weights,
+                                  batch.update_keys, m);
+      }
       batches.push_back(std::move(batch));
     }
   } catch (const std::exception& e) {
@@ -270,17 +288,23 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::OrderedBackward(const EpochPl
       const int64_t end = std::min({begin + chunk_slots_, last, positions});
       std::vector<Slot> slots;
       std::vector<double> weights;
+      std::vector<int64_t> positions;
       for (int64_t p = begin; p < end; ++p) {
         const DealtPosition& at = order[p];
         slots.push_back(plan.UpdateSlots(at.rank, update)[at.index]);
         weights.push_back(weights_by_rank[at.rank][at.index]);
+        positions.push_back(p);
       }
       absl::StatusOr<ExampleTensors> batch =
           SelectExamples(*parts_.examples, slots, parts_.rank, total_update);
       if (!batch.ok()) return batch.status();
+      const at::Tensor update_keys = UpdateKeys(batch->keys, total_update);
+      if (parts_.verifier != nullptr) {
+        parts_.verifier->AddPositions(positions, slots, weights, update_keys, 0);
+      }
       absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
           *parts_.model, batch->images, batch->labels, weights, GradientStart::kZero,
-          parts_.bf16, UpdateKeys(batch->keys, total_update));
+          parts_.bf16, update_keys);
       if (!backward.ok()) return backward.status();
       loss.weighted_loss += backward->weighted_loss;
       loss.accepted_loss_sum += backward->accepted_loss_sum;
@@ -289,6 +313,10 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::OrderedBackward(const EpochPl
       for (const at::Tensor& p : parameters) {
         if (p.grad().defined()) row.narrow(0, offset, p.numel()).copy_(p.grad().reshape(-1));
         offset += p.numel();
+      }
+      // The chunk's gradient is this rank's contribution to the ordered sum.
+      if (parts_.verifier != nullptr) {
+        if (absl::Status s = parts_.verifier->AddContribution(row, 0); !s.ok()) return s;
       }
     }
   } catch (const std::exception& e) {
@@ -345,6 +373,16 @@ absl::Status UpdateStep::PrepareBuckets(int64_t total_update) {
                                        buckets.status().message()));
     }
     buckets_ = *std::move(buckets);
+    // What each bucket holds when the reducer is given it is this rank's
+    // contribution, unless the rank clips its own gradient first
+    // (ProbeContribution then reads it before the clipping).
+    const bool clips_locally = parts_.clipping.has_value() && !parts_.clipping->global;
+    if (parts_.verifier != nullptr && !clips_locally) {
+      UpdateVerifier* verifier = parts_.verifier;
+      buckets_->ObserveStarts([verifier](int, const at::Tensor& flat, int64_t offset) {
+        return verifier->AddContribution(flat, offset);
+      });
+    }
   }
   return absl::OkStatus();
 }
@@ -448,6 +486,152 @@ absl::Status UpdateStep::Step(int64_t total_update, UpdateResult* result) {
   } catch (const std::exception& e) {
     return LibTorchError(e, parts_.rank, total_update);
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> FlipLargestElementBit(const std::vector<at::Tensor>& layout,
+                                                  int bit) {
+  try {
+    int64_t where_tensor = -1;
+    int64_t where_element = 0;
+    int64_t element_offset = 0;
+    int64_t best_offset = 0;
+    float largest = -1;
+    for (size_t t = 0; t < layout.size(); ++t) {
+      const at::Tensor& x = layout[t];
+      if (x.scalar_type() != at::kFloat || !x.is_contiguous()) {
+        return absl::InvalidArgumentError(
+            "run.fault.corrupt_bit: flips a bit of a contiguous float32 gradient");
+      }
+      const at::Tensor host = x.device().is_cpu() ? x : x.to(at::kCPU);
+      const float* data = host.data_ptr<float>();
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const float magnitude = std::isnan(data[i]) ? INFINITY : std::fabs(data[i]);
+        if (where_tensor < 0 || magnitude > largest) {
+          largest = magnitude;
+          where_tensor = static_cast<int64_t>(t);
+          where_element = i;
+          best_offset = element_offset + i;
+        }
+      }
+      element_offset += x.numel();
+    }
+    if (where_tensor < 0) {
+      return absl::InvalidArgumentError("run.fault.corrupt_bit: the gradient has no element");
+    }
+    at::Tensor target = layout[static_cast<size_t>(where_tensor)].reshape(-1)[where_element];
+    const float before = target.item<float>();
+    uint32_t word = 0;
+    std::memcpy(&word, &before, sizeof(word));
+    word ^= uint32_t{1} << bit;
+    float after = 0;
+    std::memcpy(&after, &word, sizeof(after));
+    target.fill_(after);
+    return absl::StrCat("element ", best_offset, " of the reduced gradient (", before, " -> ",
+                        after, ")");
+  } catch (const std::exception& e) {
+    return LibTorchErrorToStatus(e, "flipping a bit of the reduced gradient: LibTorch");
+  }
+}
+
+absl::Status UpdateStep::BeginVerifiedUpdate(const EpochPlan& plan, int64_t update,
+                                             int64_t total_update) {
+  if (parts_.verifier == nullptr) return absl::OkStatus();
+  if (&plan != verified_plan_ || plan.epoch() != verified_epoch_) {
+    if (absl::Status s = parts_.verifier->BeginEpoch(plan); !s.ok()) return s;
+    verified_plan_ = &plan;
+    verified_epoch_ = plan.epoch();
+  }
+  absl::Status begun = parts_.verifier->BeginUpdate(plan, update, total_update);
+  if (begun.ok()) return begun;
+  return absl::Status(begun.code(), absl::StrCat(Where(parts_.rank, total_update),
+                                                 ": one worker's accounting: ", begun.message()));
+}
+
+std::vector<at::Tensor> UpdateStep::GradientLayout() const {
+  std::vector<at::Tensor> layout;
+  if (buckets_ != nullptr) {
+    for (int b = 0; b < buckets_->size(); ++b) layout.push_back(buckets_->flat(b));
+    return layout;
+  }
+  for (const at::Tensor& p : parts_.model->parameters()) {
+    layout.push_back(p.grad().defined() ? p.grad() : at::zeros_like(p));
+  }
+  return layout;
+}
+
+absl::Status UpdateStep::ProbeContribution(bool clips_locally) {
+  if (parts_.verifier == nullptr || buckets_ == nullptr || !clips_locally) {
+    return absl::OkStatus();
+  }
+  for (int b = 0; b < buckets_->size(); ++b) {
+    if (absl::Status s = parts_.verifier->AddContribution(buckets_->flat(b), buckets_->offset(b));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UpdateStep::Corrupt(int64_t total_update) {
+  const GradientCorruption& corruption = parts_.corruption;
+  if (!corruption.armed || corruption.rank != parts_.rank || corruption.update != total_update) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> flipped = FlipLargestElementBit(GradientLayout(), corruption.bit);
+  if (!flipped.ok()) return flipped.status();
+  LOG(WARNING) << Where(parts_.rank, total_update) << ": run.fault flips bit " << corruption.bit
+               << " of " << *flipped;
+  return absl::OkStatus();
+}
+
+bool UpdateStep::ReducesVerified() const {
+  return parts_.verifier != nullptr && parts_.verifier->reduces();
+}
+
+absl::Status UpdateStep::ReportReduced(int64_t total_update) {
+  if (!ReducesVerified()) return absl::OkStatus();
+  if (absl::Status s = parts_.verifier->SetReduced(GradientLayout()); !s.ok()) return s;
+  if (parts_.clipping.has_value() && parts_.clipping->global) {
+    absl::Status s = parts_.verifier->ExpectClipFactor(parts_.model->parameters());
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(Where(parts_.rank, total_update), ": ",
+                                                 s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UpdateStep::ReportStepped(int64_t /*total_update*/) {
+  if (!ReducesVerified() || !parts_.clipping.has_value() || !parts_.clipping->global) {
+    return absl::OkStatus();
+  }
+  return parts_.verifier->SetStepped(GradientLayout());
+}
+
+absl::Status UpdateStep::Verify(int64_t total_update, UpdateResult* result) {
+  if (parts_.verifier == nullptr) return absl::OkStatus();
+  std::vector<ReplicaTensor> replica;
+  for (const auto& item : parts_.model->named_parameters()) {
+    replica.emplace_back(item.key(), item.value());
+  }
+  if (parts_.replica_extras) {
+    for (ReplicaTensor& extra : parts_.replica_extras(total_update)) {
+      replica.push_back(std::move(extra));
+    }
+  }
+  absl::StatusOr<UpdateVerdict> verdict =
+      parts_.verifier->Exchange(replica, std::isfinite(result->weighted_loss));
+  if (!verdict.ok()) return verdict.status();
+  if (verdict->not_finite) {
+    // A loss gone to NaN, as without the checks: every rank stops here.
+    if (absl::Status s = CheckReducedUpdate(total_update, result->weighted_loss); !s.ok()) {
+      return s;
+    }
+    return NotFinite(parts_.rank, total_update, "another rank's loss or reduced gradient");
+  }
+  result->verdict = *verdict;
+  result->check_seconds = parts_.verifier->update_seconds();
   return absl::OkStatus();
 }
 

@@ -58,7 +58,9 @@
 #define RECEIPT_PARITY_TRAINER_UPDATE_STEP_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <optional>
 #include <set>
 #include <vector>
@@ -76,6 +78,7 @@
 #include "schedules/lr_schedule.h"
 #include "data/example_source.h"
 #include "data/receipt_tensors.h"
+#include "verify/update_verifier.h"
 #include "weighting/loss_weighting.h"
 
 namespace c10d {
@@ -88,6 +91,23 @@ namespace receipt_parity {
 // when a parameter of `model` holds a NaN or an infinity.
 absl::Status CheckParametersFinite(const Classifier& model, int rank,
                                    int64_t total_update);
+
+// run.fault's flipped bit (config.proto FaultInjection): rank `rank` flips
+// bit `bit` of the largest-magnitude element of its reduced gradient at
+// global update `update`, after the reduction and before anything reads it.
+struct GradientCorruption {
+  bool armed = false;
+  int rank = 0;
+  int64_t update = 0;
+  int bit = 0;
+};
+
+// Flips bit `bit` (0-31) of the float32 element of largest magnitude among
+// `layout`'s tensors (the first such element; NaN counts as largest), in
+// place, and names it: "element E of the reduced gradient (V -> W)".
+// Errors: Internal (LibTorch); InvalidArgument for a layout that is not
+// float32 or is empty.
+absl::StatusOr<std::string> FlipLargestElementBit(const std::vector<at::Tensor>& layout, int bit);
 
 // Clipping by the gradient's norm (config.proto, ClipGradNormConfig).
 struct GradientClipping {
@@ -129,6 +149,19 @@ struct UpdateStepParts {
   // forward, backward) or the reducer call (allreduce) of one update
   // (checkpoint/phase_kill.h); unarmed by default.
   PhaseKillPlan phase_kill;
+  // A flipped bit in the reduced gradient; unarmed by default.
+  GradientCorruption corruption;
+  // The every-update checks (verify/update_verifier.h); nullptr: none.
+  // Where they check the reduction (more than one rank), a non-finite
+  // reduced gradient or loss is judged after the ranks' reports are
+  // gathered (so that a gradient corrupted on one rank fails the check on
+  // every rank instead of stopping that rank alone).
+  // Not owned.
+  UpdateVerifier* verifier = nullptr;
+  // With a verifier: what else the replica check compares after update T
+  // besides the parameters (the optimizer's state before a save); may be
+  // empty.
+  std::function<std::vector<ReplicaTensor>(int64_t total_update)> replica_extras;
 };
 
 // What one update did on this rank.
@@ -156,6 +189,12 @@ struct UpdateResult {
   // added (in the group's order) over global_accepted: the same quantity
   // whatever the weighting and reducer.
   std::optional<double> whole_update_loss;
+  // With UpdateStepParts.verifier: the update's every-update verdict, the
+  // same on every rank.
+  std::optional<UpdateVerdict> verdict;
+  // The seconds this rank spent in those checks (the gather's wait
+  // included); 0 without them.
+  double check_seconds = 0;
 };
 
 // Sees the model at the two points of an update that are not visible from
@@ -236,6 +275,26 @@ class UpdateStep {
   absl::Status Clip(bool clip_here, int64_t total_update, UpdateResult* result);
   absl::Status Step(int64_t total_update, UpdateResult* result);
   absl::Status CheckReducedUpdate(int64_t total_update, double loss);
+  // With a verifier: its epoch when `plan` is new to it, and the update.
+  absl::Status BeginVerifiedUpdate(const EpochPlan& plan, int64_t update, int64_t total_update);
+  // The reduced gradient laid out as the verifier reads it: the buckets
+  // in order, or (ordered mode, no buckets) the parameters' gradients.
+  std::vector<at::Tensor> GradientLayout() const;
+  // With a verifier: this rank's contribution as the backward left it,
+  // where the buckets' start observer does not see it (a rank that clips
+  // its own gradient before the reduction; the ordered mode's chunks).
+  absl::Status ProbeContribution(bool clips_locally);
+  // The armed flipped bit, at its update on its rank.
+  absl::Status Corrupt(int64_t total_update);
+  // A verifier that checks the reduction (more than one rank): it then
+  // judges non-finite reduced gradients after the ranks' reports.
+  bool ReducesVerified() const;
+  // With a verifier, after the reduction: the reduced gradient, the clip
+  // factor it asks for, (after Clip) the gradient stepped with; then,
+  // after the step, the gathered verdict.
+  absl::Status ReportReduced(int64_t total_update);
+  absl::Status ReportStepped(int64_t total_update);
+  absl::Status Verify(int64_t total_update, UpdateResult* result);
   // At a whole-loss update: the ranks' shares of the loss added.
   absl::Status SumLoss(int64_t total_update, UpdateResult* result);
 
@@ -249,6 +308,9 @@ class UpdateStep {
   // The reducer's chunk_slots(): > 0 in the ordered mode.
   int chunk_slots_ = 0;
   at::Tensor chunk_rows_;
+  // The plan whose epoch the verifier began last.
+  const EpochPlan* verified_plan_ = nullptr;
+  int64_t verified_epoch_ = -1;
 };
 
 }  // namespace receipt_parity

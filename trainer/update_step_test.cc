@@ -440,5 +440,24 @@ TEST(UpdateStepTest, AParameterThatOverflowsStopsTheRunAfterTheStep) {
   EXPECT_THAT(std::string(next.message()), HasSubstr("is not finite"));
 }
 
+// run.fault's flipped bit lands on the largest-magnitude element across the
+// layout, in place, and says what it did.
+TEST(UpdateStepTest, AFlippedBitLandsOnTheLargestElementOfTheLayout) {
+  std::vector<at::Tensor> layout = {at::tensor({0.5f, -0.25f}), at::tensor({0.125f, -3.0f})};
+  absl::StatusOr<std::string> flipped = FlipLargestElementBit(layout, 31);
+  ASSERT_TRUE(flipped.ok()) << flipped.status();
+  EXPECT_EQ(*flipped, "element 3 of the reduced gradient (-3 -> 3)");
+  EXPECT_EQ(layout[1][1].item<float>(), 3.0f);
+  EXPECT_EQ(layout[0][0].item<float>(), 0.5f);
+  // An exponent bit and a mantissa bit: 3 = 1.5 x 2^1.
+  ASSERT_TRUE(FlipLargestElementBit(layout, 22).ok());  // the mantissa's top: 1.5 -> 1.0
+  EXPECT_EQ(layout[1][1].item<float>(), 2.0f);
+  const absl::StatusOr<std::string> empty = FlipLargestElementBit({}, 3);
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  std::vector<at::Tensor> doubles = {at::ones({2}, at::kDouble)};
+  EXPECT_EQ(FlipLargestElementBit(doubles, 3).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace receipt_parity

@@ -118,12 +118,31 @@ class WholeRunTest(unittest.TestCase):
 
 
 class LateMistakeTest(unittest.TestCase):
+  """A test-only reducer exact at the first update and 1 % off from update
+  2: the every-update reduction check stops it at update 2; with the
+  checks off, the whole-run verdict still fails it."""
+
+  def late_drift(self, tmp, extra=""):
+    return two_workers(reducer="allreduce_sum", extra=extra).replace(
+        'reducer { name: "allreduce_sum" }', LATE_DRIFT.format(from_update=2, scale=1.01))
+
+  def test_the_every_update_checks_stop_a_late_mistake_at_its_update(self):
+    tmp = support.temp_dir("late_checked")
+    out = os.path.join(tmp, "out")
+    result = support.run_train_binary(
+        WITH_TEST_PLUGINS, "--config=" + config(tmp, "late", self.late_drift(tmp)),
+        "--out=" + out)
+    self.assertEqual(result.returncode, 3, result.stderr[-3000:])
+    every = parity_of(out)["every_update"]
+    self.assertEqual((every["updates"], every["verified"]), (3, 2))
+    self.assertEqual(every["first_failure"]["update"], 2)
+    self.assertEqual(every["first_failure"]["check"], "reduction")
+    self.assertIn("update 2 failed the reduction check", result.stderr)
 
   def test_a_mistake_after_the_first_update_fails_the_whole_run(self):
     tmp = support.temp_dir("late")
     out = os.path.join(tmp, "out")
-    text = two_workers(reducer="allreduce_sum").replace(
-        'reducer { name: "allreduce_sum" }', LATE_DRIFT.format(from_update=2, scale=1.01))
+    text = self.late_drift(tmp, extra="parity { every_update: false }")
     result = support.run_train_binary(WITH_TEST_PLUGINS, "--config=" + config(tmp, "late", text),
                                       "--out=" + out)
     self.assertEqual(result.returncode, 3, result.stderr[-3000:])
