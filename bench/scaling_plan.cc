@@ -199,6 +199,8 @@ std::string VariantTag(TrainerVariant how) {
     case TrainerVariant::kAccumulation2: return "_accumulation_2";
     case TrainerVariant::kAccumulation4: return "_accumulation_4";
     case TrainerVariant::kOrderedSum: return "_ordered_sum";
+    case TrainerVariant::kChecksOff: return "_checks_off";
+    case TrainerVariant::kChecksOffOverMpi: return "_mpi_checks_off";
   }
   return "";
 }
@@ -216,6 +218,10 @@ int AccumulationStepsOf(TrainerVariant how) {
 std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes) {
   if (how == TrainerVariant::kAsConfigured) return "";
   if (how == TrainerVariant::kOverMpi) return " over MPI";
+  if (how == TrainerVariant::kChecksOff) return ", the every-update checks off";
+  if (how == TrainerVariant::kChecksOffOverMpi) {
+    return " over MPI, the every-update checks off";
+  }
   if (how == TrainerVariant::kOrderedSum) {
     return " (ordered_sum: chunks of half a rank's batch, summed in chunk order)";
   }
@@ -235,6 +241,11 @@ TrainingConfig WithTrainerVariant(TrainingConfig config, TrainerVariant how,
   if (const int steps = AccumulationStepsOf(how); steps > 1) {
     config.set_accumulation_steps(steps);
     return config;
+  }
+  if (how == TrainerVariant::kChecksOff || how == TrainerVariant::kChecksOffOverMpi) {
+    config.mutable_parity()->set_every_update(false);
+    if (how == TrainerVariant::kChecksOff) return config;
+    how = TrainerVariant::kOverMpi;
   }
   if (how == TrainerVariant::kOverMpi) {
     config.mutable_reducer()->set_name("mpi_allreduce");

@@ -100,7 +100,11 @@ enum class TrainerVariant {
   kOverMpi,
   kAccumulation2,
   kAccumulation4,
-  kOrderedSum
+  kOrderedSum,
+  // parity { every_update: false }: what the every-update checks cost
+  // (docs/parity.md), as configured and over MPI.
+  kChecksOff,
+  kChecksOffOverMpi
 };
 
 // The ordered_sum variant's chunk_slots for a per-rank batch: half of it

@@ -261,7 +261,8 @@ TEST(ScalingPlanTest, VariantsHaveDistinctRunNames) {
       TrainerVariant::kAsConfigured, TrainerVariant::kBucketsOverlapped,
       TrainerVariant::kBucketsNotOverlapped, TrainerVariant::kOverMpi,
       TrainerVariant::kAccumulation2, TrainerVariant::kAccumulation4,
-      TrainerVariant::kOrderedSum};
+      TrainerVariant::kOrderedSum, TrainerVariant::kChecksOff,
+      TrainerVariant::kChecksOffOverMpi};
   std::set<std::string> tags;
   for (TrainerVariant how : all) tags.insert(VariantTag(how));
   EXPECT_EQ(tags.size(), all.size());
@@ -269,6 +270,24 @@ TEST(ScalingPlanTest, VariantsHaveDistinctRunNames) {
   EXPECT_EQ(VariantLabel(TrainerVariant::kAsConfigured, 8), "");
   EXPECT_EQ(VariantLabel(TrainerVariant::kBucketsNotOverlapped, 8),
             " (allreduce_sum, buckets of <= 8 bytes, after backward)");
+}
+
+TEST(ScalingPlanTest, TheChecksOffVariantsChangeOnlyTheChecks) {
+  TrainingConfig base;
+  base.set_world_size(2);
+  base.set_global_batch(8);
+  base.mutable_reducer()->set_name("allreduce_sum");
+  base.mutable_parity()->set_rtol(1e-6);
+  const TrainingConfig off = WithTrainerVariant(base, TrainerVariant::kChecksOff, 1000);
+  EXPECT_FALSE(off.parity().every_update());
+  TrainingConfig back = off;
+  back.mutable_parity()->clear_every_update();
+  EXPECT_EQ(back.SerializeAsString(), base.SerializeAsString());
+  const TrainingConfig mpi = WithTrainerVariant(base, TrainerVariant::kChecksOffOverMpi, 1000);
+  EXPECT_FALSE(mpi.parity().every_update());
+  EXPECT_EQ(mpi.reducer().name(), "mpi_allreduce");
+  EXPECT_EQ(mpi.run().launcher(), "mpirun");
+  EXPECT_EQ(VariantLabel(TrainerVariant::kChecksOff, 8), ", the every-update checks off");
 }
 
 TEST(ScalingPlanTest, ModelRoutesNameTheSameLayersAnotherWay) {

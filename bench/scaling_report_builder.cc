@@ -53,6 +53,8 @@ SystemRun FromRunSummary(const RunSummary& summary) {
   run.set_examples_per_second(summary.examples_per_second());
   run.set_sync_seconds_per_update(summary.sync_seconds_per_update());
   run.set_sync_share(summary.sync_share());
+  run.set_check_seconds_per_update(summary.check_seconds_per_update());
+  run.set_check_share(summary.check_share());
   std::vector<double> slowest;
   for (const RankTiming& timing : summary.timing()) {
     for (int i = 0; i < timing.update_seconds_size(); ++i) {
@@ -175,6 +177,14 @@ void FillRatios(ModelScaling* m) {
   m->set_ordered_sum_bytes_per_update_ratio(
       Ratio(ordered.bytes_reduced_per_update(), one_step.bytes_reduced_per_update()));
   m->set_ordered_sum_peak_rss_ratio(Ratio(LargestRss(ordered), LargestRss(one_step)));
+  m->set_every_update_examples_per_second_ratio(
+      Ratio(one_step.examples_per_second(),
+            m->ours_two_workers_checks_off().examples_per_second()));
+  if (m->has_ours_two_workers_mpi_checks_off()) {
+    m->set_every_update_mpi_examples_per_second_ratio(
+        Ratio(m->ours_two_workers_mpi().examples_per_second(),
+              m->ours_two_workers_mpi_checks_off().examples_per_second()));
+  }
   if (m->has_ours_two_workers_mpi()) FillMpiRatios(m);
 }
 
@@ -257,6 +267,12 @@ const std::vector<RatioField>& RatioFields() {
       {&ModelScaling::ordered_sum_peak_rss_ratio,
        &ModelScaling::set_ordered_sum_peak_rss_ratio,
        &ModelScaling::mutable_ordered_sum_peak_rss_ratio_spread},
+      {&ModelScaling::every_update_examples_per_second_ratio,
+       &ModelScaling::set_every_update_examples_per_second_ratio,
+       &ModelScaling::mutable_every_update_examples_per_second_ratio_spread},
+      {&ModelScaling::every_update_mpi_examples_per_second_ratio,
+       &ModelScaling::set_every_update_mpi_examples_per_second_ratio,
+       &ModelScaling::mutable_every_update_mpi_examples_per_second_ratio_spread, true},
       {&ModelScaling::ours_mpi_scaling, &ModelScaling::set_ours_mpi_scaling,
        &ModelScaling::mutable_ours_mpi_scaling_spread, true},
       {&ModelScaling::ours_mpi_over_ceiling, &ModelScaling::set_ours_mpi_over_ceiling,
@@ -341,6 +357,30 @@ std::vector<TargetCheck> CheckIssue13Targets(const std::vector<ModelScaling>& mo
     }
   }
   for (TargetCheck& check : checks) check.set_issue(13);
+  return checks;
+}
+
+std::vector<TargetCheck> CheckIssue46Targets(const std::vector<ModelScaling>& models) {
+  std::vector<TargetCheck> checks;
+  for (const ModelScaling& m : models) {
+    checks.push_back(Check("the every-update checks' share of a two-worker update", m.name(),
+                           m.ours_two_workers().check_share(), "<=", kEveryUpdateShareTarget));
+    checks.push_back(Check("two workers with the every-update checks / without, examples/s",
+                           m.name(), m.every_update_examples_per_second_ratio(), ">=",
+                           1 - kEveryUpdateShareTarget));
+    if (m.has_ours_two_workers_mpi()) {
+      checks.push_back(Check("the every-update checks' share of a two-worker update over MPI",
+                             m.name(), m.ours_two_workers_mpi().check_share(), "<=",
+                             kEveryUpdateShareTarget));
+    }
+    if (m.has_ours_two_workers_mpi_checks_off()) {
+      checks.push_back(Check("two workers over MPI with the every-update checks / without, "
+                             "examples/s",
+                             m.name(), m.every_update_mpi_examples_per_second_ratio(), ">=",
+                             1 - kEveryUpdateShareTarget));
+    }
+  }
+  for (TargetCheck& check : checks) check.set_issue(46);
   return checks;
 }
 

@@ -30,6 +30,9 @@ inline constexpr double kScalingOverCeilingTarget = 0.97;
 inline constexpr double kHarnessOverBareTightTarget = 1.05;  // <=
 inline constexpr double kRssRatioToBareTarget = 1.05;  // per rank, 2w <=
 
+// Issue 46: the every-update checks cost at most this share of an update.
+inline constexpr double kEveryUpdateShareTarget = 0.03;
+
 // This project's run: examples/s, sync per update and share as the
 // trainer reported them; the median over updates of the slowest rank's
 // update time; peak RSS of every rank in rank order; updates = warm-up +
@@ -82,6 +85,11 @@ std::vector<TargetCheck> CheckTargets(const std::vector<ModelScaling>& models);
 // (2w, and 2w over MPI when measured). "When measured":
 // has_ours_two_workers_mpi(). REQUIRES: FillRatios ran on every model.
 std::vector<TargetCheck> CheckIssue13Targets(const std::vector<ModelScaling>& models);
+
+// Issue 46's: the every-update checks' measured share of a two-worker
+// update (over Gloo, and over MPI where measured), and the examples/s with
+// them over without, each against kEveryUpdateShareTarget.
+std::vector<TargetCheck> CheckIssue46Targets(const std::vector<ModelScaling>& models);
 
 }  // namespace receipt_parity
 

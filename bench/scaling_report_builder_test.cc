@@ -508,6 +508,37 @@ TEST(CheckIssue13TargetsTest, ThresholdItselfCountsAsMet) {
   }
 }
 
+TEST(CheckIssue46TargetsTest, TheChecksShareAndTheExamplesPerSecondOnOverOff) {
+  ModelScaling comm = WithMpi(Issue13Models(false)[1], 1100, 150);
+  comm.mutable_ours_two_workers()->set_check_share(0.02);
+  comm.mutable_ours_two_workers_mpi()->set_check_share(0.04);
+  *comm.mutable_ours_two_workers_checks_off() = receipt_parity::Run(495, 0, {200});  // 500 on
+  *comm.mutable_ours_two_workers_mpi_checks_off() = receipt_parity::Run(1100, 0, {150});
+  FillRatios(&comm);
+  EXPECT_DOUBLE_EQ(comm.every_update_examples_per_second_ratio(), 500.0 / 495);
+  EXPECT_DOUBLE_EQ(comm.every_update_mpi_examples_per_second_ratio(), 1.0);
+  const std::vector<TargetCheck> checks = CheckIssue46Targets({comm});
+  ASSERT_EQ(checks.size(), 4u);
+  for (const TargetCheck& c : checks) EXPECT_EQ(c.issue(), 46) << c.target();
+  EXPECT_TRUE(checks[0].met());   // 2 % <= 3 %
+  EXPECT_TRUE(checks[1].met());   // 1.01 >= 0.97
+  EXPECT_FALSE(checks[2].met());  // 4 % over MPI
+  EXPECT_TRUE(checks[3].met());
+  EXPECT_DOUBLE_EQ(checks[1].threshold(), 1 - kEveryUpdateShareTarget);
+  EXPECT_EQ(kEveryUpdateShareTarget, 0.03);
+  // Without the MPI runs, only the Gloo figures are checked.
+  EXPECT_EQ(CheckIssue46Targets({Issue13Models(false)[0]}).size(), 2u);
+}
+
+TEST(FromRunSummaryTest, TheChecksCostIsTheRunsOwnMeasure) {
+  RunSummary summary;
+  summary.set_check_seconds_per_update(0.0004);
+  summary.set_check_share(0.015);
+  const SystemRun run = FromRunSummary(summary);
+  EXPECT_DOUBLE_EQ(run.check_seconds_per_update(), 0.0004);
+  EXPECT_DOUBLE_EQ(run.check_share(), 0.015);
+}
+
 TEST(CheckTargetsTest, ThresholdItselfCountsAsMet) {
   ModelScaling m = Model("compute_bound", 1000, 1950, 1, 1, 0.0011, 0.001, 60, 100,
                          kComputeBoundSyncShareTarget);

@@ -200,6 +200,8 @@ class ScalingRunner::Impl {
          ours(2, TrainerVariant::kAccumulation4)},
         {[](ModelScaling* s) { return s->mutable_ours_two_workers_ordered_sum(); },
          ours(2, TrainerVariant::kOrderedSum)},
+        {[](ModelScaling* s) { return s->mutable_ours_two_workers_checks_off(); },
+         ours(2, TrainerVariant::kChecksOff)},
         {[](ModelScaling* s) { return s->mutable_ours_two_workers_torchscript(); },
          routed(ModelRoute::kTorchScript)},
         {[](ModelScaling* s) { return s->mutable_ours_two_workers_python_module(); },
@@ -209,6 +211,11 @@ class ScalingRunner::Impl {
     if (MpirunInstalled() && (!settings_.smoke || m->name() == "communication_bound")) {
       variants.push_back({[](ModelScaling* s) { return s->mutable_ours_two_workers_mpi(); },
                           ours(2, TrainerVariant::kOverMpi)});
+      if (m->name() == "communication_bound") {
+        variants.push_back(
+            {[](ModelScaling* s) { return s->mutable_ours_two_workers_mpi_checks_off(); },
+             ours(2, TrainerVariant::kChecksOffOverMpi)});
+      }
     }
     return variants;
   }

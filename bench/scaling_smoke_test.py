@@ -24,16 +24,18 @@ RUNS = ("ours_one_worker", "ours_two_workers", "ddp_one_worker",
         "ddp_two_workers", "bare_libtorch", "bare_two_processes",
         "ours_two_workers_buckets_overlap", "ours_two_workers_buckets_no_overlap",
         "ours_two_workers_accumulation_2", "ours_two_workers_accumulation_4",
-        "ours_two_workers_ordered_sum",
+        "ours_two_workers_ordered_sum", "ours_two_workers_checks_off",
         "ours_two_workers_torchscript", "ours_two_workers_python_module")
 # --smoke runs it on the communication-bound model only.
-MPI_RUNS = ("ours_two_workers_mpi",) if HAS_MPIRUN else ()
+MPI_RUNS = ("ours_two_workers_mpi", "ours_two_workers_mpi_checks_off") if HAS_MPIRUN else ()
 WORLD = {"ours_one_worker": 1, "ours_two_workers": 2, "ddp_one_worker": 1,
          "ddp_two_workers": 2, "bare_libtorch": 1, "bare_two_processes": 2,
          "ours_two_workers_buckets_overlap": 2,
          "ours_two_workers_buckets_no_overlap": 2, "ours_two_workers_mpi": 2,
          "ours_two_workers_accumulation_2": 2, "ours_two_workers_accumulation_4": 2,
-         "ours_two_workers_ordered_sum": 2, "ours_two_workers_torchscript": 2, "ours_two_workers_python_module": 2}
+         "ours_two_workers_ordered_sum": 2, "ours_two_workers_torchscript": 2,
+         "ours_two_workers_python_module": 2, "ours_two_workers_checks_off": 2,
+         "ours_two_workers_mpi_checks_off": 2}
 
 
 def temp_dir():
@@ -61,6 +63,7 @@ class SmokeTest(unittest.TestCase):
     self.assertIn("SMOKE RUN", self.result.stdout)
     self.assertIn("targets (issue 7):", self.result.stdout)
     self.assertIn("targets (issue 13):", self.result.stdout)
+    self.assertIn("targets (issue 46):", self.result.stdout)
     self.assertLess(self.result.stdout.index("targets (issue 7):"),
                     self.result.stdout.index("targets (issue 13):"))
     self.assertIn(os.path.join(self.out, "scaling.json"), self.result.stdout)
@@ -133,6 +136,17 @@ class SmokeTest(unittest.TestCase):
         text = f.read()
       self.assertIn('name: "ordered_sum"', text)
       self.assertIn(f"chunk_slots: {m['batch_per_rank'] // 2}\n", text)
+      # The every-update checks (issue 46): their share of an update as the
+      # run measured it, and the examples/s with them over without.
+      off = m["ours_two_workers_checks_off"]
+      self.assertGreater(ours2["check_share"], 0)
+      self.assertGreater(ours2["check_seconds_per_update"], 0)
+      self.assertEqual(off.get("check_share", 0), 0)
+      self.assertAlmostEqual(m["every_update_examples_per_second_ratio"], ratio(
+          ours2["examples_per_second"], off["examples_per_second"]))
+      with open(os.path.join(self.out, "configs",
+                             f"{m['name']}_ours_2w_checks_off_r0.pbtxt")) as f:
+        self.assertIn("every_update: false", f.read())
       # The same layers as TorchScript and as a Python module (issue 27).
       for route, plugin in (("torchscript", "torchscript"),
                             ("python_module", "python_module")):
@@ -183,7 +197,8 @@ class SmokeTest(unittest.TestCase):
     self.assertEqual(len(issue7), 7)
     self.assertEqual(report["targets"][:7], issue7)
     issue13 = [(t["model"], t["target"]) for t in report["targets"] if t["issue"] == 13]
-    self.assertEqual(len(issue7) + len(issue13), len(report["targets"]))
+    self.assertEqual(len(issue7) + len(issue13) + sum(t["issue"] == 46 for t in report["targets"]),
+                     len(report["targets"]))
     rss = "peak RSS per rank / bare LibTorch step's (two workers)"
     harness = "harness per-update time / bare LibTorch step"
     self.assertEqual(issue13, [
@@ -191,12 +206,22 @@ class SmokeTest(unittest.TestCase):
         ("compute_bound", harness), ("compute_bound", rss)] +
         [("communication_bound",
           "our two workers over MPI / PyTorch DDP two workers examples/s")] *
-        len(MPI_RUNS) +
+        int(HAS_MPIRUN) +
         [("communication_bound", "our two workers / PyTorch DDP two workers examples/s"),
          ("communication_bound", harness), ("communication_bound", rss)] +
         [("communication_bound",
           "peak RSS per rank / bare LibTorch step's (two workers over MPI)")] *
-        len(MPI_RUNS))
+        int(HAS_MPIRUN))
+    issue46 = [(t["model"], t["target"]) for t in report["targets"] if t["issue"] == 46]
+    share = "the every-update checks' share of a two-worker update"
+    on_off = "two workers with the every-update checks / without, examples/s"
+    self.assertEqual(issue46, [
+        ("compute_bound", share), ("compute_bound", on_off),
+        ("communication_bound", share), ("communication_bound", on_off)] +
+        [("communication_bound", share + " over MPI"),
+         ("communication_bound",
+          "two workers over MPI with the every-update checks / without, examples/s")] *
+        int(HAS_MPIRUN))
     for t in report["targets"]:
       expected = (t["measured"] >= t["threshold"] if t["comparison"] == ">="
                   else t["measured"] <= t["threshold"])
@@ -212,12 +237,14 @@ class SmokeTest(unittest.TestCase):
          for o in ("overlap", "no_overlap")] +
         [f"{m}_ours_2w_accumulation_{k}_r0.pbtxt"
          for m in ("compute_bound", "communication_bound") for k in (2, 4)] +
-        [f"{m}_ours_2w_ordered_sum_r0.pbtxt"
-         for m in ("compute_bound", "communication_bound")] +
+        [f"{m}_ours_2w_{v}_r0.pbtxt"
+         for m in ("compute_bound", "communication_bound")
+         for v in ("ordered_sum", "checks_off")] +
         [f"{m}_ours_2w_{route}_r0.pbtxt"
          for m in ("compute_bound", "communication_bound")
          for route in ("torchscript", "python_module")] +
-        ["communication_bound_ours_2w_mpi_r0.pbtxt"] * len(MPI_RUNS)))
+        [f"communication_bound_ours_2w_{v}_r0.pbtxt"
+         for v in ("mpi", "mpi_checks_off")] * int(HAS_MPIRUN)))
     # The overlap runs: allreduce_sum over a quarter of the gradient's bytes.
     for overlap in (True, False):
       name = "overlap" if overlap else "no_overlap"

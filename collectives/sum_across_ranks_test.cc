@@ -29,6 +29,34 @@ TEST(SumAcrossRanksTest, EveryRankHoldsTheSumInDouble) {
   }
 }
 
+TEST(SumAcrossRanksTest, AStartedSumHoldsTheSumOnceWaitedFor) {
+  std::vector<at::Tensor> held(2);
+  absl::Status status = RunOnLocalGroup(2, [&](int rank, c10d::ProcessGroup& group) {
+    held[rank] = at::full({3}, rank + 1.0, at::kDouble);
+    absl::StatusOr<RankSumInFlight> sum = StartSumAcrossRanks(group, held[rank], "a report");
+    if (!sum.ok()) return sum.status();
+    if (absl::Status s = sum->Wait(); !s.ok()) return s;
+    return sum->Wait();  // a second wait does nothing
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  for (const at::Tensor& t : held) EXPECT_TRUE(t.equal(at::full({3}, 3.0, at::kDouble)));
+}
+
+TEST(SumAcrossRanksTest, AStartedSumWhosePeerNeverComesFailsNamingWhat) {
+  absl::Status status = RunOnLocalGroup(
+      2,
+      [&](int rank, c10d::ProcessGroup& group) -> absl::Status {
+        if (rank == 1) return absl::OkStatus();
+        at::Tensor t = at::ones({1}, at::kDouble);
+        absl::StatusOr<RankSumInFlight> sum = StartSumAcrossRanks(group, t, "the checks");
+        if (!sum.ok()) return sum.status();
+        return sum->Wait();
+      },
+      absl::Seconds(2));
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr("the checks"));
+}
+
 TEST(SumAcrossRanksTest, WithoutAGroupNothingChanges) {
   at::Tensor t = at::tensor({2.5}, at::kDouble);
   ASSERT_TRUE(RankSumOver(nullptr, "x")(t).ok());

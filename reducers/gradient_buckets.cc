@@ -77,7 +77,8 @@ absl::Status CheckPlan(const std::vector<at::Tensor>& tensors,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GradientBuckets>> GradientBuckets::Allocate(
-    const std::vector<at::Tensor>& tensors, const std::vector<GradientBucket>& plan) {
+    const std::vector<at::Tensor>& tensors, const std::vector<GradientBucket>& plan,
+    int64_t rider_elements) {
   if (absl::Status s = CheckTensors(tensors); !s.ok()) return s;
   if (absl::Status s = CheckPlan(tensors, plan); !s.ok()) return s;
   std::unique_ptr<GradientBuckets> buckets(new GradientBuckets());
@@ -85,7 +86,9 @@ absl::StatusOr<std::unique_ptr<GradientBuckets>> GradientBuckets::Allocate(
     for (size_t b = 0; b < plan.size(); ++b) {
       int64_t numel = 0;
       for (int i = plan[b].begin; i < plan[b].end; ++i) numel += tensors[i].numel();
-      at::Tensor flat = at::zeros({numel}, tensors[plan[b].begin].options());
+      const bool last = b + 1 == plan.size();
+      const int64_t rider = last ? rider_elements : 0;
+      at::Tensor flat = at::zeros({numel + rider}, tensors[plan[b].begin].options());
       int64_t offset = 0;
       for (int i = plan[b].begin; i < plan[b].end; ++i) {
         const int64_t n = tensors[i].numel();
@@ -93,7 +96,10 @@ absl::StatusOr<std::unique_ptr<GradientBuckets>> GradientBuckets::Allocate(
         buckets->bucket_of_.push_back(static_cast<int>(b));
         offset += n;
       }
-      buckets->offsets_.push_back(b == 0 ? 0 : buckets->offsets_.back() + buckets->flats_.back().numel());
+      buckets->offsets_.push_back(
+          b == 0 ? 0 : buckets->offsets_.back() + buckets->gradients_.back().numel());
+      buckets->gradients_.push_back(flat.narrow(0, 0, numel));
+      if (rider > 0) buckets->rider_ = flat.narrow(0, numel, rider);
       buckets->flats_.push_back(std::move(flat));
       buckets->bucket_sizes_.push_back(plan[b].end - plan[b].begin);
     }
@@ -120,10 +126,11 @@ absl::StatusOr<std::unique_ptr<GradientBuckets>> GradientBuckets::ForTensors(
 }
 
 absl::StatusOr<std::unique_ptr<GradientBuckets>> GradientBuckets::ForParameters(
-    const std::vector<at::Tensor>& params, const GradientReducer& reducer) {
+    const std::vector<at::Tensor>& params, const GradientReducer& reducer,
+    int64_t rider_elements) {
   const std::vector<at::Tensor> layout(params.rbegin(), params.rend());
   absl::StatusOr<std::unique_ptr<GradientBuckets>> buckets =
-      Allocate(layout, reducer.PlanBuckets(layout));
+      Allocate(layout, reducer.PlanBuckets(layout), rider_elements);
   if (!buckets.ok()) return buckets.status();
   try {
     for (size_t i = 0; i < layout.size(); ++i) {
@@ -181,7 +188,7 @@ bool GradientBuckets::GradientsAreViews() const {
 
 absl::Status GradientBuckets::ZeroGradients() {
   try {
-    for (at::Tensor& flat : flats_) flat.zero_();
+    for (at::Tensor& gradients : gradients_) gradients.zero_();
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, "gradient buckets: zeroing");
   }
@@ -227,7 +234,8 @@ absl::Status GradientBuckets::StartBucket(int bucket) {
   // Every rank plans the same buckets, so all skip the same empty ones.
   if (flats_[bucket].numel() == 0) return absl::OkStatus();
   if (start_observer_) {
-    if (absl::Status s = start_observer_(bucket, flats_[bucket], offsets_[bucket]); !s.ok()) {
+    if (absl::Status s = start_observer_(bucket, gradients_[bucket], offsets_[bucket]);
+        !s.ok()) {
       return s;
     }
   }

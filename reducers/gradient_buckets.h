@@ -69,22 +69,38 @@ class GradientBuckets {
   // the hook described above. Errors as ForTensors; LibTorch's as Internal.
   // REQUIRES: params are leaves (one that does not require grad gets no
   // hook; its bucket starts in Reduce()).
+  // `rider_elements` > 0 appends that many values after the last bucket's
+  // gradients, in the same flat tensor, so that the reducer reduces them
+  // with the gradients in the same collective (rider()): how the
+  // every-update checks' reports cross the ranks without a collective of
+  // their own (verify/update_verifier.h).
   static absl::StatusOr<std::unique_ptr<GradientBuckets>> ForParameters(
-      const std::vector<at::Tensor>& params, const GradientReducer& reducer);
+      const std::vector<at::Tensor>& params, const GradientReducer& reducer,
+      int64_t rider_elements = 0);
 
   GradientBuckets(const GradientBuckets&) = delete;
   GradientBuckets& operator=(const GradientBuckets&) = delete;
   ~GradientBuckets();
 
   int size() const { return static_cast<int>(flats_.size()); }
+  // The bucket's flat tensor as the reducer gets it (the last one's rider
+  // included).
   const at::Tensor& flat(int bucket) const { return flats_[bucket]; }
-  // Where bucket `bucket` starts when the buckets are laid end to end.
+  // The bucket's gradients: its flat tensor without the rider.
+  const at::Tensor& gradients(int bucket) const { return gradients_[bucket]; }
+  // Where bucket `bucket`'s gradients start when the buckets' gradients are
+  // laid end to end.
   int64_t offset(int bucket) const { return offsets_[bucket]; }
+  // The rider: the values after the last bucket's gradients (empty without
+  // one). Write them before the last bucket starts; after Reduce() they
+  // hold the reducer's result.
+  const at::Tensor& rider() const { return rider_; }
 
-  // Called with each non-empty bucket, its flat tensor and its offset, just
-  // before the reducer is given it (from the backward pass's hook, or in
-  // Reduce()): what the bucket holds then is this rank's contribution. An
-  // error is the start's error. Kept until replaced; nullptr for none.
+  // Called with each non-empty bucket, its gradients (gradients(b)) and
+  // their offset, just before the reducer is given it (from the backward
+  // pass's hook, or in Reduce()): what the bucket holds then is this rank's
+  // contribution. An error is the start's error. Kept until replaced;
+  // nullptr for none.
   using StartObserver =
       std::function<absl::Status(int bucket, const at::Tensor& flat, int64_t offset)>;
   void ObserveStarts(StartObserver observer);
@@ -94,7 +110,8 @@ class GradientBuckets {
   // set gradients to none, or anything else that replaced a .grad.
   bool GradientsAreViews() const;
 
-  // Zeroes every bucket in place (so every gradient), one fill per bucket.
+  // Zeroes every bucket's gradients in place (the rider kept), one fill per
+  // bucket.
   absl::Status ZeroGradients();
 
   // The next backward pass starts each bucket on `reducer` and `group` as
@@ -113,7 +130,8 @@ class GradientBuckets {
   GradientBuckets() = default;
 
   static absl::StatusOr<std::unique_ptr<GradientBuckets>> Allocate(
-      const std::vector<at::Tensor>& tensors, const std::vector<GradientBucket>& plan);
+      const std::vector<at::Tensor>& tensors, const std::vector<GradientBucket>& plan,
+      int64_t rider_elements = 0);
   absl::Status AttachHooks(const std::vector<at::Tensor>& params);
   void ResetReadiness();
   // A hook's call: tensor `index` of the layout is accumulated.
@@ -123,7 +141,9 @@ class GradientBuckets {
   absl::Status StartBucket(int bucket);
 
   std::vector<at::Tensor> flats_;
+  std::vector<at::Tensor> gradients_;
   std::vector<int64_t> offsets_;
+  at::Tensor rider_;
   StartObserver start_observer_;
   // By layout index: the view, and the bucket that holds it.
   std::vector<at::Tensor> views_;

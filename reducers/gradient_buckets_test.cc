@@ -229,5 +229,57 @@ TEST(GradientBucketsTest, TheStartObserverSeesEachBucketBeforeItIsReduced) {
   }
 }
 
+// A rider rides in the last bucket: reduced with it by the same
+// collective, left out of the gradients, their offsets and the observer.
+TEST(GradientBucketsTest, ARiderIsReducedWithTheLastBucketAndIsNoGradient) {
+  std::vector<std::unique_ptr<TinyNet>> nets;
+  std::vector<std::unique_ptr<RecordingReducer>> reducers;
+  std::vector<at::Tensor> expected;
+  {
+    TinyNet a(30), b(31);
+    a.Backward();
+    b.Backward();
+    for (size_t i = 0; i < a.params.size(); ++i) {
+      expected.push_back(a.params[i].grad() + b.params[i].grad());
+    }
+  }
+  for (int r = 0; r < 2; ++r) {
+    nets.push_back(std::make_unique<TinyNet>(30 + r));
+    reducers.push_back(
+        std::make_unique<RecordingReducer>(/*cap=*/1, true, &nets.back()->params[0]));
+  }
+  std::vector<at::Tensor> riders(2);
+  std::vector<std::vector<int64_t>> observed(2);
+  absl::Status status = RunOnLocalGroup(2, [&](int r, c10d::ProcessGroup& group) {
+    auto buckets = GradientBuckets::ForParameters(nets[r]->params, *reducers[r], 2);
+    if (!buckets.ok()) return buckets.status();
+    if ((*buckets)->rider().numel() != 2) return absl::InternalError("rider size");
+    (*buckets)->rider().zero_();
+    (*buckets)->rider()[r] = r + 1.0f;
+    (*buckets)->ObserveStarts([&observed, r](int, const at::Tensor& flat, int64_t) {
+      observed[r].push_back(flat.numel());
+      return absl::OkStatus();
+    });
+    (*buckets)->ArmBackward(*reducers[r], group);
+    nets[r]->Backward();
+    if (absl::Status s = (*buckets)->Reduce(*reducers[r], group); !s.ok()) return s;
+    riders[r] = (*buckets)->rider().clone();
+    const int last = (*buckets)->size() - 1;
+    if ((*buckets)->flat(last).numel() != (*buckets)->gradients(last).numel() + 2) {
+      return absl::InternalError("the last flat does not hold the rider");
+    }
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(riders[r].equal(at::tensor({1.0f, 2.0f})));
+    EXPECT_THAT(reducers[r]->started_numel, ElementsAre(2, 8, 4, 14));  // w0's 12 + the rider
+    EXPECT_THAT(observed[r], ElementsAre(2, 8, 4, 12));
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_TRUE(at::equal(nets[r]->params[i].grad(), expected[i])) << "param " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace receipt_parity

@@ -21,7 +21,6 @@ void RankReportBuilder::AddUpdate(const UpdateResult& result, int epoch,
   report_.add_update_learning_rate(result.learning_rate);
   report_.add_update_gradient_norm(result.gradient_norm);
   report_.add_update_clip_factor(result.clip_factor);
-  if (result.verdict.has_value()) report_.add_update_verified(result.verdict->verified ? 1 : 0);
   if (updates() >= kWarmupUpdates) {
     if (!timed_begin_.has_value()) {
       timed_begin_ = std::chrono::steady_clock::now() -
@@ -31,11 +30,16 @@ void RankReportBuilder::AddUpdate(const UpdateResult& result, int epoch,
     RankTiming* timing = report_.mutable_timing();
     timing->add_update_seconds(update_seconds);
     timing->add_sync_seconds(result.sync_seconds);
-    if (result.verdict.has_value()) timing->add_check_seconds(result.check_seconds);
     timing->add_update_examples(static_cast<int32_t>(result.local_slots));
   }
   totals_.accepted_per_update.push_back(result.global_accepted);
   totals_.epoch_of_update.push_back(epoch);
+}
+
+void RankReportBuilder::AddVerdict(const UpdateVerdict& verdict) {
+  report_.add_update_verified(verdict.verified ? 1 : 0);
+  if (verdicts_ >= kWarmupUpdates) report_.mutable_timing()->add_check_seconds(verdict.seconds);
+  ++verdicts_;
 }
 
 void RankReportBuilder::FinishLoop() {

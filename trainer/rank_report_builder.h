@@ -5,7 +5,8 @@
 //
 // Per update: this rank's loss share, and after the first
 // kWarmupUpdates updates of the attempt its update time, sync time and
-// slot count; the update's global accepted count and epoch. Per epoch:
+// slot count; the update's global accepted count and epoch; the
+// every-update checks' verdict and seconds, as they settle. Per epoch:
 // this rank's accounting of the updates run (artifacts/epoch_accounting.h).
 // At the end: peak memory, the reducer's totals, the final parameter hash.
 //
@@ -37,6 +38,11 @@ class RankReportBuilder {
   // time.
   void AddUpdate(const UpdateResult& result, int epoch, double update_seconds);
 
+  // The every-update checks' verdict of the next update without one, in
+  // update order (they settle after their update, trainer/update_step.h):
+  // whether it passed, and after the warm-up its seconds.
+  void AddVerdict(const UpdateVerdict& verdict);
+
   // After an epoch's updates [first_update, end_update) ran (an empty
   // range too: the epoch is then reported with no updates).
   void AddEpoch(const EpochPlan& plan, int64_t first_update,
@@ -64,6 +70,8 @@ class RankReportBuilder {
   int rank_;
   RankReport report_;
   RunTotals totals_;
+  // Verdicts added so far.
+  int64_t verdicts_ = 0;
   // When the first timed update began.
   std::optional<std::chrono::steady_clock::time_point> timed_begin_;
 };

@@ -90,7 +90,11 @@ class TensorBoardTest(unittest.TestCase):
     self.assertCurve(scalars, "throughput/examples_per_second", rate)
     self.assertCurve(scalars, "throughput/sync_share", share)
     self.assertCurve(scalars, "throughput/check_share", check_share)
-    self.assertTrue(all(0 < v < 1 for v in check_share.values()))
+    # Measured by the run, more than nothing; the last update's reports
+    # cross the ranks in a gather of their own (no next update carries
+    # them), so only the others are below their update's time for sure.
+    self.assertTrue(all(v > 0 for v in check_share.values()))
+    self.assertTrue(all(v < 1 for u, v in check_share.items() if u < max(check_share)))
     # Every update verified: the checks' curve is 1 at every update.
     self.assertCurve(scalars, "checks/every_update_verified",
                      {p.get("update", 0): 1.0 for p in curve})

@@ -531,6 +531,7 @@ absl::StatusOr<UpdateLoopEnd> Train(Run& run, UpdateRecorder* recorder,
   }
   step_parts.corruption = CorruptionOf(config.run().fault());
   step_parts.verifier = run.verifier.get();
+  step_parts.skip_step_after_failed_check = config.parity().stop_on_failure();
   step_parts.replica_extras = [&run, cadence](int64_t total_update) {
     return OptimizerStateBeforeSave(run, *cadence, total_update);
   };

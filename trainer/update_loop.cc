@@ -25,18 +25,24 @@ absl::StatusOr<EpochPlan> PlanEpoch(const UpdateSchedule& schedule, int epoch) {
   return BuildEpochPlan(*schedule.sampler, request, schedule.local_batch);
 }
 
-// Whether the update's failed every-update check stops the run (said on
-// every rank).
-bool StopsOnFailedCheck(const UpdateLoopParts& parts, const UpdateResult& result) {
-  if (parts.failed_check_stop.empty() || !result.verdict.has_value() ||
-      result.verdict->verified) {
-    return false;
-  }
-  const EveryUpdateFailure& failure = *result.verdict->failure;
+// Whether a failed every-update check stops the run (said on every rank).
+bool StopsOnFailedCheck(const UpdateLoopParts& parts, const UpdateVerdict& verdict) {
+  if (parts.failed_check_stop.empty() || verdict.verified) return false;
+  const EveryUpdateFailure& failure = *verdict.failure;
   LOG(ERROR) << "update " << failure.update() << " failed its every-update check ("
              << failure.check() << "): " << failure.what()
-             << "; parity.stop_on_failure stops the run here, saving nothing";
+             << "; parity.stop_on_failure stops the run after it, saving nothing";
   return true;
+}
+
+// With the checks: the last update's verdict settled now (a collective on
+// every rank) and recorded; whether it stops the run.
+absl::StatusOr<bool> SettleLastUpdate(const UpdateLoopParts& parts) {
+  absl::StatusOr<std::optional<UpdateVerdict>> verdict = parts.step->SettleChecks();
+  if (!verdict.ok()) return verdict.status();
+  if (!verdict->has_value()) return false;
+  parts.report->AddVerdict(**verdict);
+  return StopsOnFailedCheck(parts, **verdict);
 }
 
 }  // namespace
@@ -85,17 +91,31 @@ absl::StatusOr<UpdateLoopEnd> RunUpdateLoop(const UpdateSchedule& schedule,
       absl::StatusOr<UpdateResult> result =
           parts.step->Run(*plan, u, total, parts.observer);
       if (!result.ok()) return result.status();
+      if (result->earlier_verdict.has_value()) {
+        parts.report->AddVerdict(*result->earlier_verdict);
+        if (StopsOnFailedCheck(parts, *result->earlier_verdict)) {
+          // This update was not stepped: the run ends after the failed one.
+          end.stopped_by = parts.failed_check_stop;
+          stop = true;
+          break;
+        }
+      }
       parts.report->AddUpdate(
           *result, epoch, std::chrono::duration<double>(Clock::now() - begin).count());
       if (parts.observer != nullptr) {
         if (absl::Status s = parts.observer->AfterTimedUpdate(total); !s.ok()) return s;
       }
       ++total;
-      if (StopsOnFailedCheck(parts, *result)) {
-        end.stopped_by = parts.failed_check_stop;
-        stop = true;
-        ++u;  // this update is done, and no generation holds it
-        break;
+      // A generation holds this update only once its checks passed.
+      if (parts.cadence->SavesAfter(total)) {
+        absl::StatusOr<bool> failed = SettleLastUpdate(parts);
+        if (!failed.ok()) return failed.status();
+        if (*failed) {
+          end.stopped_by = parts.failed_check_stop;
+          stop = true;
+          ++u;  // this update is done, and no generation holds it
+          break;
+        }
       }
       if (absl::Status s =
               parts.cadence->AfterUpdate(total, epoch, u, plan->num_updates());
@@ -110,6 +130,14 @@ absl::StatusOr<UpdateLoopEnd> RunUpdateLoop(const UpdateSchedule& schedule,
         if (!gate_stop.ok()) return gate_stop.status();
         if (gate_stop->has_value()) {
           end.stopped_by = (*gate_stop)->reason;
+          absl::StatusOr<bool> failed = SettleLastUpdate(parts);
+          if (!failed.ok()) return failed.status();
+          if (*failed) {
+            end.stopped_by = parts.failed_check_stop;
+            stop = true;
+            ++u;
+            break;
+          }
           if ((*gate_stop)->save && !parts.cadence->SavesAfter(total)) {
             if (absl::Status s = parts.cadence->SaveNow(total, epoch, u, plan->num_updates());
                 !s.ok()) {
@@ -125,6 +153,10 @@ absl::StatusOr<UpdateLoopEnd> RunUpdateLoop(const UpdateSchedule& schedule,
     }
     parts.report->AddEpoch(*plan, first, u);
   }
+  // The last update's checks.
+  absl::StatusOr<bool> failed = SettleLastUpdate(parts);
+  if (!failed.ok()) return failed.status();
+  if (*failed) end.stopped_by = parts.failed_check_stop;
   return end;
 }
 

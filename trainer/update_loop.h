@@ -6,10 +6,14 @@
 //       stop here once run.max_updates updates are done
 //       UpdateStep::Run            weights, backward, reduce, step; the
 //                                  observer (the UpdateRecorder) records;
-//                                  the every-update checks' verdict
+//                                  the checks of the update before it
+//                                  settle before its step: a failure stops
+//                                  the run there (failed_check_stop), this
+//                                  update not stepped
 //       RankReportBuilder::AddUpdate   the update's time ends before this
 //       UpdateObserver::AfterTimedUpdate  the recorder's file writes
-//       a failed check stops the run here (failed_check_stop), unsaved
+//       before a save (or a gate's stop): this update's own checks settled;
+//                                  a failure stops the run, unsaved
 //       CheckpointCadence::AfterUpdate   saves when due
 //       ProgressLog::AfterUpdate         logs when due
 //       UpdateGate::AfterUpdate          stops the run here when it says so
@@ -17,6 +21,7 @@
 //                                        asks and the cadence has not)
 //       ReturnFreeHeapPages        every 64 updates (runtime/heap_trim.h)
 //     RankReportBuilder::AddEpoch  the epoch's accounting of the updates run
+//   the last update's checks settled
 //
 // Every rank runs the same loop over the same plans, so all ranks run the
 // same updates, save the same generations and stop at the same update.
@@ -97,9 +102,11 @@ struct UpdateLoopParts {
   const ProgressLog* progress = nullptr;
   RankReportBuilder* report = nullptr;
   UpdateGate* gate = nullptr;
-  // An update whose every-update checks failed (UpdateResult.verdict)
-  // stops the run right after it, before any save, with this reason as
-  // UpdateLoopEnd.stopped_by; empty: the run goes on.
+  // An update whose every-update checks failed (UpdateResult's
+  // earlier_verdict, or UpdateStep::SettleChecks before a save and at the
+  // end) stops the run right after it, before any save, with this reason as
+  // UpdateLoopEnd.stopped_by; empty: the run goes on. The step must then
+  // skip the step after a failed check (skip_step_after_failed_check).
   std::string failed_check_stop;
 };
 

@@ -132,6 +132,17 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
   const bool clips_globally = parts_.clipping.has_value() && parts_.clipping->global;
   if (absl::Status s = Clip(clips_globally, total_update, &result); !s.ok()) return s;
   if (absl::Status s = ReportStepped(total_update); !s.ok()) return s;
+  // The update before this one: its reports crossed the ranks with this
+  // one's gradients (or, without buckets, gathered while this one
+  // computed).
+  absl::StatusOr<std::optional<UpdateVerdict>> earlier = SettleChecks(/*rider_reduced=*/true);
+  if (!earlier.ok()) return earlier.status();
+  result.earlier_verdict = *earlier;
+  if (result.earlier_verdict.has_value() && !result.earlier_verdict->verified &&
+      parts_.skip_step_after_failed_check) {
+    result.not_stepped = true;
+    return result;
+  }
   if (observer != nullptr) {
     if (absl::Status s = observer->BeforeOptimizerStep(total_update, *parts_.model);
         !s.ok()) {
@@ -139,7 +150,7 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
     }
   }
   if (absl::Status s = Step(total_update, &result); !s.ok()) return s;
-  if (absl::Status s = Verify(total_update, &result); !s.ok()) return s;
+  if (absl::Status s = LaunchChecks(total_update, result); !s.ok()) return s;
   if (observer != nullptr) {
     if (absl::Status s = observer->AfterOptimizerStep(total_update, plan, update,
                                                       result, *parts_.model);
@@ -365,8 +376,13 @@ void UpdateStep::ArmBuckets() {
 absl::Status UpdateStep::PrepareBuckets(int64_t total_update) {
   if (parts_.group == nullptr) return absl::OkStatus();
   if (buckets_ == nullptr) {
+    // The every-update checks' reports ride in the last bucket.
+    const std::vector<at::Tensor> parameters = parts_.model->parameters();
+    const int64_t rider = parts_.verifier != nullptr && !parameters.empty()
+                              ? parts_.verifier->RiderElements(parameters.front().scalar_type())
+                              : 0;
     absl::StatusOr<std::unique_ptr<GradientBuckets>> buckets =
-        GradientBuckets::ForParameters(parts_.model->parameters(), *parts_.reducer);
+        GradientBuckets::ForParameters(parameters, *parts_.reducer, rider);
     if (!buckets.ok()) {
       return absl::Status(buckets.status().code(),
                           absl::StrCat(Where(parts_.rank, total_update), ": ",
@@ -551,7 +567,7 @@ absl::Status UpdateStep::BeginVerifiedUpdate(const EpochPlan& plan, int64_t upda
 std::vector<at::Tensor> UpdateStep::GradientLayout() const {
   std::vector<at::Tensor> layout;
   if (buckets_ != nullptr) {
-    for (int b = 0; b < buckets_->size(); ++b) layout.push_back(buckets_->flat(b));
+    for (int b = 0; b < buckets_->size(); ++b) layout.push_back(buckets_->gradients(b));
     return layout;
   }
   for (const at::Tensor& p : parts_.model->parameters()) {
@@ -565,7 +581,8 @@ absl::Status UpdateStep::ProbeContribution(bool clips_locally) {
     return absl::OkStatus();
   }
   for (int b = 0; b < buckets_->size(); ++b) {
-    if (absl::Status s = parts_.verifier->AddContribution(buckets_->flat(b), buckets_->offset(b));
+    if (absl::Status s =
+            parts_.verifier->AddContribution(buckets_->gradients(b), buckets_->offset(b));
         !s.ok()) {
       return s;
     }
@@ -609,7 +626,7 @@ absl::Status UpdateStep::ReportStepped(int64_t /*total_update*/) {
   return parts_.verifier->SetStepped(GradientLayout());
 }
 
-absl::Status UpdateStep::Verify(int64_t total_update, UpdateResult* result) {
+absl::Status UpdateStep::LaunchChecks(int64_t total_update, const UpdateResult& result) {
   if (parts_.verifier == nullptr) return absl::OkStatus();
   std::vector<ReplicaTensor> replica;
   for (const auto& item : parts_.model->named_parameters()) {
@@ -620,19 +637,20 @@ absl::Status UpdateStep::Verify(int64_t total_update, UpdateResult* result) {
       replica.push_back(std::move(extra));
     }
   }
-  absl::StatusOr<UpdateVerdict> verdict =
-      parts_.verifier->Exchange(replica, std::isfinite(result->weighted_loss));
-  if (!verdict.ok()) return verdict.status();
-  if (verdict->not_finite) {
-    // A loss gone to NaN, as without the checks: every rank stops here.
-    if (absl::Status s = CheckReducedUpdate(total_update, result->weighted_loss); !s.ok()) {
-      return s;
-    }
-    return NotFinite(parts_.rank, total_update, "another rank's loss or reduced gradient");
-  }
-  result->verdict = *verdict;
-  result->check_seconds = parts_.verifier->update_seconds();
-  return absl::OkStatus();
+  return parts_.verifier->Launch(std::move(replica), std::isfinite(result.weighted_loss),
+                                 buckets_ != nullptr ? buckets_->rider() : at::Tensor());
+}
+
+absl::StatusOr<std::optional<UpdateVerdict>> UpdateStep::SettleChecks() {
+  return SettleChecks(/*rider_reduced=*/false);
+}
+
+absl::StatusOr<std::optional<UpdateVerdict>> UpdateStep::SettleChecks(bool rider_reduced) {
+  if (parts_.verifier == nullptr) return std::optional<UpdateVerdict>();
+  absl::StatusOr<std::optional<UpdateVerdict>> verdict = parts_.verifier->Settle(rider_reduced);
+  if (!verdict.ok() || !verdict->has_value() || !(*verdict)->not_finite) return verdict;
+  // A loss gone to NaN, as without the checks: every rank stops here.
+  return NotFinite(parts_.rank, (*verdict)->update, "a rank's loss or the reduced gradient");
 }
 
 }  // namespace receipt_parity

@@ -162,6 +162,10 @@ struct UpdateStepParts {
   // besides the parameters (the optimizer's state before a save); may be
   // empty.
   std::function<std::vector<ReplicaTensor>(int64_t total_update)> replica_extras;
+  // With a verifier: an update whose earlier update failed its checks is
+  // not stepped (parity.stop_on_failure: the run stops after the failed
+  // one).
+  bool skip_step_after_failed_check = false;
 };
 
 // What one update did on this rank.
@@ -189,12 +193,15 @@ struct UpdateResult {
   // added (in the group's order) over global_accepted: the same quantity
   // whatever the weighting and reducer.
   std::optional<double> whole_update_loss;
-  // With UpdateStepParts.verifier: the update's every-update verdict, the
-  // same on every rank.
-  std::optional<UpdateVerdict> verdict;
-  // The seconds this rank spent in those checks (the gather's wait
-  // included); 0 without them.
-  double check_seconds = 0;
+  // With UpdateStepParts.verifier: the every-update verdict of the update
+  // before this one, settled just before this one's step (its gather ran
+  // while this update computed), the same on every rank; nullopt for the
+  // first update of a loop (or without checks).
+  std::optional<UpdateVerdict> earlier_verdict;
+  // That verdict failed and UpdateStepParts.skip_step_after_failed_check
+  // holds: this update was computed and reduced but NOT stepped (the
+  // parameters are still the failed update's); the run must stop.
+  bool not_stepped = false;
 };
 
 // Sees the model at the two points of an update that are not visible from
@@ -240,6 +247,14 @@ class UpdateStep {
   absl::StatusOr<UpdateResult> Run(const EpochPlan& plan, int64_t update,
                                    int64_t total_update,
                                    UpdateObserver* observer);
+
+  // With a verifier: the verdict of the last update run, if not yet
+  // settled (waiting for its gather); nullopt otherwise. Every rank must
+  // call it at the same point: before a save, and after the last update.
+  // Errors: the gather's; FailedPrecondition when every rank's reduced
+  // gradient or a rank's loss was not finite (as a non-finite update
+  // without checks).
+  absl::StatusOr<std::optional<UpdateVerdict>> SettleChecks();
 
  private:
   absl::StatusOr<WeightedBackwardResult> Backward(const EpochPlan& plan, int64_t update,
@@ -294,7 +309,11 @@ class UpdateStep {
   // after the step, the gathered verdict.
   absl::Status ReportReduced(int64_t total_update);
   absl::Status ReportStepped(int64_t total_update);
-  absl::Status Verify(int64_t total_update, UpdateResult* result);
+  // After the step: this update's report sent (riding in the buckets'
+  // rider with the next update's gradients, where there are buckets).
+  absl::Status LaunchChecks(int64_t total_update, const UpdateResult& result);
+  // `rider_reduced`: this update's reduction carried the last report.
+  absl::StatusOr<std::optional<UpdateVerdict>> SettleChecks(bool rider_reduced);
   // At a whole-loss update: the ranks' shares of the loss added.
   absl::Status SumLoss(int64_t total_update, UpdateResult* result);
 

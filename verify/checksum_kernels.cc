@@ -1,16 +1,20 @@
 #include "verify/checksum_kernels.h"
 
 #include <cmath>
-#include <cstring>
 
 #include <immintrin.h>
 
 namespace receipt_parity {
 namespace {
 
-using Float4 = float __attribute__((vector_size(16)));
-using Double4 = double __attribute__((vector_size(32)));
-using Word4 = uint64_t __attribute__((vector_size(32)));
+// exact <= computed / (1 - gamma(n)) for a sum of n terms of one sign
+// added in any order with unit roundoff u (gamma(n) = n u / (1 - n u)).
+double WidenedUpperBound(double computed, int64_t n, double u) {
+  if (n <= 0) return computed;
+  const double nu = static_cast<double>(n) * u;
+  if (nu >= 0.5) return INFINITY;
+  return computed / (1 - nu / (1 - nu));
+}
 
 void ProjectPortable(const float* x, const float* v, int64_t n, double* dot, double* magnitude) {
   double d = 0;
@@ -21,45 +25,56 @@ void ProjectPortable(const float* x, const float* v, int64_t n, double* dot, dou
     m += std::fabs(p);
   }
   *dot += d;
-  *magnitude += m;
+  *magnitude += WidenedUpperBound(m, n, 0x1p-53);
+}
+
+// The dot in float64 (the float32 values widened, then multiplied exactly
+// and added by FMA, in two accumulators of four lanes), the magnitude in
+// float32 (eight lanes), widened afterwards by its rounding bound: one
+// float32 product and n float32 additions.
+__attribute__((target("avx2,fma"))) void ProjectAvx2(const float* x, const float* v, int64_t n,
+                                                     double* dot, double* magnitude) {
+  __m256d d0 = _mm256_setzero_pd();
+  __m256d d1 = _mm256_setzero_pd();
+  __m256 m0 = _mm256_setzero_ps();
+  const __m256 sign_off = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x8 = _mm256_loadu_ps(x + i);
+    const __m256 v8 = _mm256_loadu_ps(v + i);
+    m0 = _mm256_add_ps(m0, _mm256_and_ps(_mm256_mul_ps(x8, v8), sign_off));
+    d0 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(x8)),
+                         _mm256_cvtps_pd(_mm256_castps256_ps128(v8)), d0);
+    d1 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(x8, 1)),
+                         _mm256_cvtps_pd(_mm256_extractf128_ps(v8, 1)), d1);
+  }
+  alignas(32) double dots[4];
+  alignas(32) float magnitudes[8];
+  _mm256_store_pd(dots, _mm256_add_pd(d0, d1));
+  _mm256_store_ps(magnitudes, m0);
+  double tail_dot = (dots[0] + dots[1]) + (dots[2] + dots[3]);
+  double m32 = 0;
+  for (float m : magnitudes) m32 += m;
+  double tail_magnitude = 0;
+  ProjectPortable(x + i, v + i, n - i, &tail_dot, &tail_magnitude);
+  *dot += tail_dot;
+  if (!std::isfinite(m32)) {
+    // Past float32's range (a huge or non-finite element): the magnitude
+    // in float64, as the portable body takes it.
+    double unused = 0;
+    ProjectPortable(x, v, n, &unused, magnitude);
+    return;
+  }
+  // The float32 sum of i products, each rounded once: i + 1 roundings of
+  // one sign in any order (its float64 sum of the lanes falls under the
+  // same bound).
+  *magnitude += WidenedUpperBound(m32, i + 1, 0x1p-24) + tail_magnitude;
 }
 
 uint64_t ChecksumPortable(const uint32_t* word, const uint32_t* multiplier, int64_t n) {
   uint64_t sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += uint64_t{word[i]} * multiplier[i];
   return sum;
-}
-
-// Four lanes of float64 each; the lanes are added at the end.
-__attribute__((target("avx2,fma"))) void ProjectAvx2(const float* x, const float* v, int64_t n,
-                                                     double* dot, double* magnitude) {
-  Double4 d0 = {0, 0, 0, 0};
-  Double4 d1 = d0;
-  Double4 m0 = d0;
-  Double4 m1 = d0;
-  const Word4 sign_off = {~(uint64_t{1} << 63), ~(uint64_t{1} << 63), ~(uint64_t{1} << 63),
-                          ~(uint64_t{1} << 63)};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    Float4 xa, xb, va, vb;
-    std::memcpy(&xa, x + i, sizeof(xa));
-    std::memcpy(&xb, x + i + 4, sizeof(xb));
-    std::memcpy(&va, v + i, sizeof(va));
-    std::memcpy(&vb, v + i + 4, sizeof(vb));
-    const Double4 pa = __builtin_convertvector(xa, Double4) * __builtin_convertvector(va, Double4);
-    const Double4 pb = __builtin_convertvector(xb, Double4) * __builtin_convertvector(vb, Double4);
-    d0 += pa;
-    d1 += pb;
-    m0 += reinterpret_cast<Double4>(reinterpret_cast<Word4>(pa) & sign_off);
-    m1 += reinterpret_cast<Double4>(reinterpret_cast<Word4>(pb) & sign_off);
-  }
-  const Double4 d = d0 + d1;
-  const Double4 m = m0 + m1;
-  double tail_dot = (d[0] + d[1]) + (d[2] + d[3]);
-  double tail_magnitude = (m[0] + m[1]) + (m[2] + m[3]);
-  ProjectPortable(x + i, v + i, n - i, &tail_dot, &tail_magnitude);
-  *dot += tail_dot;
-  *magnitude += tail_magnitude;
 }
 
 // 32 x 32 -> 64-bit products of the even and the odd words of each 64-bit
@@ -82,25 +97,72 @@ __attribute__((target("avx2"))) uint64_t ChecksumAvx2(const uint32_t* word,
          ChecksumPortable(word + i, multiplier + i, n - i);
 }
 
-bool HasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
+// The same checksum sixteen words at a time.
+__attribute__((target("avx512f"))) uint64_t ChecksumAvx512(const uint32_t* word,
+                                                          const uint32_t* multiplier,
+                                                          int64_t n) {
+  __m512i even = _mm512_setzero_si512();
+  __m512i odd = _mm512_setzero_si512();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i w = _mm512_loadu_si512(word + i);
+    const __m512i m = _mm512_loadu_si512(multiplier + i);
+    even = _mm512_add_epi64(even, _mm512_mul_epu32(w, m));
+    odd = _mm512_add_epi64(odd, _mm512_mul_epu32(_mm512_srli_epi64(w, 32),
+                                                 _mm512_srli_epi64(m, 32)));
+  }
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, _mm512_add_epi64(even, odd));
+  uint64_t sum = ChecksumPortable(word + i, multiplier + i, n - i);
+  for (uint64_t lane : lanes) sum += lane;
+  return sum;
+}
+
+// The widest body this CPU runs (the projection's widest is AVX2's: its
+// loop is bound by reading memory, not by the width).
+enum class Body { kPortable, kAvx2, kAvx512 };
+
+Body WidestBody() {
+  static const Body body = [] {
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (avx2 && __builtin_cpu_supports("avx512f")) return Body::kAvx512;
+    return avx2 ? Body::kAvx2 : Body::kPortable;
+  }();
+  return body;
 }
 
 }  // namespace
 
 void ProjectFloats(const float* x, const float* v, int64_t n, double* dot, double* magnitude) {
-  if (HasAvx2()) {
-    ProjectAvx2(x, v, n, dot, magnitude);
-  } else {
+  if (WidestBody() == Body::kPortable) {
     ProjectPortable(x, v, n, dot, magnitude);
+  } else {
+    ProjectAvx2(x, v, n, dot, magnitude);
   }
 }
 
 uint64_t ChecksumWords(const uint32_t* word, const uint32_t* multiplier, int64_t n) {
-  return HasAvx2() ? ChecksumAvx2(word, multiplier, n) : ChecksumPortable(word, multiplier, n);
+  switch (WidestBody()) {
+    case Body::kAvx512:
+      return ChecksumAvx512(word, multiplier, n);
+    case Body::kAvx2:
+      return ChecksumAvx2(word, multiplier, n);
+    case Body::kPortable:
+      break;
+  }
+  return ChecksumPortable(word, multiplier, n);
 }
 
-bool ChecksumKernelsVectorized() { return HasAvx2(); }
+const char* ChecksumKernelsBody() {
+  switch (WidestBody()) {
+    case Body::kAvx512:
+      return "avx512";
+    case Body::kAvx2:
+      return "avx2";
+    case Body::kPortable:
+      break;
+  }
+  return "portable";
+}
 
 }  // namespace receipt_parity

@@ -4,15 +4,18 @@
 //
 // The direction v has one float32 value in [-1, 1) per element of a
 // layout of `elements` values (the gradient's buckets laid end to end, or
-// the parameters in order), drawn once from a seed. At update u, element i
-// of the layout meets v[(i + shift(u)) mod elements]: the direction turns
-// with every update, so an element that one update sees weakly the next
-// sees otherwise.
+// the parameters in order), read from a table of 2^16 values drawn once
+// from a seed: at update u, element i of the layout (i = 2^16 b + j) meets
+// table[(j + shift(u, b)) mod 2^16], the shift drawn anew for every update
+// and every block b of 2^16 elements. The direction turns with every update,
+// so an element that one update sees weakly the next sees otherwise, and
+// the table stays in the cache whatever the model's size (the projection's
+// loop is bound by reading the gradient, verify/checksum_kernels.h).
 //
-// A Projection holds sum_i x_i * v_i ("dot") and sum_i |x_i * v_i|
-// ("magnitude"). For float32 x every product is exact in float64; the
-// float64 additions round, by at most gamma(n) * magnitude
-// (RoundingBounds below).
+// A Projection holds sum_i x_i * v_i ("dot") and an upper bound on
+// sum_i |x_i * v_i| ("magnitude", within about n 2^-24 of it). For float32
+// x every product is exact in float64; the float64 additions of the dot
+// round, by at most gamma(n) * magnitude (Gamma below).
 //
 // Thread safety: a ProjectionDirection is immutable after construction.
 #ifndef RECEIPT_PARITY_VERIFY_GRADIENT_PROJECTION_H_
@@ -61,7 +64,7 @@ class ProjectionDirection {
   // REQUIRES: elements >= 0.
   ProjectionDirection(int64_t elements, uint64_t seed);
 
-  int64_t elements() const { return static_cast<int64_t>(v_.size()); }
+  int64_t elements() const { return elements_; }
 
   // The projection of `x` (any shape, read as its elements in order)
   // placed at [offset, offset + x.numel()) of the layout, at update
@@ -75,9 +78,11 @@ class ProjectionDirection {
   float At(int64_t i, int64_t update) const;
 
  private:
-  int64_t Shift(int64_t update) const;
+  // Where block `block` of the layout starts in the table at `update`.
+  int64_t Shift(int64_t update, int64_t block) const;
 
-  std::vector<float> v_;
+  int64_t elements_ = 0;
+  std::vector<float> table_;
   uint64_t seed_ = 0;
 };
 

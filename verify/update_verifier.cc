@@ -23,6 +23,11 @@ namespace {
 // Updates listed in EveryUpdateVerdict.failed_updates.
 constexpr int kMostListedFailures = 1000;
 
+// A report's 64-bit words (ReportWords), and the 16-bit pieces a rider
+// carries each as.
+constexpr int64_t kReportWords = 17;
+constexpr int64_t kPiecesPerWord = 4;
+
 int64_t Word(double value) {
   int64_t word = 0;
   std::memcpy(&word, &value, sizeof(word));
@@ -61,6 +66,7 @@ std::vector<int64_t> ReportWords(const RankUpdateReport& report) {
   words.push_back(Word(report.clip_factor));
   words.push_back(static_cast<int64_t>(report.replica));
   words.push_back((report.reduced_not_finite ? 1 : 0) | (report.loss_not_finite ? 2 : 0));
+  CHECK_EQ(static_cast<int64_t>(words.size()), kReportWords);
   return words;
 }
 
@@ -103,10 +109,30 @@ class UpdateVerifier::Timed {
   Clock::time_point start_;
 };
 
-double UpdateVerifier::update_seconds() const {
-  const std::lock_guard<std::mutex> lock(contribution_mutex_);
-  return seconds_;
-}
+// The launched update: what its Settle() judges and, on a failure,
+// describes.
+struct UpdateVerifier::GatherInFlight {
+  // Every rank's words as float64 halves: the sum in flight, or (one rank,
+  // no group) the words already.
+  at::Tensor table;
+  RankSumInFlight sum;
+  int64_t width = 0;
+  std::vector<int64_t> own;
+};
+
+struct UpdateVerifier::Pending {
+  int64_t total_update = 0;
+  // The report rides in this rider (Launch's); undefined: gathered alone.
+  at::Tensor rider;
+  std::vector<AccountingRow> rows;
+  std::vector<AccountingRow> expected;
+  std::vector<ReplicaTensor> replica;
+  GatherInFlight gather;
+  // Measuring and sending, so far.
+  double seconds = 0;
+};
+
+UpdateVerifier::~UpdateVerifier() = default;
 
 UpdateVerifier::UpdateVerifier(UpdateVerifierOptions options)
     : options_(std::move(options)),
@@ -257,40 +283,46 @@ absl::Status UpdateVerifier::SetStepped(const std::vector<at::Tensor>& layout) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::vector<int64_t>>> UpdateVerifier::Gather(
+absl::StatusOr<UpdateVerifier::GatherInFlight> UpdateVerifier::StartGather(
     const std::vector<int64_t>& mine) {
-  const int world = options_.world_size;
-  const auto width = static_cast<int64_t>(mine.size());
-  std::vector<std::vector<int64_t>> all(static_cast<size_t>(world));
-  if (options_.group == nullptr || world == 1) {
-    all[0] = mine;
-    return all;
-  }
+  GatherInFlight in_flight;
+  in_flight.width = static_cast<int64_t>(mine.size());
+  in_flight.own = mine;
+  if (!reduces()) return in_flight;
   // Each word as its two 32-bit halves, each a float64 holding a whole
   // number below 2^32: every backend sums float64 (MPI's only floats), and
   // a sum of one rank's row with the others' zeros is exact.
-  at::Tensor table;
+  const int64_t width = in_flight.width;
   try {
-    table = at::zeros({world, 2 * width}, at::kDouble);
+    at::Tensor table = at::zeros({options_.world_size, 2 * width}, at::kDouble);
     double* row = table[options_.rank].data_ptr<double>();
     for (int64_t i = 0; i < width; ++i) {
       const auto word = static_cast<uint64_t>(mine[static_cast<size_t>(i)]);
       row[2 * i] = static_cast<double>(word >> 32);
       row[2 * i + 1] = static_cast<double>(word & 0xffffffffu);
     }
-    table = table.to(options_.device);
+    in_flight.table = table.to(options_.device);
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, "the every-update checks' report: LibTorch");
   }
-  if (absl::Status s = SumAcrossRanks(
-          *options_.group, table,
-          absl::StrCat("rank ", options_.rank, ", update ", total_update_,
-                       ": gathering the every-update checks"));
-      !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<RankSumInFlight> sum = StartSumAcrossRanks(
+      *options_.group, in_flight.table,
+      absl::StrCat("rank ", options_.rank, ", update ", total_update_,
+                   ": gathering the every-update checks"));
+  if (!sum.ok()) return sum.status();
+  in_flight.sum = *std::move(sum);
+  return in_flight;
+}
+
+absl::StatusOr<std::vector<std::vector<int64_t>>> UpdateVerifier::FinishGather(
+    GatherInFlight in_flight) {
+  if (!reduces()) return std::vector<std::vector<int64_t>>{in_flight.own};
+  if (absl::Status s = in_flight.sum.Wait(); !s.ok()) return s;
+  const int world = options_.world_size;
+  const int64_t width = in_flight.width;
+  std::vector<std::vector<int64_t>> all(static_cast<size_t>(world));
   try {
-    const at::Tensor host = table.to(at::kCPU).contiguous();
+    const at::Tensor host = in_flight.table.to(at::kCPU).contiguous();
     const double* data = host.data_ptr<double>();
     for (int r = 0; r < world; ++r) {
       all[r].resize(static_cast<size_t>(width));
@@ -306,18 +338,26 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> UpdateVerifier::Gather(
   return all;
 }
 
-std::vector<int64_t> UpdateVerifier::FirstDifferingRow() const {
+absl::StatusOr<std::vector<std::vector<int64_t>>> UpdateVerifier::Gather(
+    const std::vector<int64_t>& mine) {
+  absl::StatusOr<GatherInFlight> in_flight = StartGather(mine);
+  if (!in_flight.ok()) return in_flight.status();
+  return FinishGather(*std::move(in_flight));
+}
+
+std::vector<int64_t> UpdateVerifier::FirstDifferingRow(const Pending& pending) {
   // found, position, then the rank's and one worker's dataset index, valid,
   // weight and key, and the micro-batch.
-  for (const AccountingRow& row : rows_) {
-    const bool known = row.position >= 0 && row.position < static_cast<int64_t>(expected_.size());
+  const std::vector<AccountingRow>& expected = pending.expected;
+  for (const AccountingRow& row : pending.rows) {
+    const bool known = row.position >= 0 && row.position < static_cast<int64_t>(expected.size());
     AccountingRow want;
     want.position = row.position;
     want.dataset_index = -1;
     want.valid = false;
-    if (known) want = expected_[static_cast<size_t>(row.position)];
-    const bool same = known && AccountingRowHash(total_update_, row) ==
-                                   AccountingRowHash(total_update_, want);
+    if (known) want = expected[static_cast<size_t>(row.position)];
+    const bool same = known && AccountingRowHash(pending.total_update, row) ==
+                                   AccountingRowHash(pending.total_update, want);
     if (same || (!Counts(row) && !Counts(want))) continue;
     return {1,
             row.position,
@@ -334,8 +374,9 @@ std::vector<int64_t> UpdateVerifier::FirstDifferingRow() const {
   return std::vector<int64_t>(11, 0);
 }
 
-absl::StatusOr<std::string> UpdateVerifier::DescribeAccounting(const std::vector<int>& outliers) {
-  absl::StatusOr<std::vector<std::vector<int64_t>>> rows = Gather(FirstDifferingRow());
+absl::StatusOr<std::string> UpdateVerifier::DescribeAccounting(const Pending& pending,
+                                                               const std::vector<int>& outliers) {
+  absl::StatusOr<std::vector<std::vector<int64_t>>> rows = Gather(FirstDifferingRow(pending));
   if (!rows.ok()) return rows.status();
   const int rank = outliers.front();
   const std::vector<int64_t>& w = (*rows)[static_cast<size_t>(rank)];
@@ -371,8 +412,9 @@ absl::StatusOr<std::string> UpdateVerifier::DescribeAccounting(const std::vector
                       ", micro-batch ", w[10], ") ", absl::StrJoin(differs, ", and "));
 }
 
-absl::StatusOr<std::string> UpdateVerifier::DescribeReplicas(
-    const std::vector<ReplicaTensor>& replica, const std::vector<int>& outliers) {
+absl::StatusOr<std::string> UpdateVerifier::DescribeReplicas(const Pending& pending,
+                                                             const std::vector<int>& outliers) {
+  const std::vector<ReplicaTensor>& replica = pending.replica;
   std::vector<at::Tensor> tensors;
   for (const ReplicaTensor& t : replica) tensors.push_back(t.second);
   absl::StatusOr<std::vector<uint64_t>> each = checksum_.OfEach(tensors);
@@ -389,7 +431,7 @@ absl::StatusOr<std::string> UpdateVerifier::DescribeReplicas(
   return std::string();
 }
 
-void UpdateVerifier::Record(const UpdateCheckResult& result) {
+void UpdateVerifier::Record(int64_t total_update, const UpdateCheckResult& result) {
   record_.set_updates(record_.updates() + 1);
   record_.set_largest_reduction_share(
       std::max(record_.largest_reduction_share(), result.reduction_share));
@@ -400,7 +442,7 @@ void UpdateVerifier::Record(const UpdateCheckResult& result) {
   } else {
     if (!record_.has_first_failure()) *record_.mutable_first_failure() = *result.failure;
     if (record_.failed_updates_size() < kMostListedFailures) {
-      record_.add_failed_updates(static_cast<int32_t>(total_update_));
+      record_.add_failed_updates(static_cast<int32_t>(total_update));
     }
     record_.set_failed_updates_total(record_.failed_updates_total() + 1);
   }
@@ -408,9 +450,15 @@ void UpdateVerifier::Record(const UpdateCheckResult& result) {
                    record_.not_verified().empty());
 }
 
-absl::StatusOr<UpdateVerdict> UpdateVerifier::Exchange(const std::vector<ReplicaTensor>& replica,
-                                                       bool loss_finite) {
-  const Timed timed(this);
+int64_t UpdateVerifier::RiderElements(at::ScalarType dtype) const {
+  if (!reduces() || (dtype != at::kFloat && dtype != at::kDouble)) return 0;
+  return options_.world_size * kReportWords * kPiecesPerWord;
+}
+
+absl::Status UpdateVerifier::Launch(std::vector<ReplicaTensor> replica, bool loss_finite,
+                                    at::Tensor rider) {
+  CHECK(pending_ == nullptr) << "UpdateVerifier: Launch before the last update settled";
+  const Clock::time_point start = Clock::now();
   {
     const std::lock_guard<std::mutex> lock(contribution_mutex_);
     if (!contribution_error_.ok()) return contribution_error_;
@@ -439,39 +487,159 @@ absl::StatusOr<UpdateVerdict> UpdateVerifier::Exchange(const std::vector<Replica
   }
   mine.reduced_not_finite = reduced_not_finite_;
   mine.loss_not_finite = !loss_finite;
+  const std::vector<int64_t> words = ReportWords(mine);
+  auto pending = std::make_unique<Pending>();
+  if (rider.defined() && rider.numel() == RiderElements(rider.scalar_type())) {
+    // This rank's row of 16-bit pieces, the other rows zeroed.
+    try {
+      at::Tensor row = at::zeros({rider.numel()}, at::kDouble);
+      double* pieces = row.data_ptr<double>() + options_.rank * kReportWords * kPiecesPerWord;
+      for (int64_t i = 0; i < kReportWords; ++i) {
+        const auto word = static_cast<uint64_t>(words[static_cast<size_t>(i)]);
+        for (int64_t k = 0; k < kPiecesPerWord; ++k) {
+          pieces[i * kPiecesPerWord + k] =
+              static_cast<double>((word >> (16 * (kPiecesPerWord - 1 - k))) & 0xffffu);
+        }
+      }
+      rider.copy_(row);
+    } catch (const std::exception& e) {
+      return LibTorchErrorToStatus(e, "the every-update checks' report: LibTorch");
+    }
+    pending->rider = rider;
+    pending->gather.own = words;
+    pending->gather.width = kReportWords;
+  } else {
+    absl::StatusOr<GatherInFlight> gather = StartGather(words);
+    if (!gather.ok()) return gather.status();
+    pending->gather = *std::move(gather);
+  }
+  pending->total_update = total_update_;
+  pending->rows = std::move(rows_);
+  pending->expected = std::move(expected_);
+  pending->replica = std::move(replica);
+  const double launch = std::chrono::duration<double>(Clock::now() - start).count();
+  {
+    const std::lock_guard<std::mutex> lock(contribution_mutex_);
+    pending->seconds = seconds_ + launch;
+  }
+  pending_ = std::move(pending);
+  return absl::OkStatus();
+}
 
-  absl::StatusOr<std::vector<std::vector<int64_t>>> gathered = Gather(ReportWords(mine));
+std::optional<std::vector<std::vector<int64_t>>> UpdateVerifier::ReadRider(
+    const at::Tensor& rider, std::string* altered) const {
+  const at::Tensor host = rider.to(at::kCPU, at::kDouble).contiguous();
+  const double* pieces = host.data_ptr<double>();
+  const double divisor = options_.reduced_divisor;
+  std::vector<std::vector<int64_t>> all(static_cast<size_t>(options_.world_size));
+  for (int r = 0; r < options_.world_size; ++r) {
+    for (int64_t i = 0; i < kReportWords; ++i) {
+      uint64_t word = 0;
+      for (int64_t k = 0; k < kPiecesPerWord; ++k) {
+        const int64_t at = (r * kReportWords + i) * kPiecesPerWord + k;
+        // A summing reducer gives the piece back exactly; one that divides
+        // by its divisor, within its rounding (far below 1/64).
+        const double value = pieces[at] * divisor;
+        const double whole = std::nearbyint(value);
+        if (!(std::fabs(value - whole) <= 1.0 / 64) || whole < 0 || whole > 0xffff) {
+          *altered = absl::StrCat("value ", pieces[at], " at ", at);
+          return std::nullopt;
+        }
+        word = (word << 16) | static_cast<uint64_t>(whole);
+      }
+      all[r].push_back(static_cast<int64_t>(word));
+    }
+  }
+  return all;
+}
+
+absl::StatusOr<std::optional<UpdateVerdict>> UpdateVerifier::Settle(bool rider_reduced) {
+  if (pending_ == nullptr) return std::optional<UpdateVerdict>();
+  const Clock::time_point start = Clock::now();
+  const std::unique_ptr<Pending> pending = std::move(pending_);
+  absl::StatusOr<std::vector<std::vector<int64_t>>> gathered;
+  std::string altered;
+  if (pending->rider.defined() && rider_reduced) {
+    try {
+      std::optional<std::vector<std::vector<int64_t>>> read = ReadRider(pending->rider, &altered);
+      if (read.has_value()) gathered = *std::move(read);
+    } catch (const std::exception& e) {
+      return LibTorchErrorToStatus(e, "reading the every-update checks' reports: LibTorch");
+    }
+  } else if (pending->rider.defined()) {
+    gathered = Gather(pending->gather.own);  // no reduction carried it: alone, now
+  } else {
+    gathered = FinishGather(std::move(pending->gather));
+  }
+  if (!altered.empty()) {
+    // The reduction that carried the reports (this update's, the one after
+    // the pending one) did not return the ranks' rows summed: that update
+    // fails its reduction check when it settles; the pending one is judged
+    // by its reports gathered on their own.
+    carried_failure_ = std::make_pair(
+        total_update_,
+        absl::StrCat("the last gradient bucket of update ", total_update_,
+                     " came back otherwise than the ranks' values summed",
+                     options_.reduced_divisor > 1
+                         ? absl::StrCat(" over ", options_.reduced_divisor)
+                         : "",
+                     ": the every-update reports that rode there (", altered,
+                     ") were altered, so the reducer did not sum that bucket"));
+    gathered = Gather(pending->gather.own);
+  }
   if (!gathered.ok()) return gathered.status();
+
   std::vector<RankUpdateReport> reports;
   for (const std::vector<int64_t>& words : *gathered) reports.push_back(ReportOf(words));
 
   UpdateCheckContext context;
-  context.total_update = total_update_;
+  context.total_update = pending->total_update;
   context.reduced_divisor = options_.reduced_divisor;
   context.reduction_terms = options_.reduction_terms;
   context.unit_roundoff = options_.unit_roundoff;
   context.clipping = options_.clip_max_norm.has_value() && reduces();
   context.reduces = reduces();
   UpdateCheckResult result = JudgeUpdate(reports, context);
+  if (carried_failure_.has_value() && carried_failure_->first == pending->total_update) {
+    if (!result.failure.has_value()) {
+      result.failure = EveryUpdateFailure();
+      result.failure->set_update(static_cast<int32_t>(pending->total_update));
+      result.failure->set_rank(-1);
+      result.failure->set_check(kReductionCheck);
+      result.failure->set_what(carried_failure_->second);
+    }
+    carried_failure_.reset();
+  }
   UpdateVerdict verdict;
+  verdict.update = pending->total_update;
   if (result.not_finite) {
     verdict.not_finite = true;
-    return verdict;
+    return std::optional<UpdateVerdict>(verdict);
   }
   if (result.failure.has_value()) {
     absl::StatusOr<std::string> more = std::string();
     if (result.failure->check() == kAccountingCheck && !result.accounting_outliers.empty()) {
-      more = DescribeAccounting(result.accounting_outliers);
+      more = DescribeAccounting(*pending, result.accounting_outliers);
     } else if (result.failure->check() == kReplicasCheck) {
-      more = DescribeReplicas(replica, result.replica_outliers);
+      more = DescribeReplicas(*pending, result.replica_outliers);
     }
     if (!more.ok()) return more.status();
     result.failure->set_what(absl::StrCat(result.failure->what(), *more));
     verdict.verified = false;
     verdict.failure = result.failure;
   }
-  Record(result);
-  return verdict;
+  Record(pending->total_update, result);
+  verdict.seconds =
+      pending->seconds + std::chrono::duration<double>(Clock::now() - start).count();
+  return std::optional<UpdateVerdict>(verdict);
+}
+
+absl::StatusOr<UpdateVerdict> UpdateVerifier::Exchange(std::vector<ReplicaTensor> replica,
+                                                       bool loss_finite) {
+  if (absl::Status s = Launch(std::move(replica), loss_finite); !s.ok()) return s;
+  absl::StatusOr<std::optional<UpdateVerdict>> verdict = Settle();
+  if (!verdict.ok()) return verdict.status();
+  return **verdict;
 }
 
 void UpdateVerifier::Restore(const EveryUpdateVerdict& earlier, int64_t resume_update) {

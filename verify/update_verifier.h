@@ -19,10 +19,20 @@
 //                                        gradient; then SetStepped(layout)
 //                                        with the gradient the optimizer
 //                                        steps with
-//   Exchange(replica, loss_finite)       after the optimizer step: the
-//                                        gather, the verdict
-// A pass adds the update to record().verified; a failure is recorded
-// (record().first_failure is the first) and returned.
+//   Launch(replica, loss_finite, rider)  after the optimizer step: this
+//                                        rank's report sent, riding in the
+//                                        next update's last gradient bucket
+//                                        (GradientBuckets' rider) or in a
+//                                        gather of its own
+//   Settle(rider_reduced)                the reports read and judged: the
+//                                        update's verdict
+// The trainer settles an update just before the next update's step (its
+// report rode with that update's gradients), and before any save and at
+// the end (then gathered on its own). One update may be in flight at a
+// time: Launch() needs the last one settled. A pass adds the update to
+// record().verified; a failure is recorded (record().first_failure is the
+// first) and returned. Exchange() is Launch() then Settle() without a
+// rider.
 //
 // Ownership: the options' pointers are not owned and must outlive the
 // verifier. Thread safety: one caller, but AddContribution may come from
@@ -60,9 +70,10 @@ namespace receipt_parity {
 struct UpdateVerifierOptions {
   int rank = 0;
   int world_size = 1;
-  // Carries the gathers (one all-reduce of a few 64-bit words a rank per
-  // update); nullptr with one rank: then only the accounting is checked
-  // (nothing is reduced, there is one replica). Not owned.
+  // Carries the reports that do not ride in a gradient bucket (a gather of
+  // a few 64-bit words a rank); nullptr with one rank: then only the
+  // accounting is checked (nothing is reduced, there is one replica). Not
+  // owned.
   c10d::ProcessGroup* group = nullptr;
   // The device the group's tensors live on.
   c10::Device device = c10::Device(c10::DeviceType::CPU);
@@ -88,18 +99,24 @@ struct UpdateVerifierOptions {
 using ReplicaTensor = std::pair<std::string, at::Tensor>;
 
 struct UpdateVerdict {
+  // The run's global update it judges.
+  int64_t update = 0;
   // No check failed.
   bool verified = true;
   std::optional<EveryUpdateFailure> failure;
   // Every rank's reduced gradient, or some rank's loss, is not finite (not
   // a check's failure: the trainer stops as for any non-finite update).
   bool not_finite = false;
+  // The seconds this rank spent on the update's checks: measuring, sending,
+  // and reading or waiting for the reports when it was settled.
+  double seconds = 0;
 };
 
 class UpdateVerifier {
  public:
   // REQUIRES: world_size >= 1, the one-worker inputs set.
   explicit UpdateVerifier(UpdateVerifierOptions options);
+  ~UpdateVerifier();
 
   // Each epoch's plan, before its first update here. Errors:
   // OneWorkerAccounting::BeginEpoch's.
@@ -132,23 +149,49 @@ class UpdateVerifier {
   // With clip_max_norm: the gradient the optimizer steps with.
   absl::Status SetStepped(const std::vector<at::Tensor>& layout);
 
-  // After the optimizer step: gathers every rank's report (a collective:
-  // every rank calls it once per update), judges it, and on a failure asks
-  // the ranks what they did (a second gather), so that the failure names
-  // the row, or the tensor, that differs. `replica` is what the replica
-  // check compares (the parameters; before a save, the optimizer's state
-  // too). Errors: the gathers' (a lost peer, a timeout), LibTorch's.
-  absl::StatusOr<UpdateVerdict> Exchange(const std::vector<ReplicaTensor>& replica,
-                                         bool loss_finite);
+  // The values the reports need in a gradient bucket to ride there (a
+  // GradientBuckets rider: every rank's row of this rank's words, each word
+  // as four 16-bit pieces), for a bucket of `dtype`; 0 where they cannot
+  // (one rank, or a dtype whose significand holds fewer than 16 bits).
+  int64_t RiderElements(at::ScalarType dtype) const;
+
+  // After the optimizer step: this rank's report of the update is sent.
+  // With `rider` (a GradientBuckets rider of RiderElements values, reduced
+  // with the next update's gradients) the report is written into this
+  // rank's row of it, the other rows zeroed: it crosses the ranks in that
+  // reduction, with no collective of its own (a summing reducer returns
+  // every rank's row exactly; one that divides by its declared divisor, the
+  // rows divided, undone on reading). Without one it is gathered on its
+  // own, in the group's threads (a collective: every rank calls it once
+  // per update). `replica` is what the replica check compares (the
+  // parameters; before a save, the optimizer's state too): its tensors are
+  // read now, and again by a failing Settle() (to name the tensor that
+  // differs), so they must not change before it. Errors: the start of the
+  // gather's (a lost peer), LibTorch's.
+  // REQUIRES: the previous update settled.
+  absl::Status Launch(std::vector<ReplicaTensor> replica, bool loss_finite,
+                      at::Tensor rider = at::Tensor());
+
+  // The launched update's verdict: reads the reports (from the rider once
+  // `rider_reduced` says the reduction that carries it ran since Launch;
+  // else by a gather of their own, waited for or made now), judges them,
+  // and on a failure asks the ranks what they did (a second gather), so
+  // that the failure names the row, or the tensor, that differs. A rider
+  // that comes back otherwise than the rows summed (over the divisor) fails
+  // the reduction check of the update that carried it (the one after the
+  // pending one, when it settles), and the pending one's reports are then
+  // gathered on their own. nullopt when nothing is in flight. Every rank
+  // settles at the same point (a collective). Errors: the gathers' (a lost
+  // peer, a timeout).
+  absl::StatusOr<std::optional<UpdateVerdict>> Settle(bool rider_reduced = false);
+
+  // Launch() without a rider, then Settle().
+  absl::StatusOr<UpdateVerdict> Exchange(std::vector<ReplicaTensor> replica, bool loss_finite);
 
   // Whether the gradients cross ranks (a group of two or more): the
   // reduction, clipping and replica checks run only then, and the
   // contribution, reduced and stepped calls are no-ops otherwise.
   bool reduces() const { return options_.group != nullptr && options_.world_size > 1; }
-
-  // Seconds this rank spent in the checks since BeginUpdate (waiting for
-  // the gather included): what they cost the update.
-  double update_seconds() const;
 
   // The run's record so far (parity.json's every_update).
   const EveryUpdateVerdict& record() const { return record_; }
@@ -159,17 +202,28 @@ class UpdateVerifier {
   void Restore(const EveryUpdateVerdict& earlier, int64_t resume_update);
 
  private:
+  struct Pending;
+  struct GatherInFlight;
+  class Timed;
+
   void AddRow(AccountingRow row);
   // The projection of `layout`'s pieces laid end to end from offset 0.
   absl::StatusOr<Projection> ProjectLayout(const std::vector<at::Tensor>& layout);
+  // The gather of every rank's words: started, then finished; or both.
+  absl::StatusOr<GatherInFlight> StartGather(const std::vector<int64_t>& mine);
+  absl::StatusOr<std::vector<std::vector<int64_t>>> FinishGather(GatherInFlight in_flight);
   absl::StatusOr<std::vector<std::vector<int64_t>>> Gather(const std::vector<int64_t>& mine);
+  // The rows the reducer returned in a rider, as words; nullopt with
+  // `altered` saying where when they are not the rows summed.
+  std::optional<std::vector<std::vector<int64_t>>> ReadRider(const at::Tensor& rider,
+                                                              std::string* altered) const;
   // The row this rank trained that one worker does not, as words.
-  std::vector<int64_t> FirstDifferingRow() const;
-  absl::StatusOr<std::string> DescribeAccounting(const std::vector<int>& outliers);
-  absl::StatusOr<std::string> DescribeReplicas(const std::vector<ReplicaTensor>& replica,
+  static std::vector<int64_t> FirstDifferingRow(const Pending& pending);
+  absl::StatusOr<std::string> DescribeAccounting(const Pending& pending,
+                                                 const std::vector<int>& outliers);
+  absl::StatusOr<std::string> DescribeReplicas(const Pending& pending,
                                                const std::vector<int>& outliers);
-  void Record(const UpdateCheckResult& result);
-  class Timed;
+  void Record(int64_t total_update, const UpdateCheckResult& result);
 
   UpdateVerifierOptions options_;
   OneWorkerAccounting one_worker_;
@@ -189,8 +243,14 @@ class UpdateVerifier {
   bool reduced_not_finite_ = false;
   Projection stepped_;
   double clip_factor_ = 0;
-  // Guarded by contribution_mutex_ (AddContribution adds to it too).
+  // This update's seconds in the checks so far; guarded by
+  // contribution_mutex_ (AddContribution adds to it too).
   double seconds_ = 0;
+  // The launched update, until settled.
+  std::unique_ptr<Pending> pending_;
+  // An update whose reduction returned the reports riding in it altered:
+  // it fails its reduction check, with this sentence, when it settles.
+  std::optional<std::pair<int64_t, std::string>> carried_failure_;
 };
 
 }  // namespace receipt_parity

@@ -8,6 +8,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "collectives/local_process_group.h"
+#include "collectives/sum_across_ranks.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/keyed_dropout.h"
@@ -55,42 +56,105 @@ struct Mistakes {
   bool other_replica = false;
 };
 
+// Update `update` measured on `rank`, as a rank's step would: its slots,
+// weights and keys, its contribution, the reduced gradient (the two
+// contributions' sum over `divisor`).
+absl::Status MeasureUpdate(UpdateVerifier& verifier, const TwoRanks& setup,
+                           const LossWeighting& weighting, int rank, int64_t update,
+                           const Mistakes& mistakes, int divisor = 1) {
+  if (absl::Status s = verifier.BeginUpdate(setup.plan, update, update); !s.ok()) return s;
+  UpdateComposition composition;
+  composition.class_counts = setup.class_counts;
+  for (int r = 0; r < 2; ++r) {
+    composition.by_rank.emplace_back();
+    for (const Slot& slot : setup.plan.UpdateSlots(r, update)) {
+      composition.by_rank.back().push_back({setup.labels[slot.dataset_index], slot.valid, 0});
+    }
+  }
+  const std::vector<Slot> slots = setup.plan.UpdateSlots(rank, update).ToVector();
+  const std::vector<double> weights = weighting.Weights(composition, rank);
+  const at::Tensor keys =
+      UpdateKeys(at::tensor(*setup.examples.SelectKeys(slots), at::kLong), update);
+  verifier.AddSlots(0, slots, weights, keys, 0);
+  // Each rank's contribution, and their sum, the same bits on both.
+  const at::Tensor c0 = at::arange(100, at::kFloat).sin();
+  const at::Tensor c1 = at::arange(100, at::kFloat).cos() * 0.5;
+  if (absl::Status s = verifier.AddContribution(rank == 0 ? c0 : c1, 0); !s.ok()) return s;
+  at::Tensor reduced = (c0 + c1) / divisor;
+  if (rank == mistakes.rank && mistakes.corrupt_reduced) reduced[17] = -reduced[17];
+  return verifier.SetReduced({reduced});
+}
+
+std::vector<ReplicaTensor> Replica(int rank, const Mistakes& mistakes) {
+  at::Tensor a = at::ones({3});
+  at::Tensor b = at::ones({4});
+  if (rank == mistakes.rank && mistakes.other_replica) b[2] = 1.0f + 1e-7f;
+  return {{"a", a}, {"b", b}};
+}
+
 // Update `update` on two rank threads whose weights come from `weighting`
 // at the plan's world size; each rank's verdict.
 std::vector<UpdateVerdict> RunUpdate(const TwoRanks& setup, const LossWeighting& weighting,
                                      int64_t update, const Mistakes& mistakes = {}) {
   std::vector<UpdateVerdict> verdicts(2);
-  const GlobalCountWeighting one_worker_weighting;
   const absl::Status status = RunOnLocalGroup(2, [&](int rank, c10d::ProcessGroup& group) {
     UpdateVerifier verifier(setup.Options(rank, &group, weighting));
     if (absl::Status s = verifier.BeginEpoch(setup.plan); !s.ok()) return s;
-    if (absl::Status s = verifier.BeginUpdate(setup.plan, update, update); !s.ok()) return s;
-    UpdateComposition composition;
-    composition.class_counts = setup.class_counts;
-    for (int r = 0; r < 2; ++r) {
-      composition.by_rank.emplace_back();
-      for (const Slot& slot : setup.plan.UpdateSlots(r, update)) {
-        composition.by_rank.back().push_back({setup.labels[slot.dataset_index], slot.valid, 0});
-      }
+    if (absl::Status s = MeasureUpdate(verifier, setup, weighting, rank, update, mistakes);
+        !s.ok()) {
+      return s;
     }
-    const std::vector<Slot> slots = setup.plan.UpdateSlots(rank, update).ToVector();
-    const std::vector<double> weights = weighting.Weights(composition, rank);
-    const at::Tensor keys =
-        UpdateKeys(at::tensor(*setup.examples.SelectKeys(slots), at::kLong), update);
-    verifier.AddSlots(0, slots, weights, keys, 0);
-    // Each rank's contribution, and their sum, the same bits on both.
-    const at::Tensor c0 = at::arange(100, at::kFloat).sin();
-    const at::Tensor c1 = at::arange(100, at::kFloat).cos() * 0.5;
-    if (absl::Status s = verifier.AddContribution(rank == 0 ? c0 : c1, 0); !s.ok()) return s;
-    at::Tensor reduced = c0 + c1;
-    if (rank == mistakes.rank && mistakes.corrupt_reduced) reduced[17] = -reduced[17];
-    if (absl::Status s = verifier.SetReduced({reduced}); !s.ok()) return s;
-    at::Tensor a = at::ones({3});
-    at::Tensor b = at::ones({4});
-    if (rank == mistakes.rank && mistakes.other_replica) b[2] = 1.0f + 1e-7f;
-    absl::StatusOr<UpdateVerdict> verdict = verifier.Exchange({{"a", a}, {"b", b}}, true);
+    absl::StatusOr<UpdateVerdict> verdict = verifier.Exchange(Replica(rank, mistakes), true);
     if (!verdict.ok()) return verdict.status();
     verdicts[rank] = *verdict;
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(status.ok()) << status;
+  return verdicts;
+}
+
+// How the reduction that carries update 0's reports in its rider treats
+// them.
+enum class RiderReduction { kSum, kDeclaredMean, kScaled };
+
+// Updates 0 and 1 on two ranks, update 0's reports riding in update 1's
+// reduction (a rider all-reduced as a bucket's values would be, then
+// divided or scaled); each rank's verdicts of both.
+std::vector<std::vector<UpdateVerdict>> RunTwoUpdatesWithARider(RiderReduction reduction) {
+  const TwoRanks setup;
+  // A mean over the ranks is the right rule with each rank's own mean
+  // (every update here splits 2 + 2).
+  const GlobalCountWeighting global_count;
+  const RankMeanWeighting rank_mean;
+  const int divisor = reduction == RiderReduction::kDeclaredMean ? 2 : 1;
+  const LossWeighting& weighting =
+      divisor > 1 ? static_cast<const LossWeighting&>(rank_mean) : global_count;
+  std::vector<std::vector<UpdateVerdict>> verdicts(2);
+  const absl::Status status = RunOnLocalGroup(2, [&](int rank, c10d::ProcessGroup& group) {
+    UpdateVerifierOptions options = setup.Options(rank, &group, weighting);
+    options.reduced_divisor = divisor;
+    UpdateVerifier verifier(options);
+    if (absl::Status s = verifier.BeginEpoch(setup.plan); !s.ok()) return s;
+    if (absl::Status s = MeasureUpdate(verifier, setup, weighting, rank, 0, {}, divisor);
+        !s.ok()) {
+      return s;
+    }
+    at::Tensor rider = at::zeros({verifier.RiderElements(at::kFloat)});
+    if (rider.numel() != 2 * 17 * 4) return absl::InternalError("rider size");
+    if (absl::Status s = verifier.Launch(Replica(rank, {}), true, rider); !s.ok()) return s;
+    if (absl::Status s = MeasureUpdate(verifier, setup, weighting, rank, 1, {}, divisor);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = SumAcrossRanks(group, rider, "the rider"); !s.ok()) return s;
+    if (reduction == RiderReduction::kDeclaredMean) rider.div_(2);
+    if (reduction == RiderReduction::kScaled) rider.mul_(1.01);
+    absl::StatusOr<std::optional<UpdateVerdict>> first = verifier.Settle(/*rider_reduced=*/true);
+    if (!first.ok()) return first.status();
+    if (absl::Status s = verifier.Launch(Replica(rank, {}), true); !s.ok()) return s;
+    absl::StatusOr<std::optional<UpdateVerdict>> second = verifier.Settle();
+    if (!second.ok()) return second.status();
+    verdicts[rank] = {**first, **second};
     return absl::OkStatus();
   });
   EXPECT_TRUE(status.ok()) << status;
@@ -153,6 +217,34 @@ TEST(UpdateVerifierTest, AMistakeOnOneRankFailsItsCheckOnEveryRankNamingIt) {
       EXPECT_EQ(v.failure->rank(), 1);
       for (const std::string& said : c.said) EXPECT_THAT(v.failure->what(), HasSubstr(said));
     }
+  }
+}
+
+TEST(UpdateVerifierTest, ReportsRideInAReducedBucketSummedOrDividedAsDeclared) {
+  for (RiderReduction reduction : {RiderReduction::kSum, RiderReduction::kDeclaredMean}) {
+    for (const std::vector<UpdateVerdict>& rank : RunTwoUpdatesWithARider(reduction)) {
+      ASSERT_EQ(rank.size(), 2u);
+      EXPECT_EQ(rank[0].update, 0);
+      EXPECT_EQ(rank[1].update, 1);
+      for (const UpdateVerdict& v : rank) EXPECT_TRUE(v.verified) << v.failure->what();
+    }
+  }
+}
+
+// A reduction that returns the rider scaled (as it would the gradients):
+// the update it carried is judged by its reports gathered on their own,
+// and the update whose reduction carried them fails its reduction check.
+TEST(UpdateVerifierTest, ARiderComingBackAlteredFailsTheUpdateThatCarriedIt) {
+  for (const std::vector<UpdateVerdict>& rank :
+       RunTwoUpdatesWithARider(RiderReduction::kScaled)) {
+    ASSERT_EQ(rank.size(), 2u);
+    EXPECT_TRUE(rank[0].verified) << rank[0].failure->what();
+    ASSERT_FALSE(rank[1].verified);
+    EXPECT_EQ(rank[1].failure->update(), 1);
+    EXPECT_EQ(rank[1].failure->check(), "reduction");
+    EXPECT_THAT(rank[1].failure->what(),
+                HasSubstr("the last gradient bucket of update 1 came back otherwise than the "
+                          "ranks' values summed"));
   }
 }
 
