@@ -66,10 +66,18 @@ class StudyTest(unittest.TestCase):
       all_parity = json.load(f)
     self.assertTrue(all_parity["pass"], all_parity.get("failures"))
     self.assertTrue(all_parity["whole_run"]["pass"], all_parity["whole_run"])
+    # ... and every update of it passes every check (issue 46).
+    every = all_parity["every_update"]
+    self.assertEqual(every["checks"], ["accounting", "reduction", "clipping", "replicas"])
+    self.assertEqual(every["verified"], every["updates"])
+    with open(os.path.join(out, "two_worker_all_recipes", "run_summary.json")) as f:
+      self.assertEqual(every["updates"], json.load(f)["total_updates"])
     with open(os.path.join(out, "trade_report.json")) as f:
       all_recipes = json.load(f)["two_workers_all_recipes"]
     self.assertEqual(all_recipes["status"], "measured")
     self.assertEqual(all_recipes["parity_verdict"], "pass")
+    self.assertTrue(all_recipes["parity"]["every_update"].startswith("every update ("),
+                    all_recipes["parity"]["every_update"])
     for recipe in ("accumulation_steps 2", "lr_schedule linear_warmup_cosine", "precision bf16",
                    "batch_norm sync", "local_batch_sizes 20+12"):
       self.assertIn(recipe, all_recipes["recipes"])

@@ -116,6 +116,25 @@ std::string WholeRunPhrase(const WholeRunParity& whole) {
                       absl::StrFormat("%.0f", 100 * share), " % of a budget");
 }
 
+// "every update (70 of 70) verified (accounting, reduction)", "every
+// update: 69 of 70 verified, update 69 failed the accounting check on rank
+// 0", or empty without the checks.
+std::string EveryUpdatePhrase(const EveryUpdateVerdict& every) {
+  if (every.updates() == 0) return "";
+  if (every.pass()) {
+    return absl::StrCat("every update (", every.verified(), " of ", every.updates(),
+                        ") verified (", absl::StrJoin(every.checks(), ", "), ")");
+  }
+  std::string first;
+  if (every.has_first_failure()) {
+    const EveryUpdateFailure& f = every.first_failure();
+    first = absl::StrCat(", update ", f.update(), " failed the ", f.check(), " check",
+                         f.rank() >= 0 ? absl::StrCat(" on rank ", f.rank()) : "");
+  }
+  return absl::StrCat("every update: ", every.verified(), " of ", every.updates(), " verified",
+                      first);
+}
+
 ParityFigures SummariseParity(const Sourced<ParityReport>& parity) {
   const ParityReport& p = parity.message;
   ParityFigures figures;
@@ -133,6 +152,7 @@ ParityFigures SummariseParity(const Sourced<ParityReport>& parity) {
   figures.set_ranks_agree(p.ranks_agree());
   *figures.mutable_failures() = p.failures();
   figures.set_whole_run(WholeRunPhrase(p.whole_run()));
+  figures.set_every_update(EveryUpdatePhrase(p.every_update()));
   return figures;
 }
 

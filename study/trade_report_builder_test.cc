@@ -332,6 +332,18 @@ TEST(TradeReportBuilderTest, CarriesTheAllRecipesRunWithItsRecipesAndWholeRun) {
   EXPECT_EQ(all.parity().whole_run(),
             "whole run (drift_budget): 1 of 2 checked updates judged, pass, largest 40 % of a "
             "budget");
+  EXPECT_EQ(all.parity().every_update(),
+            "every update (10 of 10) verified (accounting, reduction, clipping, replicas)");
+  // A failure names its update, check and rank.
+  EveryUpdateVerdict failed;
+  failed.set_updates(70);
+  failed.set_verified(69);
+  failed.mutable_first_failure()->set_update(69);
+  failed.mutable_first_failure()->set_check("accounting");
+  failed.mutable_first_failure()->set_rank(0);
+  inputs.two_workers_all_recipes->run.parity.message.mutable_every_update()->CopyFrom(failed);
+  EXPECT_EQ(Build(inputs).two_workers_all_recipes().parity().every_update(),
+            "every update: 69 of 70 verified, update 69 failed the accounting check on rank 0");
   // A parity.json without a whole-run verdict is refused, naming it.
   inputs.two_workers_all_recipes->run.parity.message.clear_whole_run();
   absl::StatusOr<TradeReport> report = BuildTradeReport(inputs);

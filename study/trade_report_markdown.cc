@@ -313,6 +313,7 @@ void AppendParity(const TradeReport& report, std::string* md) {
                  absl::StrFormat("%.g / %.g", p->rtol(), p->atol())}));
   }
   for (const auto& [name, p] : checks) {
+    if (!p->every_update().empty()) absl::StrAppend(md, "\n- ", name, ": ", p->every_update());
     if (!p->whole_run().empty()) absl::StrAppend(md, "\n- ", name, ": ", p->whole_run());
     for (const std::string& failure : p->failures()) {
       absl::StrAppend(md, "\n- ", name, ": ", failure);

@@ -35,6 +35,7 @@ RunArtifacts TestRun(int world_size, double loss_offset) {
     p->set_examples_seen(8 * (u + 1));
     p->set_loss(losses[u] + (u == 2 ? loss_offset : 0));
     p->set_mean_loss(p->loss());
+    p->set_verified(true);
     p->set_learning_rate(rates[u]);
   }
   for (int r = 0; r < world_size; ++r) {
@@ -316,6 +317,13 @@ AllRecipesRunArtifacts TestAllRecipesRun() {
   UpdateParity& last = *whole.add_updates();
   last.set_update(9);
   last.set_not_judged("the drift twin's drift outgrew what training moved");
+  EveryUpdateVerdict& every = *all.run.parity.message.mutable_every_update();
+  every.set_updates(10);
+  every.set_verified(10);
+  for (const char* check : {"accounting", "reduction", "clipping", "replicas"}) {
+    every.add_checks(check);
+  }
+  every.set_pass(true);
   TrainingConfig& config = all.config;
   config.set_accumulation_steps(2);
   config.mutable_lr_schedule()->set_name("linear_warmup_cosine");
