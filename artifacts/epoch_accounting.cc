@@ -39,24 +39,4 @@ std::vector<EpochRankRecord> AccountEpoch(const EpochPlan& plan,
   return records;
 }
 
-UpdateComposition ComposeUpdate(const EpochPlan& plan, int64_t update,
-                                const std::vector<int>& labels,
-                                const std::vector<int64_t>& class_counts,
-                                int micro_batches) {
-  UpdateComposition composition;
-  composition.class_counts = class_counts;
-  composition.micro_batches = micro_batches;
-  composition.by_rank.resize(plan.world_size());
-  for (int r = 0; r < plan.world_size(); ++r) {
-    const DealtSlots slots = plan.UpdateSlots(r, update);
-    for (size_t i = 0; i < slots.size(); ++i) {
-      composition.by_rank[r].push_back(
-          WeightedSlot{labels[slots[i].dataset_index], slots[i].valid,
-                       MicroBatchOf(static_cast<int64_t>(i), plan.local_batch()[r],
-                                    micro_batches)});
-    }
-  }
-  return composition;
-}
-
 }  // namespace receipt_parity

@@ -7,7 +7,6 @@
 
 #include "samplers/epoch_plan.h"
 #include "artifacts/run_summary.pb.h"
-#include "weighting/loss_weighting.h"
 
 namespace receipt_parity {
 
@@ -19,14 +18,6 @@ namespace receipt_parity {
 std::vector<EpochRankRecord> AccountEpoch(const EpochPlan& plan,
                                           int64_t first_update,
                                           int64_t end_update);
-
-// The update as the loss weighting sees it: every rank's (label, valid,
-// micro-batch), cut into `micro_batches` micro-batches per rank
-// (samplers/micro_batches.h). labels: by dataset index.
-UpdateComposition ComposeUpdate(const EpochPlan& plan, int64_t update,
-                                const std::vector<int>& labels,
-                                const std::vector<int64_t>& class_counts,
-                                int micro_batches = 1);
 
 }  // namespace receipt_parity
 

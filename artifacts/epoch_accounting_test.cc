@@ -45,20 +45,5 @@ TEST(EpochAccountingTest, DuplicatePadCountsTheRepeatedExample) {
   EXPECT_EQ(duplicates, 1);
 }
 
-TEST(EpochAccountingTest, ComposeUpdateCarriesLabelsAndMasks) {
-  auto policy = MaskedTailFactory().Create(MaskedTailOptions());
-  ASSERT_TRUE(policy.ok());
-  EpochPlan plan = Plan(**policy, 5, 2);  // 6 slots, last one masked
-  std::vector<int> labels = {0, 1, 2, 3, 0};
-  UpdateComposition c = ComposeUpdate(plan, 0, labels, {2, 1, 1, 1});
-  ASSERT_EQ(c.by_rank.size(), 2u);
-  int valid = 0;
-  for (const auto& rank : c.by_rank) {
-    for (const WeightedSlot& s : rank) valid += s.valid ? 1 : 0;
-  }
-  EXPECT_EQ(valid, 5);
-  EXPECT_EQ(c.class_counts.size(), 4u);
-}
-
 }  // namespace
 }  // namespace receipt_parity

@@ -20,6 +20,8 @@
 
 #include "absl/status/statusor.h"
 #include "artifacts/artifact_stamp.h"
+#include "checkpoint/shard_state.h"
+#include "google/protobuf/message.h"
 #include "parity/whole_run_parity.h"
 
 namespace receipt_parity {
@@ -51,6 +53,33 @@ absl::StatusOr<TrajectoryPoint> ReadTrajectoryPoint(
 // The updates whose record run_dir/trajectory/ holds, sorted (empty when
 // there is no such folder).
 std::vector<int64_t> RecordedTrajectoryUpdates(const std::string& run_dir);
+
+// For the trajectory's other records (artifacts/replay_inputs.h), the same
+// rules as a point's:
+// K of every run_dir/trajectory/`prefix`K.json, sorted.
+std::vector<int64_t> RecordedTrajectoryFiles(const std::string& run_dir,
+                                             const std::string& prefix);
+// `tensors` by name in LibTorch's serialization (checkpoint/shard_state.h),
+// detached CPU copies. Internal on a LibTorch error.
+absl::StatusOr<std::string> SerializedTensors(const NamedTensors& tensors);
+// Writes run_dir/trajectory/`tensors_file` (made when missing) and then
+// the stamped `record` as run_dir/trajectory/`record_name`, each atomically.
+absl::Status WriteTrajectoryFiles(const std::string& run_dir, const std::string& tensors_file,
+                                  const std::string& tensor_bytes, const std::string& record_name,
+                                  const ArtifactStamp& stamp,
+                                  const google::protobuf::Message& record);
+// Reads run_dir/trajectory/`name` as untrusted input into `record`, its
+// stamp one of `fingerprints` (any when empty). Errors as
+// ReadTrajectoryPoint's.
+absl::Status ReadTrajectoryRecord(const std::string& run_dir, const std::string& name,
+                                  const std::vector<std::string>& fingerprints,
+                                  google::protobuf::Message* record);
+// The tensors of run_dir/trajectory/`file`, of the size and SHA-1 that the
+// record `record_name` gives. Errors name the file (DataLoss when damaged).
+absl::StatusOr<ShardState> ReadTrajectoryTensors(const std::string& run_dir,
+                                                 const std::string& record_name,
+                                                 const std::string& file, int64_t bytes,
+                                                 const std::string& sha1);
 
 }  // namespace receipt_parity
 

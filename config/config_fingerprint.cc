@@ -19,11 +19,12 @@ TrainingConfig FingerprintedConfig(const TrainingConfig& config) {
   canonical.clear_plugin_library();
   canonical.clear_checkpoint();
   // Which updates parity checks, whether a failure stops the run, and
-  // whether every update is checked change what is judged, not what is
-  // trained.
+  // whether every update is checked or the checked ones replayed change
+  // what is judged, not what is trained.
   canonical.mutable_parity()->clear_check_updates();
   canonical.mutable_parity()->clear_stop_on_failure();
   canonical.mutable_parity()->clear_every_update();
+  canonical.mutable_parity()->clear_replay();
   // Where a run computes and how it reduces do not change what it trains.
   canonical.clear_device();
   if (canonical.has_backend()) canonical.set_backend("gloo");

@@ -171,13 +171,15 @@ TEST(ConfigFingerprintPinTest, TheEveryUpdateChecksAndAFlippedBitLeaveTheFingerp
   const std::string judged = ::testing::TempDir() + "/judged.pbtxt";
   std::ofstream(plain) << base;
   std::ofstream(judged) << base
-                        << "parity { every_update: false }\n"
+                        << "parity { every_update: false replay: false }\n"
                            "run { fault { corrupt_rank: 1 corrupt_update: 2 corrupt_bit: 30 } }\n";
   absl::StatusOr<LoadedConfig> a = LoadTrainingConfig(plain);
   absl::StatusOr<LoadedConfig> b = LoadTrainingConfig(judged);
   ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
   EXPECT_TRUE(a->config.parity().every_update());  // the default
   EXPECT_FALSE(b->config.parity().every_update());
+  EXPECT_TRUE(a->config.parity().replay());  // the default
+  EXPECT_FALSE(b->config.parity().replay());
   EXPECT_EQ(a->fingerprint, b->fingerprint);
   EXPECT_EQ(a->fingerprint, "f1847fc573a00096386e6874efef29c3b097867b");
 }

@@ -476,6 +476,7 @@ void ApplyDefaults(TrainingConfig* c) {
   if (!parity->has_atol()) parity->set_atol(1e-7);
   if (!parity->has_stop_on_failure()) parity->set_stop_on_failure(true);
   if (!parity->has_every_update()) parity->set_every_update(true);
+  if (!parity->has_replay()) parity->set_replay(true);
   if (!c->checkpoint().has_keep_last()) c->mutable_checkpoint()->set_keep_last(2);
   RunOptions* run = c->mutable_run();
   if (!run->has_log_every_updates()) run->set_log_every_updates(10);

@@ -52,18 +52,29 @@ bool AllFinite(const at::Tensor& t) {
 absl::StatusOr<TensorListComparison> CompareTensors(
     const NamedTensors& actual, const NamedTensors& reference, double rtol,
     const std::vector<double>& atols) {
-  for (double atol : atols) {
-    if (std::isfinite(atol) && atol >= 0) continue;
+  absl::StatusOr<TensorListComparison> list =
+      CompareTensors(actual, reference, std::vector<double>(atols.size(), rtol), atols);
+  if (!list.ok()) return list;
+  for (TensorComparison& t : list->tensors) t.rtol.reset();
+  return list;
+}
+
+absl::StatusOr<TensorListComparison> CompareTensors(const NamedTensors& actual,
+                                                    const NamedTensors& reference,
+                                                    const std::vector<double>& rtols,
+                                                    const std::vector<double>& atols) {
+  for (size_t i = 0; i < atols.size() && i < rtols.size(); ++i) {
+    if (std::isfinite(atols[i]) && atols[i] >= 0 && std::isfinite(rtols[i]) && rtols[i] >= 0) {
+      continue;
+    }
     return absl::InvalidArgumentError(absl::StrCat(
-        "tolerance: rtol and atol must be finite and >= 0, got rtol ", rtol, ", atol ", atol));
+        "tolerance: rtol and atol must be finite and >= 0, got rtol ", rtols[i], ", atol ",
+        atols[i]));
   }
-  if (!std::isfinite(rtol) || rtol < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tolerance: rtol and atol must be finite and >= 0, got rtol ", rtol));
-  }
-  if (atols.size() != actual.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "comparing ", actual.size(), " tensors with ", atols.size(), " tolerances"));
+  if (atols.size() != actual.size() || rtols.size() != actual.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("comparing ", actual.size(), " tensors with ",
+                                                   atols.size(), " atols and ", rtols.size(),
+                                                   " rtols"));
   }
   if (actual.size() != reference.size()) {
     return absl::InvalidArgumentError(
@@ -89,8 +100,9 @@ absl::StatusOr<TensorListComparison> CompareTensors(
           "], the reference [", absl::StrJoin(ref.sizes(), ","), "]"));
     }
     try {
-      list.tensors.push_back(CompareOne(name, a, ref, rtol, atols[i]));
+      list.tensors.push_back(CompareOne(name, a, ref, rtols[i], atols[i]));
       list.tensors.back().atol = atols[i];
+      list.tensors.back().rtol = rtols[i];
     } catch (const c10::Error& e) {
       return absl::InternalError(absl::StrCat(
           "comparing '", name, "': ", e.what_without_backtrace()));
@@ -119,7 +131,10 @@ absl::StatusOr<TensorListComparison> CompareTensors(
   absl::StatusOr<TensorListComparison> list =
       CompareTensors(actual, reference, rtol, std::vector<double>(actual.size(), atol));
   if (!list.ok()) return list;
-  for (TensorComparison& t : list->tensors) t.atol.reset();
+  for (TensorComparison& t : list->tensors) {
+    t.atol.reset();
+    t.rtol.reset();
+  }
   return list;
 }
 
@@ -134,6 +149,7 @@ void AppendTensorParity(const TensorListComparison& comparison,
     p->set_max_abs_reference(t.max_abs_reference);
     p->set_pass(t.within_tolerance);
     if (t.atol.has_value()) p->set_atol(*t.atol);
+    if (t.rtol.has_value()) p->set_rtol(*t.rtol);
     p->set_bitwise_equal(t.bitwise_equal);
   }
 }

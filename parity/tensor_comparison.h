@@ -35,6 +35,8 @@ struct TensorComparison {
   // The atol this tensor was judged with, when the caller gave one per
   // tensor (nullopt: the list's one atol).
   std::optional<double> atol;
+  // Likewise its rtol (nullopt: the list's one rtol).
+  std::optional<double> rtol;
   std::vector<int64_t> shape;
   double max_abs_diff = 0;
   // Over elements with a non-zero reference only.
@@ -80,8 +82,16 @@ absl::StatusOr<TensorListComparison> CompareTensors(
     const NamedTensors& actual, const NamedTensors& reference, double rtol,
     const std::vector<double>& atols);
 
-// Appends one TensorParity per compared tensor to `out` (with its atol
-// when it had its own).
+// The same with tensor i judged by rtols[i] and atols[i]; each
+// TensorComparison records both. InvalidArgument also when either list's
+// size is not actual.size().
+absl::StatusOr<TensorListComparison> CompareTensors(const NamedTensors& actual,
+                                                    const NamedTensors& reference,
+                                                    const std::vector<double>& rtols,
+                                                    const std::vector<double>& atols);
+
+// Appends one TensorParity per compared tensor to `out` (with its rtol and
+// atol when it had its own).
 void AppendTensorParity(const TensorListComparison& comparison,
                         google::protobuf::RepeatedPtrField<TensorParity>* out);
 

@@ -118,7 +118,7 @@ TEST(TensorComparisonTest, EachTensorByItsOwnAtol) {
   AppendTensorParity(*one, &plain);
   EXPECT_FALSE(plain[0].has_atol());
   EXPECT_THAT(CompareTensors(actual, reference, 0, std::vector<double>{0.1}).status().message(),
-              HasSubstr("2 tensors with 1 tolerances"));
+              HasSubstr("2 tensors with 1 atols"));
   EXPECT_THAT(
       CompareTensors(actual, reference, 0, std::vector<double>{0.1, NAN}).status().message(),
       HasSubstr("rtol and atol must be finite"));

@@ -8,28 +8,28 @@
 // How much it may grow is measured, not tuned: the drift twin is a second
 // one-worker run of the reference's config whose every update sums its
 // gradient over `twin_micro_batches` micro-batches, another reduction order
-// of the same update. At each checked update K the run's parameters pass
-// when their distance from the reference's (L2 over every element of every
-// parameter) is within
-//   safety_factor x D_K + || atol + rtol x |ref_K| ||,
-//   D_K = max over checked k <= K of || twin_k - ref_k ||
-// and the loss when
-//   |run - ref| <= safety_factor x L_K + atol + rtol x |ref|,
+// of the same update (and the effective-batch rule's weighting, reducer and
+// clipping, never a mistake of the run's). At each checked update K, per
+// tensor t (never pooled; L2 over the tensor's elements):
+//   D_t = max over checked k <= K of || twin_t,k - ref_t,k ||
+//   budget_t = safety_factor x D_t + floor_t,
+//   floor_t = max(|| atol + rtol x |ref_t,K| ||, one update's derived
+//                 rounding of t, UpdateComparisonInputs.tensor_floors)
+// and the tensor is judged when budget_t is at most
+// kMostShareOfOneUpdate (10 %) of what the reference's step K changed of
+// it (the trajectory point's change_norms): then a mistake that moved this
+// update of the tensor by a tenth fails, the run passing when
+// || run_t,K - ref_t,K || <= budget_t. Above the gate, rounding alone has
+// moved the trajectories apart further than a mistake in one update would:
+// the tensor has diverged, is listed, and is not judged by numerics (the
+// every-update checks and the replay, exact at every update of a run of any
+// length, judge the machinery). A run never fails for numerics because it
+// is long. The loss is judged at every checked update, diverged or not,
+// against the spread of the two differently ordered references:
+//   |run - ref| <= safety_factor x L_K + atol + max(rtol, loss_rtol) x |ref|,
 //   L_K = max over every update k <= K of |twin loss_k - ref loss_k|.
-// The distance over every parameter pools hundreds of thousands of samples
-// of the drift; one tensor's largest element is one sample, which can sit
-// several times off the twin's by chance (measured: the run's distance
-// stayed within 1.6 x the twin's while one bias was 3.6 x its own), so
-// each tensor is reported (UpdateParity.parameters, for finding where a
-// run drifts) but does not decide.
-// A budget is only worth something while it is far below what training
-// moves: when the derived budget at K is not below most_share_of_training
-// of || ref_K - ref_0 || (the reference's movement since its first update),
-// K is "not judged": the twin's own drift has outgrown what could tell the
-// run from another training (bf16's rounding, amplified over a long run,
-// can do that), so K gives no verdict either way, and the report says so.
-// The whole run passes when every judged update passes, and at least one
-// (update 0, where the gate does not apply) is judged.
+// The whole run passes when every checked update was read, every judged
+// tensor is within its budget and every loss within its.
 // Bitwise mode: a run that computes each update as the reference does (one
 // rank, one micro-batch) must equal it bitwise at every checked update.
 //
@@ -51,9 +51,12 @@ namespace receipt_parity {
 // reference by twice the twin's; twice that again for slack (the same
 // factor as bf16's derived tolerance).
 inline constexpr double kDriftSafetyFactor = 4.0;
-// A budget at or above this share of what training moved a tensor could
-// pass a run that trained something else: not judged.
+// The gate before per-tensor verdicts (reported, no longer deciding).
 inline constexpr double kMostShareOfTraining = 0.5;
+// A tensor's budget above this share of what one update changed of it
+// cannot tell a mistake in that update from rounding: not judged (the same
+// gate as the first update's, trainer/bf16_tolerance.h).
+inline constexpr double kMostShareOfOneUpdateChange = 0.1;
 
 // The updates checked when parity.check_updates is unset: the first, the
 // last, and those a quarter, half and three quarters of the way, sorted and
@@ -74,6 +77,9 @@ struct CheckedPoint {
   double loss = 0;
   // The parameters after the update, in the model's registration order.
   NamedTensors parameters;
+  // What the update's step changed of each parameter (|| after - before ||,
+  // L2), in the same order; empty when not recorded.
+  std::vector<double> change_norms;
 };
 
 struct UpdateComparisonInputs {
@@ -87,20 +93,33 @@ struct UpdateComparisonInputs {
   double rtol = 0;
   double atol = 0;
   // The drift so far: the twin's largest distance from the reference at
-  // the checked updates before this one (0: none), so a budget never
-  // shrinks as the run goes on; and the largest |twin loss - reference
-  // loss| over every update up to this one (their loss curves; negative:
-  // unknown, then this update's alone). One update's loss is one sample of
-  // the drift, its envelope over the run a measure of it.
+  // the checked updates before this one (0: none), over every parameter and
+  // per tensor (empty: none), so a budget never shrinks as the run goes on;
+  // and the largest |twin loss - reference loss| over every update up to
+  // this one (their loss curves; negative: unknown, then this update's
+  // alone). One update's loss is one sample of the drift, its envelope over
+  // the run a measure of it.
   double earlier_drift = 0;
+  std::vector<double> earlier_tensor_drifts;
   double loss_drift_envelope = -1;
+  // One update's derived rounding per tensor, as a distance
+  // (TensorBudget.parameter_budget_norm of the first update's derivation),
+  // the least floor of each tensor's budget (empty: the config's alone);
+  // and the least rtol of the loss budget (safety_factor x the derived
+  // loss_relative_error; 0: the config's alone). One twin is one sample of
+  // the drift: where it happens to sit on the reference (bf16 rounds a small
+  // tensor's change to the same bits), the precision's own rounding of one
+  // update still bounds what two orders may differ by.
+  std::vector<double> tensor_floors;
+  double loss_rtol = 0;
 };
 
 struct UpdateComparison {
   UpdateParity parity;
-  // The twin's distance this update's budget used (the envelope up to it),
-  // for the next update's earlier_drift.
+  // The twin's distances this update's budgets used (the envelopes up to
+  // it), for the next update's earlier_drift and earlier_tensor_drifts.
   double drift = 0;
+  std::vector<double> tensor_drifts;
 };
 
 // One checked update. InvalidArgument when the points are of other
@@ -114,8 +133,8 @@ WholeRunParity WholeRunHeader(const std::vector<int64_t>& check_updates,
                               int twin_micro_batches);
 
 // Adds `update` to `verdict` and recomputes its pass (every checked update
-// is there, every judged one passes, one at least is judged) and
-// judged_updates.
+// is there and passes: its judged tensors and its loss) and judged_updates
+// (those with a tensor judged by numerics).
 void AddCheckedUpdate(UpdateParity update, WholeRunParity* verdict);
 
 // The verdict of a run that stopped before it could be judged: mode

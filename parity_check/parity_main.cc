@@ -135,16 +135,35 @@ SimulatedParityRequest MakeRequest(const LoadedConfig& loaded,
   return parity;
 }
 
-void PrintSummary(const SimulatedParityRequest& parity, const ParityReport& report,
-                  const std::string& out) {
+// What the simulated check trains, against the config's own update: it
+// trains one fp32 update of the split's examples in one micro-batch per
+// rank, which is the config's update only when they agree.
+std::string WhatItTrains(const TrainingConfig& config, const SimulatedParityRequest& parity) {
+  int examples = 0;
+  for (int n : parity.split) examples += n;
+  const bool same = examples == config.global_batch() && config.accumulation_steps() == 1 &&
+                    config.precision() != "bf16";
+  return absl::StrCat(
+      "trains one fp32 update of ", examples, " examples (split ",
+      absl::StrJoin(parity.split, "+"), ", one micro-batch a rank)",
+      same ? ", the config's own update"
+           : absl::StrCat(", not the config's own (global batch ", config.global_batch(), ", ",
+                          config.accumulation_steps(), " micro-batch(es), ",
+                          config.precision().empty() ? "fp32" : config.precision(),
+                          "): train's first-update verdict and replay judge that one"));
+}
+
+void PrintSummary(const TrainingConfig& config, const SimulatedParityRequest& parity,
+                  const ParityReport& report, const std::string& out) {
   std::cout << "SIMULATED parity check (ranks are threads of one process "
-               "sharing a real Gloo group; not a multi-process run)\n"
+               "sharing a real Gloo group; not a multi-process run); it "
+            << WhatItTrains(config, parity) << "\n"
             << "split " << absl::StrJoin(parity.split, "+") << ", "
             << parity.weighting_name << " + " << parity.reducer_name
             << (parity.partition_matched ? ", partition-matched" : "")
             << ": max abs diff " << report.max_abs_diff() << ", max rel diff "
-            << report.max_rel_diff() << " (rtol " << parity.rtol << ", atol "
-            << parity.atol << ")"
+            << report.max_rel_diff() << " (tolerance used: rtol " << report.rtol() << ", atol "
+            << report.atol() << "; " << report.tolerance_reason() << ")"
             << (parity.partition_matched
                     ? absl::StrCat(", bitwise_equal ",
                                    report.bitwise_equal() ? "true" : "false")
@@ -193,7 +212,7 @@ absl::StatusOr<ParityReport> CheckParity(const LoadedConfig& loaded,
       !s.ok()) {
     return s;
   }
-  PrintSummary(parity, *report, out);
+  PrintSummary(loaded.config, parity, *report, out);
   return report;
 }
 

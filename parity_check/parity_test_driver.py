@@ -54,11 +54,25 @@ def report_lines(parity, where):
         "%s: parameter %s: max |diff| %.6g, max relative diff %.6g, tolerance atol %.3g + "
         "rtol %.3g * |reference| (max |reference| %.6g)" % (
             where, tensor["name"], tensor.get("max_abs_diff", 0), tensor.get("max_rel_diff", 0),
-            tensor.get("atol", atol), rtol, tensor.get("max_abs_reference", 0)))
+            tensor.get("atol", atol), tensor.get("rtol", rtol),
+            tensor.get("max_abs_reference", 0)))
   for update in parity.get("whole_run", {}).get("updates", []):
     for reason in update.get("failures", []):
       lines.append("%s: whole run, update %s: %s" % (where, update.get("update", 0), reason))
   return lines
+
+
+def verdict_line(result):
+  """train's one-line verdict ("parity PASSED: ..." or "parity FAILED: ..."):
+  how many tensors and updates each verdict judged and which were left to
+  the replay."""
+  for line in (result.stdout + result.stderr).splitlines():
+    at = line.find("parity PASSED: ")
+    if at < 0:
+      at = line.find("parity FAILED: ")
+    if at >= 0:
+      return line[at:]
+  return "train printed no parity verdict"
 
 
 def run_findings(args, world_size, sets, tmp):
@@ -67,6 +81,7 @@ def run_findings(args, world_size, sets, tmp):
   command = [args.train, "--config=" + args.config, "--out=" + out,
              "--set", "world_size=%d" % world_size, *sets]
   result = subprocess.run(command, capture_output=True, text=True)
+  print("%d workers: %s" % (world_size, verdict_line(result)))
   findings = []
   if result.returncode not in (0, 3):
     return ["%s: train exited %d: %s" % (where, result.returncode, result.stderr[-3000:])]
@@ -109,6 +124,9 @@ def simulated_findings(args, sets, tmp):
   where = "simulated split %s (%s)" % (args.split, out)
   result = subprocess.run([args.parity, "--config=" + args.config, "--split=" + args.split,
                            "--out=" + out, *sets], capture_output=True, text=True)
+  for line in result.stdout.splitlines():
+    if line.startswith("SIMULATED") or line.startswith("split "):
+      print(line)
   if result.returncode not in (0, 3):
     return ["%s: parity exited %d: %s" % (where, result.returncode, result.stderr[-3000:])]
   parity = load(os.path.join(out, "parity.json"))

@@ -26,22 +26,25 @@ double LargestPeakRss(const RunFigures& run) {
 
 void AppendWholeRun(const WholeRunParity& whole, std::string* md) {
   absl::StrAppend(md, "\nThe whole run (", whole.mode(), "): ", whole.judged_updates(), " of ",
-                  whole.check_updates_size(), " checked updates judged, verdict **",
-                  whole.pass() ? kPass : kFail, "**. ", whole.method(), ".\n\n");
-  absl::StrAppend(md, HeaderRow({"update", "judged", "verdict", "largest share of budget",
-                                 "twin drift", "loss", "reference loss", "loss budget"}));
+                  whole.check_updates_size(), " checked updates judged by numerics in some "
+                  "tensor, verdict **", whole.pass() ? kPass : kFail, "**. ", whole.method(),
+                  ".\n\n");
+  absl::StrAppend(md, HeaderRow({"update", "tensors judged by numerics", "verdict", "twin drift",
+                                 "loss", "reference loss", "loss budget"}));
   for (const UpdateParity& u : whole.updates()) {
     absl::StrAppend(
-        md, Row({absl::StrCat(u.update()), YesNo(u.judged()),
-                 u.judged() ? (u.pass() ? kPass : kFail) : kDash,
-                 u.judged() ? Percent(u.largest_share_of_budget()) : kDash,
-                 absl::StrFormat("%.3g", u.twin_drift()), absl::StrFormat("%.6f", u.loss()),
-                 absl::StrFormat("%.6f", u.reference_loss()),
+        md, Row({absl::StrCat(u.update()),
+                 absl::StrCat(u.judged_tensors(), " of ", u.tensors_size()),
+                 u.pass() ? kPass : kFail, absl::StrFormat("%.3g", u.twin_drift()),
+                 absl::StrFormat("%.6f", u.loss()), absl::StrFormat("%.6f", u.reference_loss()),
                  absl::StrFormat("%.3g", u.loss_budget())}));
   }
   for (const UpdateParity& u : whole.updates()) {
     if (!u.not_judged().empty()) {
       absl::StrAppend(md, "\n- update ", u.update(), ": ", u.not_judged());
+    } else if (u.diverged_tensors_size() > 0) {
+      absl::StrAppend(md, "\n- update ", u.update(), ": diverged, left to the replay: ",
+                      absl::StrJoin(u.diverged_tensors(), ", "));
     }
     for (const std::string& failure : u.failures()) absl::StrAppend(md, "\n- ", failure);
   }

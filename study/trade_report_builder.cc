@@ -99,21 +99,28 @@ absl::StatusOr<RunFigures> SummariseRun(const RunArtifacts& run) {
   return figures;
 }
 
-// "whole run (drift_budget): 5 of 5 checked updates judged, pass, largest
-// 29 % of a budget", or empty without a whole-run verdict.
+// "whole run (drift_budget): 5 of 5 checked updates pass, numerics judged 8
+// of 30 tensor-updates, the other 22 diverged and left to the replay", or
+// empty without a whole-run verdict.
 std::string WholeRunPhrase(const WholeRunParity& whole) {
   if (whole.mode().empty()) return "";
   if (whole.mode() == "not_judged") {
     return absl::StrCat("whole run not judged: ", whole.not_judged());
   }
-  double share = 0;
+  int passing = 0, judged = 0, all = 0;
   for (const UpdateParity& u : whole.updates()) {
-    if (u.judged()) share = std::max(share, u.largest_share_of_budget());
+    passing += u.pass() ? 1 : 0;
+    judged += u.judged_tensors();
+    all += u.tensors_size();
   }
-  return absl::StrCat("whole run (", whole.mode(), "): ", whole.judged_updates(), " of ",
-                      whole.check_updates_size(), " checked updates judged, ",
-                      whole.pass() ? kPass : kFail, ", largest ",
-                      absl::StrFormat("%.0f", 100 * share), " % of a budget");
+  const std::string head = absl::StrCat("whole run (", whole.mode(), "): ", passing, " of ",
+                                        whole.check_updates_size(), " checked updates ",
+                                        whole.mode() == "bitwise" ? "bitwise equal" : "pass");
+  if (whole.mode() == "bitwise") return head;
+  return absl::StrCat(head, ", numerics judged ", judged, " of ", all, " tensor-updates",
+                      judged == all ? ""
+                                    : absl::StrCat(", the other ", all - judged,
+                                                   " diverged and left to the replay"));
 }
 
 // "every update (70 of 70) verified (accounting, reduction)", "every

@@ -306,7 +306,7 @@ TEST(TradeReportBuilderTest, CarriesTheBf16RunBesideFp32) {
   EXPECT_EQ(bf16.parity().source(), "two_worker_bf16/parity.json");
   EXPECT_DOUBLE_EQ(bf16.derived().largest_share_of_one_update(), 0.27);
   EXPECT_DOUBLE_EQ(bf16.derived().gradient_error(), 2e-4);
-  ASSERT_EQ(bf16.derived().tensors_size(), 1);
+  ASSERT_EQ(bf16.derived().tensors_size(), 2);
   EXPECT_EQ(bf16.derived().tensors(0).name(), "fc.weight");
 
   inputs.two_workers_bf16->parity.message.set_pass(false);
@@ -330,8 +330,8 @@ TEST(TradeReportBuilderTest, CarriesTheAllRecipesRunWithItsRecipesAndWholeRun) {
   EXPECT_EQ(all.parity_verdict(), kPass);
   EXPECT_EQ(all.whole_run().updates_size(), 2);
   EXPECT_EQ(all.parity().whole_run(),
-            "whole run (drift_budget): 1 of 2 checked updates judged, pass, largest 40 % of a "
-            "budget");
+            "whole run (drift_budget): 2 of 2 checked updates pass, numerics judged 1 of 2 "
+            "tensor-updates, the other 1 diverged and left to the replay");
   EXPECT_EQ(all.parity().every_update(),
             "every update (10 of 10) verified (accounting, reduction, clipping, replicas)");
   // A failure names its update, check and rank.

@@ -77,7 +77,8 @@ std::string MpiLine(const MpiFigures& mpi) {
 }
 
 // "1890.2 examples/s, 0.94× fp32; macro F1 +0.0012 against fp32; parity
-// pass (largest tensor budget 27.0 % of one update)", or "not measured
+// pass (first update: 5 of 6 tensors judged by numerics, bn0.bias left to
+// the replay)", or "not measured
 // (why)".
 std::string Bf16Line(const PrecisionFigures& bf16) {
   if (bf16.status() != kMeasured) {
@@ -89,10 +90,14 @@ std::string Bf16Line(const PrecisionFigures& bf16) {
       Fixed(bf16.run().examples_per_second(), 1), " examples/s, ",
       Fixed(bf16.over_fp32_examples_per_second(), 2), "× fp32; macro F1 ",
       absl::StrFormat("%+.4f", bf16.macro_f1_minus_fp32()),
-      " against fp32; parity ", bf16.parity_verdict(),
-      " (largest tensor budget ",
-      Percent(bf16.derived().largest_share_of_one_update()),
-      " of one update)");
+      " against fp32; parity ", bf16.parity_verdict(), " (first update: ",
+      bf16.derived().judged_tensors(), " of ", bf16.derived().tensors_size(),
+      " tensors judged by numerics",
+      bf16.derived().not_judged_tensors().empty()
+          ? ""
+          : absl::StrCat(", ", absl::StrJoin(bf16.derived().not_judged_tensors(), ", "),
+                         " left to the replay"),
+      ")");
 }
 
 void AppendThroughput(const TradeReport& report, std::string* md) {

@@ -173,7 +173,7 @@ TEST(TradeReportMarkdownTest, ShowsTheBf16RunBesideFp32) {
   const std::string md = TradeReportMarkdown(report);
   const std::string line =
       "1800.5 examples/s, 0.90× fp32; macro F1 -0.0500 against fp32; parity "
-      "pass (largest tensor budget 27.0 % of one update)";
+      "pass (first update: 1 of 2 tensors judged by numerics, fc.bias left to the replay)";
   EXPECT_THAT(TradeReportHeadline(report),
               HasSubstr("\ntwo workers in bf16: " + line + "\n"));
   EXPECT_THAT(md, HasSubstr("## fp32 against bf16\n\n|  | two workers, fp32 | "
@@ -202,13 +202,14 @@ TEST(TradeReportMarkdownTest, ShowsTheAllRecipesRunAndEachCheckedUpdate) {
   const std::string md = TradeReportMarkdown(report);
   EXPECT_THAT(TradeReportHeadline(report),
               HasSubstr("\ntwo workers, every recipe: 900.5 examples/s, 0.45× the fp32 run; "
-                        "parity pass (whole run (drift_budget): 1 of 2 checked updates "
-                        "judged, pass, largest 40 % of a budget)\n"));
+                        "parity pass (whole run (drift_budget): 2 of 2 checked updates pass, "
+                        "numerics judged 1 of 2 tensor-updates, the other 1 diverged and left to "
+                        "the replay)\n"));
   EXPECT_THAT(md, HasSubstr("uses: accumulation_steps 2, lr_schedule linear_warmup_cosine"));
   EXPECT_THAT(md, HasSubstr("| examples/s | 2000.5 | 900.5 |"));
-  EXPECT_THAT(md, HasSubstr("| 0 | yes | pass | 40.0 % |"));
-  EXPECT_THAT(md, HasSubstr("| 9 | no | — | — |"));
-  EXPECT_THAT(md, HasSubstr("- update 9: the drift twin's drift outgrew what training moved"));
+  EXPECT_THAT(md, HasSubstr("| 0 | 1 of 1 | pass |"));
+  EXPECT_THAT(md, HasSubstr("| 9 | 0 of 1 | pass |"));
+  EXPECT_THAT(md, HasSubstr("- update 9: diverged: rounding alone has moved the drift twin"));
   EXPECT_THAT(md, HasSubstr("| two-worker run with every recipe (real processes) "
                             "`two_worker_all_recipes/parity.json` | **pass** |"));
 }

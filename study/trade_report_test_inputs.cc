@@ -235,9 +235,12 @@ PrecisionRunArtifacts TestBf16Run() {
   derived.set_gradient_atol(8e-4);
   derived.set_parameter_atol(1.2e-4);
   derived.set_largest_share_of_one_update(0.27);
-  derived.set_most_share_of_one_update(0.5);
-  derived.set_far_below_one_update(true);
+  derived.set_most_share_of_one_update(0.1);
+  derived.set_far_below_one_update(false);
   derived.add_tensors()->set_name("fc.weight");
+  derived.add_tensors()->set_name("fc.bias");
+  derived.set_judged_tensors(1);
+  derived.add_not_judged_tensors("fc.bias");
   return bf16;
 }
 
@@ -310,13 +313,18 @@ AllRecipesRunArtifacts TestAllRecipesRun() {
   first.set_judged(true);
   first.set_pass(true);
   first.set_largest_share_of_budget(0.4);
+  first.set_judged_tensors(1);
   TensorParity& weight = *first.add_parameters();
   weight.set_name("fc.weight");
   weight.add_shape(2);
   weight.set_atol(1e-6);
+  first.add_tensors()->set_name("fc.weight");
   UpdateParity& last = *whole.add_updates();
   last.set_update(9);
-  last.set_not_judged("the drift twin's drift outgrew what training moved");
+  last.set_pass(true);
+  last.set_not_judged("diverged: rounding alone has moved the drift twin past a tenth of it");
+  last.add_tensors()->set_name("fc.weight");
+  last.add_diverged_tensors("fc.weight");
   EveryUpdateVerdict& every = *all.run.parity.message.mutable_every_update();
   every.set_updates(10);
   every.set_verified(10);

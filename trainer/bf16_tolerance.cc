@@ -36,7 +36,11 @@ ReferenceBatch BatchOf(const Bf16UpdateInputs& in) {
   for (int i = 0; i < batch.dataset_indices_size(); ++i) {
     const int64_t index = batch.dataset_indices(i);
     out.slots.push_back(Slot{index, batch.valid(i)});
-    composition.by_rank[0].push_back(WeightedSlot{(*in.labels)[index], batch.valid(i), 0});
+    // Each slot's micro-batch as the reference recorded it: a weighting
+    // that depends on it (micro_batch_mean) weighs as the reference did.
+    const int micro_batch = i < batch.micro_batch_size() ? batch.micro_batch(i) : 0;
+    composition.by_rank[0].push_back(
+        WeightedSlot{(*in.labels)[index], batch.valid(i), micro_batch});
   }
   out.weights = in.weighting->Weights(composition, 0);
   return out;
@@ -51,21 +55,68 @@ double LargestMagnitude(const at::Tensor& t) {
   return t.to(at::kDouble).abs().max().item<double>();
 }
 
-// One tensor's budget from the bf16 and fp64 updates.
+// One quantity's element-wise budget: rtol and atol with every |value_i -
+// exact_i| <= atol + rtol |value_i| (times the safety factor, at least the
+// floor), and the budget's share of the value (L2).
+struct ElementBudget {
+  double error = 0;
+  double rtol = 0;
+  double atol = 0;
+  double norm = 0;  // || atol + rtol |value| ||
+  double share = 0;
+};
+
+ElementBudget BudgetOfValues(const at::Tensor& value, const at::Tensor& exact,
+                             const Bf16UpdateInputs& in) {
+  const at::Tensor v = value.to(at::kDouble).flatten();
+  const at::Tensor error = (v - exact.to(at::kDouble).flatten()).abs();
+  const at::Tensor magnitude = v.abs();
+  ElementBudget b;
+  b.error = error.max().item<double>();
+  // r from the elements at or above the median magnitude (non-zero).
+  const double median = magnitude.median().item<double>();
+  const at::Tensor large = (magnitude >= median) & (magnitude > 0);
+  double r = 0;
+  if (large.any().item<bool>()) {
+    r = (error.masked_select(large) / magnitude.masked_select(large)).max().item<double>();
+  }
+  // a: the largest error of any element. An element's error is set by the
+  // scale of the sum that made it, not by its own value (a gradient that
+  // mostly cancels errs like its terms), and one update's errors are one
+  // sample of them, so every element may err as much as the worst measured.
+  b.rtol = std::max(kBf16SafetyFactor * r, in.floor_rtol);
+  b.atol = std::max(kBf16SafetyFactor * b.error, in.floor_atol);
+  const double norm = magnitude.norm().item<double>();
+  b.norm = (b.atol + b.rtol * magnitude).norm().item<double>();
+  b.share = norm > 0 ? b.norm / norm : std::numeric_limits<double>::infinity();
+  return b;
+}
+
+// One tensor's budget from the reference's update and the fp64 one.
 TensorBudget BudgetOf(const std::string& name, const at::Tensor& before,
                       const at::Tensor& gradient, const at::Tensor& after,
-                      const at::Tensor& gradient64, const at::Tensor& after64) {
+                      const at::Tensor& gradient64, const at::Tensor& after64,
+                      const Bf16UpdateInputs& in) {
+  const at::Tensor change = after.to(at::kDouble) - before.to(at::kDouble);
+  const at::Tensor change64 = after64.to(at::kDouble) - before.to(at::kDouble);
+  const ElementBudget g = BudgetOfValues(gradient, gradient64, in);
+  const ElementBudget p = BudgetOfValues(change, change64, in);
   TensorBudget budget;
   budget.set_name(name);
-  budget.set_gradient_error(LargestError(gradient, gradient64));
+  budget.set_gradient_error(g.error);
   budget.set_parameter_error(LargestError(after, after64));
-  budget.set_gradient_atol(kBf16SafetyFactor * budget.gradient_error());
-  budget.set_parameter_atol(kBf16SafetyFactor * budget.parameter_error());
+  budget.set_gradient_atol(g.atol);
+  budget.set_gradient_rtol(g.rtol);
+  budget.set_parameter_atol(p.atol);
+  budget.set_parameter_rtol(p.rtol);
+  budget.set_gradient_budget_norm(g.norm);
+  budget.set_parameter_budget_norm(p.norm);
   budget.set_largest_gradient(LargestMagnitude(gradient));
-  budget.set_largest_parameter_change(LargestMagnitude(after - before));
-  budget.set_share_of_one_update(
-      std::max(budget.gradient_atol() / budget.largest_gradient(),
-               budget.parameter_atol() / budget.largest_parameter_change()));
+  budget.set_largest_parameter_change(LargestMagnitude(change));
+  // NaN (a tensor that one update leaves unchanged: 0 / 0) fails the gate.
+  budget.set_share_of_one_update(std::isnan(g.share) || std::isnan(p.share)
+                                     ? std::numeric_limits<double>::quiet_NaN()
+                                     : std::max(g.share, p.share));
   return budget;
 }
 
@@ -88,7 +139,7 @@ void Summarise(DerivedTolerance* derived) {
     }
   }
   for (TensorBudget& t : *derived->mutable_tensors()) {
-    t.set_judged(t.share_of_one_update() < kMostShareOfOneUpdate);
+    t.set_judged(t.share_of_one_update() <= kMostShareOfOneUpdate);
     if (t.judged()) {
       derived->set_judged_tensors(derived->judged_tensors() + 1);
     } else {
@@ -101,7 +152,7 @@ void Summarise(DerivedTolerance* derived) {
 // the gradients (clipped as the run clips) and the parameters after the
 // step.
 absl::Status StepInDouble(const Bf16UpdateInputs& in, const NamedTensors& before,
-                          NamedTensors* gradients, NamedTensors* after) {
+                          NamedTensors* gradients, NamedTensors* after, double* loss) {
   absl::StatusOr<std::shared_ptr<Classifier>> built = in.loaded->model.Build();
   if (!built.ok()) return built.status();
   Classifier& model = **built;
@@ -128,6 +179,7 @@ absl::Status StepInDouble(const Bf16UpdateInputs& in, const NamedTensors& before
       model, examples.images.to(at::kCPU).to(at::kDouble), examples.labels.to(at::kCPU),
       batch.weights, GradientStart::kZero, /*bf16=*/false, UpdateKeys(examples.keys, 0));
   if (!backward.ok()) return backward.status();
+  *loss = backward->weighted_loss;
   const TrainingConfig& config = in.loaded->config;
   if (config.has_clip_grad_norm()) {
     torch::nn::utils::clip_grad_norm_(model.parameters(), config.clip_grad_norm().max_norm());
@@ -159,11 +211,16 @@ absl::StatusOr<DerivedTolerance> DeriveBf16Tolerance(const Bf16UpdateInputs& in)
   DerivedTolerance derived;
   try {
     NamedTensors gradients64, after64;
-    if (absl::Status s = StepInDouble(in, *before, &gradients64, &after64); !s.ok()) return s;
+    double loss64 = 0;
+    if (absl::Status s = StepInDouble(in, *before, &gradients64, &after64, &loss64); !s.ok()) {
+      return s;
+    }
+    derived.set_loss_relative_error(
+        loss64 != 0 ? std::fabs(reference.loss() - loss64) / std::fabs(loss64) : 0);
     for (size_t i = 0; i < names.size(); ++i) {
       *derived.add_tensors() =
           BudgetOf(names[i], (*before)[i].second, (*gradients)[i].second, (*after)[i].second,
-                   gradients64[i].second, after64[i].second);
+                   gradients64[i].second, after64[i].second, in);
     }
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, "bf16 tolerance: LibTorch");
@@ -173,24 +230,28 @@ absl::StatusOr<DerivedTolerance> DeriveBf16Tolerance(const Bf16UpdateInputs& in)
   derived.set_most_share_of_one_update(kMostShareOfOneUpdate);
   Summarise(&derived);
   const double share = derived.largest_share_of_one_update();
-  derived.set_far_below_one_update(share < kMostShareOfOneUpdate);
+  derived.set_far_below_one_update(share <= kMostShareOfOneUpdate);
   derived.set_method(absl::StrCat(
       "the reference's first update (",
-      in.derived_for == "bf16" ? "bf16 autocast" : "fp32, its batch norm in one pass",
-      ", one worker) against the same update "
-      "in fp64 (same initial parameters, batch, weights, clipping, optimizer and rate), "
-      "tensor by tensor: largest error ", derived.gradient_error(), " in a gradient and ",
-      derived.parameter_error(), " in a parameter after the step; each tensor's budget ",
-      kBf16SafetyFactor, " x its error (two such updates may differ by twice it); "
-      "the largest budget is ", share * 100, "% of what one update changes of its tensor, ",
-      share < kMostShareOfOneUpdate ? "below" : "NOT below", " the gate of ",
-      kMostShareOfOneUpdate * 100, "% (a run that did not train, or stepped half an update "
-      "wrong, differs by more)",
+      in.derived_for == "bf16" ? "bf16 autocast"
+      : in.derived_for == "fp32" ? "fp32"
+                                 : "fp32, its batch norm in one pass",
+      ", one worker) against the same update in fp64 (same initial parameters, batch, "
+      "weights, clipping, optimizer and rate), tensor by tensor and element by element: "
+      "largest error ", derived.gradient_error(), " in a gradient and ",
+      derived.parameter_error(), " in a parameter after the step; each tensor's budget is ",
+      kBf16SafetyFactor, " x (rtol, atol) covering every element's error (rtol from the "
+      "elements at or above the median magnitude, atol the rest; two such updates may "
+      "differ by twice it), at least the config's rtol ", in.floor_rtol, " and atol ",
+      in.floor_atol, "; a tensor is judged by numerics when its budget is at most ",
+      kMostShareOfOneUpdate * 100, "% of what one update changes of it (L2), so a mistake "
+      "that moves its update by a tenth fails: ", derived.judged_tensors(), " of ",
+      derived.tensors_size(), " tensors judged",
       derived.not_judged_tensors().empty()
           ? ""
-          : absl::StrCat("; ", derived.not_judged_tensors_size(), " of ",
-                         derived.tensors_size(), " tensors are not judged, the precision's "
-                         "rounding too large a share of their update: ",
+          : absl::StrCat("; not judgeable by numerics, the precision's rounding too large a "
+                         "share of their update (largest ",
+                         share * 100, "%), left to the replay: ",
                          absl::StrJoin(derived.not_judged_tensors(), ", "))));
   return derived;
 }

@@ -111,6 +111,14 @@ class EveryRecipeTest(unittest.TestCase):
     self.assertGreater(every["largest_clipping_share"], 0)  # it clipped, and was judged
     self.assertIn("every update (%d of %d) verified (accounting, reduction, clipping, "
                   "replicas)" % (every["updates"], every["updates"]), result.stdout)
+    # Each checked update replayed in one process, bit for bit: two ranks'
+    # uneven micro-batches, bf16, keyed dropout, the synchronized batch
+    # norm's statistics, the clipping, the schedule's rate and the step.
+    replay = parity(out)["replay"]
+    self.assertTrue(replay["pass"])
+    self.assertEqual(replay["replayed_updates"], len(parity(out)["whole_run"]["check_updates"]))
+    self.assertEqual(replay["bitwise_updates"], replay["replayed_updates"])
+    self.assertIn("recomputed in one process bit for bit", result.stdout)
 
 
 class FlippedBitTest(unittest.TestCase):
@@ -187,6 +195,52 @@ class OffAndRefusedTest(unittest.TestCase):
       self.assertEqual(result.returncode, 2, fault + ": " + result.stderr[-2000:])
       self.assertRegex(result.stderr, r"refused\.pbtxt:\d+:\d+: " + said)
       self.assertFalse(os.path.exists(os.path.join(out, "checkpoints")))
+
+
+class MicroBatchMeanTest(unittest.TestCase):
+  """A team's bf16 AdamW recipe (accumulation 2, warmup-cosine, clipping,
+  keyed dropout, synchronized batch norm) with micro_batch_mean, which
+  weighs a fuller micro-batch's examples less: the accounting check fails
+  it at the epoch's tail, where the micro-batches hold different numbers of
+  examples, in bf16; and the drift twin trains global_count, never the
+  run's weighting."""
+
+  MODEL = ('architecture: "cnn" conv_channels: [4] hidden_units: [8] dropout: 0.1 '
+           'batch_norm: "sync"')
+  RECIPE = """precision: "bf16"
+accumulation_steps: 2
+clip_grad_norm { max_norm: 1.0 }
+lr_schedule { name: "linear_warmup_cosine" options {
+  [type.googleapis.com/receipt_parity.LinearWarmupCosineOptions] {
+    warmup_updates: 2 total_updates: 12 min_factor: 0.1 } } }
+"""
+
+  def recipe(self, extra=""):
+    text = support.small_config(ids=42, world=2, batch=8, epochs=2, weighting="micro_batch_mean",
+                                model=self.MODEL, extra=self.RECIPE + extra)
+    return text.replace("optimizer { sgd { learning_rate: 0.05 momentum: 0.9 } }",
+                        "optimizer { adamw { learning_rate: 0.01 } }")
+
+  def test_micro_batch_mean_fails_with_accumulation_2_in_bf16_with_adamw(self):
+    tmp = support.temp_dir("micro_batch_mean")
+    out = os.path.join(tmp, "out")
+    result = train(config(tmp, "mbm", self.recipe()), out)
+    self.assertEqual(result.returncode, 3, result.stderr[-3000:])
+    failure = parity(out)["every_update"]["first_failure"]
+    self.assertEqual(failure["check"], "accounting")
+    self.assertIn("weighs 0.125 where one worker's weighs", failure["what"])
+
+  def test_the_drift_twin_trains_the_effective_batch_rule(self):
+    tmp = support.temp_dir("micro_batch_mean_twin")
+    out = os.path.join(tmp, "out")
+    text = self.recipe("parity { every_update: false stop_on_failure: false }")
+    result = train(config(tmp, "mbm", text), out)
+    self.assertIn(result.returncode, (0, 3), result.stderr[-3000:])
+    twin = support.load(os.path.join(out, "drift_reference", "run_manifest.json"))
+    self.assertEqual(twin["plugins"]["loss_weighting"], "global_count")
+    self.assertEqual(twin["plugins"]["reducer"], "allreduce_sum")
+    reference = support.load(os.path.join(out, "reference", "run_manifest.json"))
+    self.assertEqual(reference["plugins"]["loss_weighting"], "micro_batch_mean")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ world_size: {world}
 epochs: {epochs}
 sampler {{ name: "{sampler}" }}
 loss_weighting {{ name: "{weighting}" }}
-reducer {{ name: "{reducer}" }}
+reducer {{ name: "{reducer}"{reducer_options} }}
 metric_dedup {{ name: "{dedup}" }}
 run {{ collective_timeout_seconds: 30 log_every_updates: 1000 {run_extra} }}
 {extra}
@@ -40,8 +40,11 @@ run {{ collective_timeout_seconds: 30 log_every_updates: 1000 {run_extra} }}
 def small_config(ids=40, views=1, val=0.25, batch=4, world=1, epochs=1,
                  sampler="masked_tail", weighting="global_count",
                  reducer="allreduce_sum", dedup="by_receipt_id", run_extra="",
+                 reducer_options="",
                  extra="",
                  model='architecture: "cnn" conv_channels: [4] hidden_units: [8]'):
+  if reducer_options:
+    reducer_options = " " + reducer_options
   return SMALL.format(**locals())
 
 

@@ -23,6 +23,9 @@
 #include "samplers/audit.h"
 #include "artifacts/first_step_record.h"
 #include "artifacts/parity_trajectory.h"
+#include "artifacts/replay_inputs.h"
+#include "parity/verdict_power.h"
+#include "replay/update_replay.h"
 #include "config/layer_policy.h"
 #include "trainer/bf16_tolerance.h"
 #include "trainer/progress_log.h"
@@ -95,27 +98,29 @@ absl::StatusOr<ValidationReport> Validate(Run& run, int64_t completed_updates) {
 
 absl::StatusOr<ParityReport> FirstUpdateParity(const Run& run, const FirstStep& first_step,
                                                bool ranks_agree) {
-  DeriveTolerance derive;
   // A synchronized batch norm cut across ranks or micro-batches computes its
   // gradient by other passes than the reference's one backward.
   const bool synchronized_cut =
       !SyncBatchNorms(run.model()).empty() &&
       (run.options->world_size > 1 || run.config->accumulation_steps() > 1);
-  if (run.config->precision() == "bf16" || synchronized_cut) {
-    const std::string why = run.config->precision() == "bf16" ? "bf16" : "synchronized batch norm";
-    derive = [&run, why](const FirstStep& reference) {
-      Bf16UpdateInputs in;
-      in.derived_for = why;
-      in.loaded = run.options->loaded;
-      in.reference = &reference;
-      in.examples = run.data.train.get();
-      in.labels = &run.data.train_labels;
-      in.class_counts = &run.inputs.data.train_class_counts;
-      in.weighting = run.inputs.plugins.weighting.get();
-      in.schedule = run.inputs.plugins.schedule.get();
-      return DeriveBf16Tolerance(in);
-    };
-  }
+  const std::string derived_for = run.config->precision() == "bf16" ? "bf16"
+                                  : synchronized_cut                 ? "synchronized batch norm"
+                                                                     : "fp32";
+  DeriveTolerance derive = [&run, derived_for](const FirstStep& reference, double floor_rtol,
+                                               double floor_atol) {
+    Bf16UpdateInputs in;
+    in.derived_for = derived_for;
+    in.floor_rtol = floor_rtol;
+    in.floor_atol = floor_atol;
+    in.loaded = run.options->loaded;
+    in.reference = &reference;
+    in.examples = run.data.train.get();
+    in.labels = &run.data.train_labels;
+    in.class_counts = &run.inputs.data.train_class_counts;
+    in.weighting = run.inputs.plugins.weighting.get();
+    in.schedule = run.inputs.plugins.schedule.get();
+    return DeriveBf16Tolerance(in);
+  };
   return CheckRunParity(first_step, run.options->reference_dir, *run.config, ranks_agree,
                         derive);
 }
@@ -246,17 +251,37 @@ std::string WhyNotJudged(const Run& run, const ParityReport& first_update,
   return "";
 }
 
-// The config fingerprints the run's trajectory points may carry: this
-// attempt's, and, when the run's updates ignore the world size, those of
-// its attempts on other numbers of workers (run_state.json; an attempt
-// recorded before they were kept gives none). REQUIRES: `state` read.
-std::vector<std::string> RunFingerprints(const Run& run, const RunFolderState& state) {
+// The config fingerprints of every attempt of the run (`state`, its
+// run_state.json; an attempt recorded before they were kept gives none) and
+// this one's.
+std::vector<std::string> AttemptFingerprints(const Run& run, const RunFolderState& state) {
   std::vector<std::string> fingerprints = {run.options->loaded->fingerprint};
-  if (!run.options->loaded->plugins.world_size_dependence.empty()) return fingerprints;
   for (const AttemptRecord& attempt : state.attempts()) {
     if (!attempt.config_fingerprint().empty()) fingerprints.push_back(attempt.config_fingerprint());
   }
   return fingerprints;
+}
+
+// The fingerprints of the attempts that trained this attempt's recipe:
+// those since the last recipe change (--allow_recipe_change), this one's
+// included. REQUIRES: `state` read.
+std::vector<std::string> RecipeFingerprints(const Run& run, const RunFolderState& state) {
+  std::vector<std::string> fingerprints = {run.options->loaded->fingerprint};
+  for (const AttemptRecord& attempt : state.attempts()) {
+    if (attempt.recipe_changes_size() > 0) fingerprints = {run.options->loaded->fingerprint};
+    if (!attempt.config_fingerprint().empty()) fingerprints.push_back(attempt.config_fingerprint());
+  }
+  return fingerprints;
+}
+
+// The config fingerprints the run's trajectory points may carry: this
+// attempt's, and, when the run's updates ignore the world size, those of
+// its attempts on other numbers of workers. REQUIRES: `state` read.
+std::vector<std::string> RunFingerprints(const Run& run, const RunFolderState& state) {
+  if (!run.options->loaded->plugins.world_size_dependence.empty()) {
+    return {run.options->loaded->fingerprint};
+  }
+  return AttemptFingerprints(run, state);
 }
 
 // The whole run against its references, made at this point when needed.
@@ -281,7 +306,7 @@ absl::StatusOr<WholeRunParity> JudgeWholeRun(const Run& run, const ParityReport&
   absl::StatusOr<WholeRunReferences> references = run.options->whole_run_references(request);
   if (!references.ok()) return references.status();
   return CheckWholeRunParity(run.options->artifact_dir, RunFingerprints(run, *state),
-                             *references, checks, run.config->parity());
+                             *references, checks, run.config->parity(), first_update.derived());
 }
 
 // The every-update checks' record of the run, or why there is none.
@@ -290,6 +315,81 @@ EveryUpdateVerdict EveryUpdateRecord(const Run& run) {
   EveryUpdateVerdict off;
   off.set_not_verified("parity { every_update: false }");
   return off;
+}
+
+// A checked update whose kept state could not be used: it fails, saying why.
+UpdateReplay Unreadable(int64_t update, const absl::Status& why) {
+  UpdateReplay out;
+  out.set_update(static_cast<int32_t>(update));
+  out.set_mode("unreadable");
+  out.add_failures(absl::StrCat("replay of update ", update, ": ", why.message()));
+  return out;
+}
+
+// The fingerprints a checked update's kept state may carry: `recipe`,
+// those of the attempts that trained this recipe, which this config's
+// plugins recompute; `any`, every attempt's.
+struct ReplayFingerprints {
+  std::vector<std::string> recipe;
+  std::vector<std::string> any;
+};
+
+// The replay of checked update `update` from what the run kept of it.
+UpdateReplay ReplayChecked(const Run& run, const ReplayFingerprints& stamps, int64_t update) {
+  const std::string& dir = run.options->artifact_dir;
+  const std::vector<std::string>& fingerprints = stamps.recipe;
+  UpdateReplay out;
+  out.set_update(static_cast<int32_t>(update));
+  const int64_t examples = static_cast<int64_t>(run.data.train->size());
+  absl::StatusOr<ReplayInputs> inputs = ReadReplayInputs(dir, update, examples, fingerprints);
+  if (absl::IsFailedPrecondition(inputs.status()) &&
+      ReadReplayInputs(dir, update, examples, stamps.any).ok()) {
+    out.set_mode("not_replayed");
+    out.set_not_replayed(
+        "an attempt under an earlier recipe (--allow_recipe_change) trained it: this "
+        "config's optimizer and schedule would not recompute it");
+    return out;
+  }
+  if (absl::IsNotFound(inputs.status())) {
+    out.set_mode("not_replayed");
+    out.set_not_replayed(
+        "its state was not kept (an attempt with parity { replay: false } or on one worker "
+        "trained it, or the run stopped before it)");
+    return out;
+  }
+  absl::StatusOr<TrajectoryPoint> after =
+      inputs.ok() ? ReadTrajectoryPoint(dir, update, fingerprints)
+                  : absl::StatusOr<TrajectoryPoint>(inputs.status());
+  if (!after.ok()) return Unreadable(update, after.status());
+  inputs->state.parameters_after = std::move(after->checked.parameters);
+  ReplayTools tools;
+  tools.make_model = [&run] { return run.options->loaded->model.Build(); };
+  tools.optimizer = run.options->loaded->optimizer.plugin.get();
+  tools.examples = run.data.train.get();
+  tools.generator_seed = run.config->seeds().model_init() + 0x9E3779B97F4A7C15ULL;
+  tools.timeout = absl::Seconds(run.config->run().collective_timeout_seconds());
+  absl::StatusOr<UpdateReplay> replay = ReplayUpdate(inputs->update, inputs->state, tools);
+  if (!replay.ok()) return Unreadable(update, replay.status());
+  return *std::move(replay);
+}
+
+// The checked updates replayed (parity.replay), or why none was.
+ReplayVerdict ReplayCheckedUpdates(const Run& run, const ReplayFingerprints& fingerprints) {
+  if (!run.config->parity().replay()) {
+    ReplayVerdict off = ReplayVerdictOf({});
+    off.set_not_replayed("parity { replay: false }");
+    return off;
+  }
+  std::vector<UpdateReplay> updates;
+  for (int64_t update : JudgedCheckUpdates(run)) {
+    updates.push_back(ReplayChecked(run, fingerprints, update));
+    const UpdateReplay& last = updates.back();
+    LOG(INFO) << "replay of update " << update << ": " << last.mode()
+              << (last.mode() == "not_replayed" ? absl::StrCat(" (", last.not_replayed(), ")")
+                                                : absl::StrCat(last.pass() ? ", passed" : ", FAILED",
+                                                               " in ", last.seconds(), " s"));
+  }
+  return ReplayVerdictOf(std::move(updates));
 }
 
 // The parity of the run's first update with the reference's: this
@@ -319,6 +419,17 @@ absl::StatusOr<std::optional<ParityReport>> CheckFirstStepParity(
   if (!whole_run.ok()) return whole_run.status();
   AddWholeRunVerdict(*std::move(whole_run), &*parity);
   AddEveryUpdateVerdict(EveryUpdateRecord(run), &*parity);
+  // A checked update's kept state, whose record holds its own world size
+  // and shares, is replayed whichever attempt trained it.
+  const absl::StatusOr<RunFolderState> state = ReadRunFolderState(run.options->artifact_dir);
+  ReplayFingerprints stamps;
+  stamps.recipe = stamps.any = {run.options->loaded->fingerprint};
+  if (state.ok()) {
+    stamps.recipe = RecipeFingerprints(run, *state);
+    stamps.any = AttemptFingerprints(run, *state);
+  }
+  AddReplayVerdict(ReplayCheckedUpdates(run, stamps), &*parity);
+  for (VerdictPower& power : VerdictPowers(*parity)) *parity->add_power() = std::move(power);
   return std::optional<ParityReport>(*std::move(parity));
 }
 

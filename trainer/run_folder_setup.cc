@@ -156,16 +156,24 @@ int SmallestSplit(int batch) {
 }
 
 // The drift twin's config: the reference's with every update's gradient
-// summed over `micro_batches` micro-batches. A weighting that depends on
-// the micro-batches (micro_batch_mean) is global_count, which it equals with
-// one micro-batch, so the twin differs from the reference in its order only.
+// summed over `micro_batches` micro-batches, by the effective-batch rule's
+// own plugins, so that the twin differs from the reference in its order
+// only and never carries a mistake of the run's: a weighting that depends on
+// how the update is cut (micro_batch_mean, rank_mean) is global_count, which
+// each equals with one micro-batch on one rank; the reducer is
+// allreduce_sum (one rank's sum, whatever the run's reducer does); clipping
+// is global (the reduced gradient's norm).
 TrainingConfig DriftTwinConfig(const TrainingConfig& reference, int micro_batches) {
   TrainingConfig twin = reference;
   twin.set_accumulation_steps(micro_batches);
-  if (twin.loss_weighting().name() == "micro_batch_mean") {
+  const std::string& weighting = twin.loss_weighting().name();
+  if (weighting == "micro_batch_mean" || weighting == "rank_mean") {
     twin.mutable_loss_weighting()->Clear();
     twin.mutable_loss_weighting()->set_name("global_count");
   }
+  twin.mutable_reducer()->Clear();
+  twin.mutable_reducer()->set_name("allreduce_sum");
+  if (twin.has_clip_grad_norm()) twin.mutable_clip_grad_norm()->set_scope("global");
   return twin;
 }
 
@@ -247,9 +255,14 @@ absl::StatusOr<WholeRunReferences> EnsureWholeRunReferences(const LoadedConfig& 
     return s;
   }
   // The ordered mode (reducers/ordered_sum_reducer.h) computes every update
-  // as its one-worker reference does, chunk by chunk in one order: bitwise.
-  const bool bitwise = (config.world_size() == 1 && config.accumulation_steps() == 1) ||
-                       loaded.plugins.reducer_chunk_slots > 0;
+  // as its one-worker reference does, chunk by chunk in one order: bitwise,
+  // where the update's global order is the one worker's too (a sampler that
+  // deals by the world size, masked_tail's padded tail, puts other slots
+  // into a chunk, so the sum differs by rounding: the drift budget judges).
+  const bool ordered_bitwise = loaded.plugins.reducer_chunk_slots > 0 &&
+                               loaded.plugins.world_size_dependence.empty();
+  const bool bitwise =
+      (config.world_size() == 1 && config.accumulation_steps() == 1) || ordered_bitwise;
   if (bitwise) return references;
   references.twin_micro_batches = SmallestSplit(config.global_batch());
   if (references.twin_micro_batches == 0) {

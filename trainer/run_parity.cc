@@ -78,17 +78,23 @@ void DescribeFailures(const TensorListComparison& comparison,
     report->add_failures(absl::StrFormat(
         "%s of %s differs by up to %.3g (relative %.3g; tolerance rtol %g, "
         "atol %g%s; largest reference value %.3g)",
-        what, t.name, t.max_abs_diff, t.max_rel_diff, rtol, t.atol.value_or(atol),
-        t.atol.has_value() ? ", its own derived budget" : "", t.max_abs_reference));
+        what, t.name, t.max_abs_diff, t.max_rel_diff, t.rtol.value_or(rtol),
+        t.atol.value_or(atol), t.atol.has_value() ? ", its own derived budget" : "",
+        t.max_abs_reference));
   }
 }
 
-// The derived budgets as each tensor's atol (rtol 0), `derived` and the
-// reason in `report`, and the refused gate as a failure. InvalidArgument
-// when the derivation's tensors are not the run's.
+// One rtol and one atol per tensor, for the gradients and for the step's
+// change: the config's for all, or the derived budgets.
+struct TensorTolerances {
+  std::vector<double> gradient_rtols, gradient_atols, parameter_rtols, parameter_atols;
+};
+
+// The derived budgets as each tensor's rtol and atol, `derived` and the
+// reason in `report`. InvalidArgument when the derivation's tensors are not
+// the run's.
 absl::Status ApplyDerived(const DerivedTolerance& derived, const std::vector<std::string>& names,
-                          std::vector<double>* gradient_atols,
-                          std::vector<double>* parameter_atols, ParityReport* report) {
+                          TensorTolerances* tolerances, ParityReport* report) {
   if (derived.tensors_size() != static_cast<int>(names.size())) {
     return absl::InvalidArgumentError(absl::StrCat("parity: the derived tolerance has ",
                                                    derived.tensors_size(), " tensors, the run ",
@@ -101,30 +107,38 @@ absl::Status ApplyDerived(const DerivedTolerance& derived, const std::vector<std
           "parity: the derived tolerance's tensor ", i, " is ", t.name(), ", the run's ",
           names[i]));
     }
-    (*gradient_atols)[i] = t.gradient_atol();
-    (*parameter_atols)[i] = t.parameter_atol();
+    tolerances->gradient_rtols[i] = t.gradient_rtol();
+    tolerances->gradient_atols[i] = t.gradient_atol();
+    tolerances->parameter_rtols[i] = t.parameter_rtol();
+    tolerances->parameter_atols[i] = t.parameter_atol();
   }
   *report->mutable_derived() = derived;
-  report->set_rtol(0);
-  report->set_atol(derived.gradient_atol());
   report->set_tolerance_reason(absl::StrCat(
       "derived (", derived.derived_for().empty() ? "bf16" : derived.derived_for(),
-      "), per tensor (each tensor's atol is in gradients[] and "
-      "parameters_after_step[], and with its figures in derived.tensors[]; atol here is "
-      "the largest), rtol 0: ", derived.method()));
-  if (!derived.far_below_one_update() && derived.judged_tensors() == 0) {
-    report->add_failures(absl::StrCat(
-        "the derived tolerance is not below ", derived.most_share_of_one_update() * 100,
-        "% of what one update changes of any tensor (largest: ",
-        derived.largest_share_of_one_update() * 100,
-        "%): a run that did not train could pass; parity is not judged"));
-  } else if (!derived.far_below_one_update()) {
-    absl::StrAppend(report->mutable_tolerance_reason(), "; not judged, their budget not below ",
-                    derived.most_share_of_one_update() * 100,
-                    "% of what one update changes of them: ",
-                    absl::StrJoin(derived.not_judged_tensors(), ", "));
-  }
+      "), per tensor and element-wise (each tensor's rtol and atol are in gradients[] and "
+      "parameters_after_step[], which compare the step's change, and with their figures "
+      "in derived.tensors[]; rtol and atol here are the floor): ",
+      derived.method()));
   return absl::OkStatus();
+}
+
+// The run's and the reference's parameters after the step, less those
+// before (the same for both): the step's change.
+absl::StatusOr<NamedTensors> StepChange(const FirstStep& step,
+                                        const std::vector<std::string>& names) {
+  absl::StatusOr<NamedTensors> before = LoadNamedTensors(step.parameters_before(), names);
+  if (!before.ok()) return before.status();
+  absl::StatusOr<NamedTensors> after = LoadNamedTensors(step.parameters_after(), names);
+  if (!after.ok()) return after.status();
+  try {
+    for (size_t i = 0; i < after->size(); ++i) {
+      (*after)[i].second =
+          (*after)[i].second.to(at::kDouble) - (*before)[i].second.to(at::kDouble);
+    }
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("parity: the step's change: ", e.what()));
+  }
+  return after;
 }
 
 }  // namespace
@@ -160,41 +174,56 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
   report.set_weighting(run.loss_weighting());
   report.set_reducer(run.reducer());
   SetTolerance(config, reference_dir, &report);
-  // One atol per tensor: the config's for all, or the derived budgets.
-  std::vector<double> gradient_atols(names.size(), report.atol());
-  std::vector<double> parameter_atols(names.size(), report.atol());
+  TensorTolerances tolerances;
+  for (auto* v : {&tolerances.gradient_rtols, &tolerances.parameter_rtols}) {
+    v->assign(names.size(), report.rtol());
+  }
+  for (auto* v : {&tolerances.gradient_atols, &tolerances.parameter_atols}) {
+    v->assign(names.size(), report.atol());
+  }
   const bool per_tensor = static_cast<bool>(derive);
   if (derive) {
-    absl::StatusOr<DerivedTolerance> derived = derive(reference);
+    absl::StatusOr<DerivedTolerance> derived = derive(reference, report.rtol(), report.atol());
     if (!derived.ok()) return derived.status();
-    if (absl::Status s = ApplyDerived(*derived, names, &gradient_atols, &parameter_atols, &report);
-        !s.ok()) {
-      return s;
-    }
+    if (absl::Status s = ApplyDerived(*derived, names, &tolerances, &report); !s.ok()) return s;
   }
   // Tensors a derived tolerance cannot judge: their differences do not
-  // count.
+  // count (the replay judges them).
   const std::set<std::string> not_judged(report.derived().not_judged_tensors().begin(),
                                          report.derived().not_judged_tensors().end());
   report.set_accepted_examples(run.accepted_examples());
   report.set_ranks_agree(ranks_agree);
 
-  for (auto [what, mine, theirs, out, atols] :
-       {std::make_tuple("gradient", &run.gradients(), &reference.gradients(),
-                        report.mutable_gradients(), &gradient_atols),
-        std::make_tuple("parameter after the step", &run.parameters_after(),
-                        &reference.parameters_after(),
-                        report.mutable_parameters_after_step(), &parameter_atols)}) {
-    absl::StatusOr<NamedTensors> a = LoadNamedTensors(*mine, names);
-    if (!a.ok()) return a.status();
-    absl::StatusOr<NamedTensors> b = LoadNamedTensors(*theirs, names);
-    if (!b.ok()) {
+  absl::StatusOr<NamedTensors> run_gradients = LoadNamedTensors(run.gradients(), names);
+  if (!run_gradients.ok()) return run_gradients.status();
+  absl::StatusOr<NamedTensors> reference_gradients =
+      LoadNamedTensors(reference.gradients(), names);
+  // A derived tolerance compares the step's change (its rtol reads |change|);
+  // the config's the parameters after the step.
+  absl::StatusOr<NamedTensors> run_after = per_tensor
+                                               ? StepChange(run, names)
+                                               : LoadNamedTensors(run.parameters_after(), names);
+  if (!run_after.ok()) return run_after.status();
+  absl::StatusOr<NamedTensors> reference_after =
+      per_tensor ? StepChange(reference, names)
+                 : LoadNamedTensors(reference.parameters_after(), names);
+  for (const auto* loaded : {&reference_gradients, &reference_after}) {
+    if (!loaded->ok()) {
       return absl::FailedPreconditionError(
-          absl::StrCat("parity: ", path, ": ", b.status().message()));
+          absl::StrCat("parity: ", path, ": ", loaded->status().message()));
     }
+  }
+  for (auto [what, mine, theirs, out, rtols, atols] :
+       {std::make_tuple("gradient", &*run_gradients, &*reference_gradients,
+                        report.mutable_gradients(), &tolerances.gradient_rtols,
+                        &tolerances.gradient_atols),
+        std::make_tuple(per_tensor ? "change of the parameter in the step"
+                                   : "parameter after the step",
+                        &*run_after, &*reference_after, report.mutable_parameters_after_step(),
+                        &tolerances.parameter_rtols, &tolerances.parameter_atols)}) {
     absl::StatusOr<TensorListComparison> comparison =
-        per_tensor ? CompareTensors(*a, *b, report.rtol(), *atols)
-                   : CompareTensors(*a, *b, report.rtol(), report.atol());
+        per_tensor ? CompareTensors(*mine, *theirs, *rtols, *atols)
+                   : CompareTensors(*mine, *theirs, report.rtol(), report.atol());
     if (!comparison.ok()) return comparison.status();
     AppendTensorParity(*comparison, out);
     if (per_tensor) {
@@ -283,7 +312,10 @@ absl::StatusOr<WholeRunParity> CheckWholeRunParity(const std::string& run_dir,
                                                    const std::vector<std::string>& run_fingerprints,
                                                    const WholeRunReferences& references,
                                                    const std::vector<int64_t>& check_updates,
-                                                   const ParityConfig& parity) {
+                                                   const ParityConfig& parity,
+                                                   const DerivedTolerance& derived) {
+  std::map<std::string, double> rounding;
+  for (const TensorBudget& t : derived.tensors()) rounding[t.name()] = t.parameter_budget_norm();
   WholeRunParity verdict = WholeRunHeader(check_updates, references.twin_micro_batches);
   verdict.set_reference_dir(references.reference_dir);
   verdict.set_twin_dir(references.twin_dir);
@@ -295,6 +327,7 @@ absl::StatusOr<WholeRunParity> CheckWholeRunParity(const std::string& run_dir,
       bitwise ? std::map<int64_t, double>()
               : LossDriftEnvelope(references.reference_dir, references.twin_dir);
   double drift = 0;
+  std::vector<double> tensor_drifts;
   for (int64_t update : check_updates) {
     absl::StatusOr<CheckedPoint> run = PointOf(run_dir, update, run_fingerprints, "the run's");
     absl::StatusOr<CheckedPoint> reference =
@@ -320,6 +353,14 @@ absl::StatusOr<WholeRunParity> CheckWholeRunParity(const std::string& run_dir,
     in.rtol = parity.rtol();
     in.atol = parity.atol();
     in.earlier_drift = drift;
+    in.earlier_tensor_drifts = tensor_drifts;
+    in.loss_rtol = kDriftSafetyFactor * derived.loss_relative_error();
+    if (!rounding.empty()) {
+      for (const auto& [name, tensor] : reference->parameters) {
+        auto it = rounding.find(name);
+        in.tensor_floors.push_back(it == rounding.end() ? 0 : it->second);
+      }
+    }
     auto envelope = loss_drift.upper_bound(update);
     if (envelope != loss_drift.begin()) in.loss_drift_envelope = std::prev(envelope)->second;
     absl::StatusOr<UpdateComparison> compared = CompareUpdate(in);
@@ -328,6 +369,7 @@ absl::StatusOr<WholeRunParity> CheckWholeRunParity(const std::string& run_dir,
       continue;
     }
     drift = compared->drift;
+    if (!compared->tensor_drifts.empty()) tensor_drifts = compared->tensor_drifts;
     AddCheckedUpdate(std::move(compared->parity), &verdict);
   }
   return verdict;
@@ -369,7 +411,49 @@ void AddEveryUpdateVerdict(EveryUpdateVerdict every_update, ParityReport* report
   report->set_pass(false);
 }
 
+void AddReplayVerdict(ReplayVerdict replay, ParityReport* report) {
+  *report->mutable_replay() = std::move(replay);
+  const ReplayVerdict& verdict = report->replay();
+  if (verdict.replayed_updates() == 0 || verdict.pass()) return;
+  int failing = 0;
+  std::string first;
+  for (const UpdateReplay& u : verdict.updates()) {
+    if (u.mode() == "not_replayed" || u.pass()) continue;
+    ++failing;
+    if (first.empty() && u.failures_size() > 0) first = u.failures(0);
+  }
+  report->add_failures(absl::StrCat("replay: ", failing, " of ", verdict.replayed_updates(),
+                                    " replayed updates differ from the run; the first: ", first));
+  report->set_pass(false);
+}
+
 namespace {
+
+// The replay's part of the verdict line.
+std::string ReplayPart(const ReplayVerdict& verdict) {
+  if (verdict.replayed_updates() == 0) {
+    return verdict.not_replayed().empty()
+               ? ""
+               : absl::StrCat("; no update replayed (", verdict.not_replayed(), ")");
+  }
+  std::vector<int32_t> replayed, skipped;
+  int passing = 0;
+  for (const UpdateReplay& u : verdict.updates()) {
+    (u.mode() == "not_replayed" ? skipped : replayed).push_back(u.update());
+    if (u.mode() != "not_replayed" && u.pass()) ++passing;
+  }
+  return absl::StrCat(
+      "; replay: ", passing, " of ", verdict.replayed_updates(), " checked updates (",
+      absl::StrJoin(replayed, ", "), ") recomputed in one process",
+      verdict.bitwise_updates() == verdict.replayed_updates() ? " bit for bit"
+      : verdict.bitwise_updates() == 0
+          ? " within the bound of their sums' order, each step bit for bit"
+          : absl::StrCat(", ", verdict.bitwise_updates(), " bit for bit, the others within "
+                         "the bound of their sums' order"),
+      skipped.empty() ? ""
+                      : absl::StrCat(", ", skipped.size(), " not replayed (",
+                                     absl::StrJoin(skipped, ", "), ")"));
+}
 
 // The every-update checks' part of the verdict line.
 std::string EveryUpdatePart(const EveryUpdateVerdict& verdict) {
@@ -393,55 +477,88 @@ std::string EveryUpdatePart(const EveryUpdateVerdict& verdict) {
 }
 
 bool IsFirstUpdateFailure(const std::string& failure) {
-  return !absl::StartsWith(failure, "whole run:") && !absl::StartsWith(failure, "every update:");
+  return !absl::StartsWith(failure, "whole run:") && !absl::StartsWith(failure, "every update:") &&
+         !absl::StartsWith(failure, "replay:");
+}
+
+}  // namespace
+
+namespace {
+
+// Where the tensors numerics cannot judge go: the replay, when it ran.
+std::string LeftTo(const ParityReport& report) {
+  return report.replay().replayed_updates() > 0 ? "left to the replay"
+                                                : "judged by no verdict (no replay)";
+}
+
+// The whole run's part of the verdict line.
+std::string WholeRunPart(const ParityReport& report) {
+  const WholeRunParity& whole = report.whole_run();
+  if (whole.mode() == "not_judged") {
+    return absl::StrCat("whole run not judged (", whole.not_judged(), ")");
+  }
+  int passing = 0, tensors = 0, tensor_verdicts = 0;
+  std::vector<int32_t> diverged;
+  for (const UpdateParity& u : whole.updates()) {
+    passing += u.pass() ? 1 : 0;
+    tensors = std::max(tensors, u.tensors_size());
+    tensor_verdicts += u.judged_tensors();
+    if (!u.judged() && !u.not_judged().empty()) diverged.push_back(u.update());
+  }
+  const std::string head =
+      absl::StrCat("whole run: ", passing, " of ", whole.check_updates_size(),
+                   " checked updates (", absl::StrJoin(whole.check_updates(), ", "), ") ");
+  if (whole.mode() == "bitwise") return absl::StrCat(head, "bitwise equal");
+  const int all = tensors * whole.check_updates_size();
+  return absl::StrCat(
+      head, "pass; numerics judged ", tensor_verdicts, " of ", all,
+      " tensor-updates within their drift budgets",
+      tensor_verdicts == all
+          ? ""
+          : absl::StrCat(", the other ", all - tensor_verdicts, " diverged past ",
+                         whole.most_share_of_one_update() * 100, "% of one update's change and ",
+                         LeftTo(report)),
+      diverged.empty()
+          ? ""
+          : absl::StrCat(" (updates ", absl::StrJoin(diverged, ", "),
+                         " in every tensor: their loss judged against the twin's spread)"));
+}
+
+// The first update's numerics part of the verdict line.
+std::string FirstUpdatePart(const ParityReport& report, const std::string& first_failure) {
+  if (!first_failure.empty()) return absl::StrCat("first update fails: ", first_failure);
+  const DerivedTolerance& derived = report.derived();
+  if (derived.tensors_size() == 0) {
+    return absl::StrFormat("first update within tolerance (largest difference %.3g)",
+                           report.max_abs_diff());
+  }
+  const auto& not_judged = derived.not_judged_tensors();
+  if (derived.judged_tensors() == 0) {
+    return absl::StrCat("first update: no tensor judgeable by numerics (", derived.derived_for(),
+                        "'s rounding too large a share of every tensor's update), all ",
+                        derived.tensors_size(), " ", LeftTo(report));
+  }
+  return absl::StrCat(
+      "first update: ", derived.judged_tensors(), " of ", derived.tensors_size(),
+      " tensors judged by numerics within their derived ", derived.derived_for(), " budgets",
+      not_judged.empty()
+          ? ""
+          : absl::StrCat(", ", not_judged.size(), " ", LeftTo(report), " (",
+                         absl::StrJoin(not_judged, ", "), ")"),
+      absl::StrFormat(" (largest difference %.3g)", report.max_abs_diff()));
 }
 
 }  // namespace
 
 std::string ParityVerdictLine(const ParityReport& report) {
-  const WholeRunParity& whole = report.whole_run();
-  std::string whole_part;
-  if (whole.mode() == "not_judged") {
-    whole_part = absl::StrCat("whole run not judged (", whole.not_judged(), ")");
-  } else {
-    int passing = 0;
-    double share = 0;
-    std::vector<int32_t> not_judged;
-    for (const UpdateParity& u : whole.updates()) {
-      passing += u.pass() ? 1 : 0;
-      if (u.pass()) share = std::max(share, u.largest_share_of_budget());
-      if (!u.judged() && !u.not_judged().empty()) not_judged.push_back(u.update());
-    }
-    whole_part = absl::StrCat(
-        "whole run: ", passing, " of ", whole.check_updates_size(), " checked updates (",
-        absl::StrJoin(whole.check_updates(), ", "), ") within ",
-        whole.mode() == "bitwise" ? "bitwise equality"
-                                  : absl::StrFormat("the drift budget (largest %.0f%% of "
-                                                    "it)",
-                                                    100 * share),
-        not_judged.empty()
-            ? ""
-            : absl::StrCat(", ", not_judged.size(), " not judged (",
-                           absl::StrJoin(not_judged, ", "),
-                           ": the drift twin's drift outgrew half of what training moved)"));
-  }
   std::string first_failure;
   for (const std::string& f : report.failures()) {
     if (first_failure.empty() && IsFirstUpdateFailure(f)) first_failure = f;
   }
-  const auto& not_judged = report.derived().not_judged_tensors();
-  return absl::StrCat(
-      report.pass() ? "parity PASSED: " : "parity FAILED: ", "first update ",
-      first_failure.empty() ? absl::StrFormat("within tolerance (largest difference %.3g)",
-                                              report.max_abs_diff())
-                            : absl::StrCat("fails: ", first_failure),
-      not_judged.empty()
-          ? ""
-          : absl::StrCat(", ", not_judged.size(), " tensors not judged (",
-                         report.derived().derived_for(),
-                         "'s rounding too large a share of their update: ",
-                         absl::StrJoin(not_judged, ", "), ")"),
-      EveryUpdatePart(report.every_update()), "; ", whole_part);
+  return absl::StrCat(report.pass() ? "parity PASSED: " : "parity FAILED: ",
+                      FirstUpdatePart(report, first_failure),
+                      EveryUpdatePart(report.every_update()), ReplayPart(report.replay()), "; ",
+                      WholeRunPart(report));
 }
 
 namespace {

@@ -30,13 +30,15 @@ namespace receipt_parity {
 // unreadable (naming the file) or describes other parameters.
 //
 // `derive`, when set, derives the tolerance from the reference once it is
-// read (precision bf16: trainer/bf16_tolerance.h): rtol 0, atol its
-// gradient budget for the gradients and its parameter budget for the
-// parameters, `derived` and tolerance_reason recording how; a derivation
-// that is not far below what one update changes is a failure (the gate
-// would pass a run that did not train). Its errors pass through.
-using DeriveTolerance =
-    std::function<absl::StatusOr<DerivedTolerance>(const FirstStep& reference)>;
+// read (trainer/bf16_tolerance.h), given the floor above (the config's or
+// the cross-device rtol and atol): each tensor's own rtol and atol, for its
+// gradient and for its step's change (the parameters after the step less
+// those before, which the run and the reference share), `derived` and
+// tolerance_reason recording how. Tensors the derivation cannot judge (not
+// below its gate) are listed and do not count: the replay judges them.
+// Its errors pass through.
+using DeriveTolerance = std::function<absl::StatusOr<DerivedTolerance>(
+    const FirstStep& reference, double floor_rtol, double floor_atol)>;
 absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
                                             const std::string& reference_dir,
                                             const TrainingConfig& config,
@@ -48,14 +50,17 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
 // `run_fingerprints`: the run's, and, for a run whose updates ignore the
 // world size, its earlier attempts' on other numbers of workers) against
 // `references`, at every update of `check_updates` (sorted, 0 first), with
-// the config's parity rtol and atol as the floor of every budget. A point
+// the config's parity rtol and atol as the floor of every budget, and
+// `derived`, the first update's derived tolerance (empty when none), for
+// one update's rounding of each tensor and of the loss. A point
 // that is missing or damaged (the run's, the reference's or the twin's)
 // fails its update, saying why. Errors: Internal on a LibTorch error.
 absl::StatusOr<WholeRunParity> CheckWholeRunParity(const std::string& run_dir,
                                                    const std::vector<std::string>& run_fingerprints,
                                                    const WholeRunReferences& references,
                                                    const std::vector<int64_t>& check_updates,
-                                                   const ParityConfig& parity);
+                                                   const ParityConfig& parity,
+                                                   const DerivedTolerance& derived);
 
 // `report` gains `whole_run`; its pass then also requires the whole run's,
 // unless the whole run was not judged (mode "not_judged", where a
@@ -69,9 +74,16 @@ void AddWholeRunVerdict(WholeRunParity whole_run, ParityReport* report);
 // update that failed, its check, its rank and what differed.
 void AddEveryUpdateVerdict(EveryUpdateVerdict every_update, ParityReport* report);
 
+// `report` gains `replay`; its pass then also requires it where an update
+// was replayed (a verdict that replayed none, parity { replay: false } or a
+// run on a GPU, says why and does not decide), and a failure adds one
+// sentence naming the first update, tensor and element that differ.
+void AddReplayVerdict(ReplayVerdict replay, ParityReport* report);
+
 // One line for the console: "parity PASSED: ..." or "parity FAILED: ...",
 // the first update's verdict, the every-update checks' ("every update (N
-// of N) verified") and the whole run's.
+// of N) verified"), the replay's ("replay: N of N checked updates (...)
+// recomputed in one process bit for bit") and the whole run's.
 std::string ParityVerdictLine(const ParityReport& report);
 
 // When `report` fails and the config's recipe holds a kept mistake that

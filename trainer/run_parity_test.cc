@@ -19,13 +19,16 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// One parameter "w" = values, its gradient = values, one receipt.
+// One parameter "w" = values after the step (zeros before it, so the
+// step's change is values too), its gradient = values, one receipt.
 FirstStep Step(const std::vector<float>& values) {
   FirstStep step;
   step.add_parameter_order("w");
   const NamedTensors tensors = {{"w", at::tensor(values)}};
   StoreNamedTensors(tensors, step.mutable_gradients());
   StoreNamedTensors(tensors, step.mutable_parameters_after());
+  StoreNamedTensors({{"w", at::zeros({static_cast<int64_t>(values.size())})}},
+                    step.mutable_parameters_before());
   RankBatch* batch = step.add_batch();
   batch->add_receipt_ids("r1");
   batch->add_valid(true);
@@ -101,65 +104,113 @@ TEST_F(RunParityTest, AReferenceWithoutAPlatformRecordWasMadeOnTheCpu) {
 }
 
 // A derived tolerance (bf16) for the tensor "w" (or `name`): its budgets
-// judge the gradients and the parameters apart, rtol 0, the derivation
+// judge the gradients and the step's changes apart, the derivation
 // recorded.
 DerivedTolerance Derived(double gradient_atol, double parameter_atol, bool far_below,
-                         const std::string& name = "w") {
+                         const std::string& name = "w", double rtol = 0) {
   DerivedTolerance derived;
   derived.set_method("measured");
+  derived.set_derived_for("bf16");
   derived.set_gradient_atol(gradient_atol);
   derived.set_parameter_atol(parameter_atol);
   derived.set_far_below_one_update(far_below);
-  derived.set_most_share_of_one_update(0.5);
-  derived.set_largest_share_of_one_update(far_below ? 0.1 : 0.9);
+  derived.set_most_share_of_one_update(0.1);
+  derived.set_largest_share_of_one_update(far_below ? 0.01 : 0.9);
   TensorBudget* w = derived.add_tensors();
   w->set_name(name);
   w->set_gradient_atol(gradient_atol);
   w->set_parameter_atol(parameter_atol);
+  w->set_gradient_rtol(rtol);
+  w->set_parameter_rtol(rtol);
+  w->set_judged(far_below);
+  if (far_below) {
+    derived.set_judged_tensors(1);
+  } else {
+    derived.add_not_judged_tensors(name);
+  }
   return derived;
 }
 
-TEST_F(RunParityTest, ADerivedToleranceJudgesGradientsAndParametersApart) {
+TEST_F(RunParityTest, ADerivedToleranceJudgesGradientsAndChangesApart) {
   ReferenceOn("cpu");
-  // Off by 1e-5 and 2e-5: within 3e-5 on gradients and parameters alike.
+  // Off by 1e-5 and 2e-5: within 3e-5 on gradients and changes alike.
+  double floor_rtol = -1, floor_atol = -1;
   absl::StatusOr<ParityReport> within = CheckRunParity(
       Step(kSlightlyOff), dir_, Config("cpu"), true,
-      [](const FirstStep&) { return Derived(3e-5, 3e-5, true); });
+      [&](const FirstStep&, double rtol, double atol) {
+        floor_rtol = rtol;
+        floor_atol = atol;
+        return Derived(3e-5, 3e-5, true);
+      });
   ASSERT_TRUE(within.ok()) << within.status();
   EXPECT_TRUE(within->pass()) << within->failures(0);
-  EXPECT_EQ(within->rtol(), 0);
-  EXPECT_EQ(within->atol(), 3e-5);
-  EXPECT_THAT(within->tolerance_reason(), HasSubstr("derived (bf16), per tensor"));
+  // The derivation is given the config's tolerance as its floor.
+  EXPECT_EQ(floor_rtol, 1e-6);
+  EXPECT_EQ(floor_atol, 1e-7);
+  EXPECT_THAT(within->tolerance_reason(), HasSubstr("derived (bf16), per tensor and element-wise"));
   EXPECT_EQ(within->derived().method(), "measured");
   ASSERT_EQ(within->gradients_size(), 1);
   EXPECT_EQ(within->gradients(0).atol(), 3e-5);
-  // The parameters' own budget applies to them.
+  EXPECT_EQ(within->gradients(0).rtol(), 0);
+  // The changes' own budget applies to them.
   absl::StatusOr<ParityReport> parameters = CheckRunParity(
       Step(kSlightlyOff), dir_, Config("cpu"), true,
-      [](const FirstStep&) { return Derived(3e-5, 1e-6, true); });
+      [](const FirstStep&, double, double) { return Derived(3e-5, 1e-6, true); });
   ASSERT_TRUE(parameters.ok());
   EXPECT_FALSE(parameters->pass());
-  EXPECT_THAT(parameters->failures(0), HasSubstr("parameter after the step of w"));
+  EXPECT_THAT(parameters->failures(0), HasSubstr("change of the parameter in the step of w"));
   EXPECT_THAT(parameters->failures(0), HasSubstr("atol 1e-06, its own derived budget"));
   // A derivation of other tensors is an error, not a verdict.
   absl::StatusOr<ParityReport> other = CheckRunParity(
       Step(kSlightlyOff), dir_, Config("cpu"), true,
-      [](const FirstStep&) { return Derived(3e-5, 3e-5, true, "v"); });
+      [](const FirstStep&, double, double) { return Derived(3e-5, 3e-5, true, "v"); });
   EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(other.status().message(), HasSubstr("tensor 0 is v, the run's w"));
 }
 
-// A budget not far below what one update changes is refused: a run that
-// did not train could pass it.
-TEST_F(RunParityTest, ABudgetThatWouldPassARunThatDidNotTrainIsRefused) {
+// rtol reads each element's own |ref|: a small element cannot move by the
+// large one's share.
+TEST_F(RunParityTest, ADerivedRtolIsElementWise) {
+  ReferenceOn("cpu");
+  ASSERT_TRUE(WriteArtifact(dir_ + "/first_step.json", MakeArtifactStamp("f", 1),
+                            Step({1.0f, 0.001f}))
+                  .ok());
+  auto derive = [](const FirstStep&, double, double) {
+    return Derived(1e-6, 1e-6, true, "w", 1e-3);
+  };
+  absl::StatusOr<ParityReport> large =
+      CheckRunParity(Step({1.0009f, 0.001f}), dir_, Config("cpu"), true, derive);
+  ASSERT_TRUE(large.ok()) << large.status();
+  EXPECT_TRUE(large->pass()) << large->failures(0);
+  absl::StatusOr<ParityReport> small =
+      CheckRunParity(Step({1.0f, 0.0011f}), dir_, Config("cpu"), true, derive);
+  ASSERT_TRUE(small.ok());
+  EXPECT_FALSE(small->pass());
+  EXPECT_THAT(small->failures(0), HasSubstr("rtol 0.001, atol 1e-06"));
+}
+
+// A first update no tensor of which numerics can judge is reported as such,
+// not failed: the replay judges it, and the verdict line says so.
+TEST_F(RunParityTest, AFirstUpdateWithNoJudgeableTensorIsReportedNotFailed) {
   ReferenceOn("cpu");
   absl::StatusOr<ParityReport> report = CheckRunParity(
-      Step({1.0f, -2.0f}), dir_, Config("cpu"), true,
-      [](const FirstStep&) { return Derived(1.0, 1.0, false); });
+      Step({1.5f, -2.0f}), dir_, Config("cpu"), true,
+      [](const FirstStep&, double, double) { return Derived(1.0, 1.0, false); });
   ASSERT_TRUE(report.ok());
-  EXPECT_FALSE(report->pass());
-  EXPECT_THAT(report->failures(0), HasSubstr("a run that did not train could pass"));
-  EXPECT_THAT(report->failures(0), HasSubstr("not below 50% of what one update changes"));
+  EXPECT_TRUE(report->pass());
+  EXPECT_FALSE(report->gradients(0).judged());
+  ReplayVerdict replay;
+  replay.set_replayed_updates(1);
+  replay.set_bitwise_updates(1);
+  replay.set_pass(true);
+  UpdateReplay* u = replay.add_updates();
+  u->set_update(0);
+  u->set_mode("bitwise");
+  u->set_pass(true);
+  AddReplayVerdict(replay, &*report);
+  EXPECT_THAT(ParityVerdictLine(*report),
+              HasSubstr("first update: no tensor judgeable by numerics (bf16's rounding too "
+                        "large a share of every tensor's update), all 1 left to the replay"));
 }
 
 // A tensor above the gate is not judged, and the others still are: its
@@ -172,19 +223,19 @@ TEST_F(RunParityTest, ATensorTheBudgetCannotResolveIsNotJudged) {
     const NamedTensors tensor = {{"b", at::tensor(b)}};
     StoreNamedTensors(tensor, step.mutable_gradients());
     StoreNamedTensors(tensor, step.mutable_parameters_after());
+    StoreNamedTensors({{"b", at::zeros({1})}}, step.mutable_parameters_before());
     return step;
   };
   ASSERT_TRUE(WriteArtifact(dir_ + "/first_step.json", MakeArtifactStamp("f", 1),
                             two_tensors({1.0f, -2.0f}, {0.5f}))
                   .ok());
-  auto derive = [](const FirstStep&) {
-    DerivedTolerance derived = Derived(1e-3, 1e-3, /*far_below=*/false);
-    derived.mutable_tensors(0)->set_judged(true);
+  auto derive = [](const FirstStep&, double, double) {
+    DerivedTolerance derived = Derived(1e-3, 1e-3, /*far_below=*/true);
+    derived.set_far_below_one_update(false);
     TensorBudget* b = derived.add_tensors();
     b->set_name("b");
     b->set_gradient_atol(1e-3);
     b->set_parameter_atol(1e-3);
-    derived.set_judged_tensors(1);
     derived.add_not_judged_tensors("b");
     return derived;
   };
@@ -195,7 +246,10 @@ TEST_F(RunParityTest, ATensorTheBudgetCannotResolveIsNotJudged) {
   EXPECT_FALSE(b_off->gradients(1).judged());
   EXPECT_FALSE(b_off->gradients(1).pass());
   EXPECT_TRUE(b_off->gradients(0).judged());
-  EXPECT_THAT(b_off->tolerance_reason(), HasSubstr("not judged, their budget not below 50%"));
+  // With no replay, the line says the tensor was judged by nothing.
+  EXPECT_THAT(ParityVerdictLine(*b_off),
+              HasSubstr("first update: 1 of 2 tensors judged by numerics within their derived "
+                        "bf16 budgets, 1 judged by no verdict (no replay) (b)"));
   absl::StatusOr<ParityReport> w_off =
       CheckRunParity(two_tensors({1.1f, -2.0f}, {0.5f}), dir_, Config("cpu"), true, derive);
   ASSERT_TRUE(w_off.ok());

@@ -54,6 +54,7 @@
 #include "trainer/update_step.h"
 #include "artifacts/world_size_change.h"
 #include "weighting/loss_weighting.h"
+#include "weighting/update_shares.h"
 
 namespace receipt_parity {
 namespace {
@@ -409,6 +410,45 @@ absl::StatusOr<std::unique_ptr<UpdateVerifier>> MakeVerifier(Run& run) {
   return verifier;
 }
 
+// A multi-worker parity run's writer keeps its checked updates' replay
+// inputs (parity.replay); nullopt elsewhere.
+std::optional<ReplayRecording> ReplayRecordingOf(const Run& run) {
+  const TrainingConfig& config = *run.config;
+  if (!run.writer() || run.options->reference_dir.empty() || !config.parity().replay() ||
+      run.options->world_size < 2) {
+    return std::nullopt;
+  }
+  ReplayRecording recording;
+  recording.optimizer_state = [&run]() {
+    return run.options->loaded->optimizer.plugin->SaveState(NamedParametersOf(run.model()),
+                                                            *run.optimizer);
+  };
+  const GradientReducer* reducer = run.inputs.plugins.reducer.get();
+  const WeightingInputs weighting{run.inputs.plugins.weighting.get(), &run.data.train_labels,
+                                  &run.inputs.data.train_class_counts,
+                                  config.accumulation_steps()};
+  const int chunk_slots = reducer->chunk_slots();
+  recording.shares = [weighting, chunk_slots](const EpochPlan& plan, int64_t update,
+                                              RecordedUpdate* out) {
+    if (chunk_slots > 0) {
+      out->chunks = OrderedChunks(plan, update, chunk_slots, weighting);
+      out->chunk_rows = ChunkRows(plan, chunk_slots);
+    } else {
+      out->shares = UpdateShares(plan, update, weighting);
+    }
+  };
+  RecordedUpdate& header = recording.header;
+  header.bf16 = config.precision() == "bf16";
+  header.device = run.device.str();
+  header.reduced_divisor = reducer->reduced_divisor(run.options->world_size);
+  if (config.has_clip_grad_norm()) {
+    header.clipping = GradientClipping{config.clip_grad_norm().max_norm(),
+                                       config.clip_grad_norm().scope() == "global"};
+  }
+  recording.schedule = run.inputs.plugins.schedule.get();
+  return recording;
+}
+
 UpdateRecorderOptions RecorderOptions(const Run& run) {
   UpdateRecorderOptions options;
   options.world_size = run.options->world_size;
@@ -423,6 +463,7 @@ UpdateRecorderOptions RecorderOptions(const Run& run) {
   options.trajectory_updates = run.inputs.check_updates;
   options.stamp = run.stamp();
   options.defer_writes = true;  // no artifact write inside a timed update
+  options.replay = ReplayRecordingOf(run);
   return options;
 }
 

@@ -9,7 +9,10 @@
 //                    uninterrupted run's);
 //   trajectory/      the parameters and the whole update's loss after each
 //                    checked update (artifacts/parity_trajectory.h), for
-//                    the whole-run parity verdict.
+//                    the whole-run parity verdict; and, with
+//                    UpdateRecorderOptions.replay, the state before each
+//                    checked update's step and every rank's share of it
+//                    (artifacts/replay_inputs.h), for its replay.
 // Only the writer (rank 0) records; on other ranks a recorder records
 // nothing and costs nothing. first_step.json and update-K.json are
 // written here, each right after its update (so a resumed attempt finds
@@ -21,6 +24,8 @@
 #define RECEIPT_PARITY_TRAINER_UPDATE_RECORDER_H_
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,9 +36,26 @@
 #include "artifacts/artifact_stamp.h"
 #include "artifacts/first_step.pb.h"
 #include "artifacts/parity_trajectory.h"
+#include "artifacts/replay_inputs.h"
+#include "optimizers/optimizer_plugin.h"
+#include "schedules/lr_schedule.h"
 #include "trainer/update_step.h"
 
 namespace receipt_parity {
+
+// What the recorder needs to keep a checked update's replay inputs.
+struct ReplayRecording {
+  // The optimizer's state now (before a step).
+  std::function<absl::StatusOr<OptimizerState>()> optimizer_state;
+  // Fills `out`'s shares (or the ordered mode's chunks and rows) of
+  // update `update` of `plan`, every rank's (weighting/update_shares.h).
+  std::function<void(const EpochPlan& plan, int64_t update, RecordedUpdate* out)> shares;
+  // Precision, device, the reducer's divisor and the clipping; the rest is
+  // the update's.
+  RecordedUpdate header;
+  // nullptr: the base rates throughout.
+  const LearningRateSchedule* schedule = nullptr;
+};
 
 struct UpdateRecorderOptions {
   // Written into every record.
@@ -59,6 +81,9 @@ struct UpdateRecorderOptions {
   // (the run's checked updates). The UpdateStep must sum the loss at these
   // (UpdateStepParts.whole_loss_updates).
   std::set<int64_t> trajectory_updates;
+  // With it, each trajectory update's replay inputs are kept too (unset:
+  // none are).
+  std::optional<ReplayRecording> replay;
   // Micro-batches per rank and update (accumulation_steps): recorded per
   // slot in the batch.
   int micro_batches = 1;
@@ -107,10 +132,16 @@ class UpdateRecorder : public UpdateObserver {
     bool first_step = false;
     bool update = false;
     bool trajectory = false;
+    bool replay = false;
     int64_t total_update = 0;
   };
   // Whether global update `total_update` goes into trajectory/.
   bool RecordsTrajectory(int64_t total_update) const;
+  // The state before the step (BeforeOptimizerStep), and the shares and
+  // factors after it (AfterOptimizerStep), into replay_inputs_.
+  absl::Status KeepStateBefore(int64_t total_update, const Classifier& model);
+  void KeepShares(int64_t total_update, const EpochPlan& plan, int64_t update,
+                  const UpdateResult& result);
   absl::Status WritePending();
 
   UpdateRecorderOptions options_;
@@ -118,6 +149,11 @@ class UpdateRecorder : public UpdateObserver {
   // The record of the update in progress.
   FirstStep current_;
   TrajectoryPoint trajectory_point_;
+  // The replay inputs of the trajectory update in progress.
+  ReplayInputs replay_inputs_;
+  // The parameters before a trajectory update's step (CPU copies), for the
+  // point's change_norms; empty between updates.
+  NamedTensors parameters_before_;
   PendingWrites pending_;
 };
 

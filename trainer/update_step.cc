@@ -8,19 +8,17 @@
 #include <string>
 #include <vector>
 
-#include <torch/nn/utils/clip_grad.h>
-
 #include "absl/strings/str_cat.h"
 #include "checkpoint/phase_kill.h"
 #include "logging/glog.h"
 #include "model/weighted_loss.h"
+#include "optimizers/step_rules.h"
 #include "parity/tensor_comparison.h"
 #include "collectives/collective_error.h"
 #include "collectives/sum_across_ranks.h"
-#include "artifacts/epoch_accounting.h"
 #include "model/keyed_dropout.h"
+#include "model/share_backward.h"
 #include "model/sync_batch_norm.h"
-#include "model/sync_batch_norm_update.h"
 #include "samplers/micro_batches.h"
 
 namespace receipt_parity {
@@ -36,16 +34,6 @@ absl::Status LibTorchError(const std::exception& e, int rank,
                            int64_t total_update) {
   return LibTorchErrorToStatus(
       e, absl::StrCat(Where(rank, total_update), ": LibTorch"));
-}
-
-// The slots' examples, an error of the source naming the rank and update.
-absl::StatusOr<ExampleTensors> SelectExamples(const ExampleSource& examples,
-                                              absl::Span<const Slot> slots, int rank,
-                                              int64_t total_update) {
-  absl::StatusOr<ExampleTensors> selected = examples.Select(slots);
-  if (selected.ok()) return selected;
-  return absl::Status(selected.status().code(), absl::StrCat(Where(rank, total_update), ": ",
-                                                             selected.status().message()));
 }
 
 // The name of the first parameter whose tensor (its gradient, or itself)
@@ -86,9 +74,7 @@ UpdateStep::UpdateStep(const UpdateStepParts& parts) : parts_(parts) {
         parts.examples != nullptr && parts.labels != nullptr &&
         parts.class_counts != nullptr)
       << "UpdateStep: every part but the group, the schedule and clipping is required";
-  for (const torch::optim::OptimizerParamGroup& group : parts.optimizer->param_groups()) {
-    base_rates_.push_back(group.options().get_lr());
-  }
+  base_rates_ = BaseRates(*parts.optimizer);
   has_sync_batch_norm_ = !SyncBatchNorms(*parts.model).empty();
   chunk_slots_ = parts.reducer->chunk_slots();
 }
@@ -161,108 +147,41 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
   return result;
 }
 
+WeightingInputs UpdateStep::Weighting() const {
+  return WeightingInputs{parts_.weighting, parts_.labels, parts_.class_counts,
+                         parts_.micro_batches};
+}
+
+ShareBackwardParts UpdateStep::ShareParts(int64_t total_update) {
+  ShareBackwardParts share;
+  share.model = parts_.model;
+  share.examples = parts_.examples;
+  share.total_update = total_update;
+  share.bf16 = parts_.bf16;
+  share.one_rank = parts_.group == nullptr;
+  share.where = Where(parts_.rank, total_update);
+  share.sum = RankSumOver(parts_.group,
+                          absl::StrCat(share.where, ": the synchronized batch norm's statistics"));
+  if (parts_.verifier != nullptr) {
+    UpdateVerifier* verifier = parts_.verifier;
+    share.on_micro_batch = [verifier](const MicroBatchShare& part, const at::Tensor& keys, int m) {
+      verifier->AddSlots(static_cast<int>(part.begin), part.slots, part.weights, keys, m);
+    };
+  }
+  // The last backward of the update starts the buckets' reduction.
+  share.before_last = [this] { ArmBuckets(); };
+  return share;
+}
+
 absl::StatusOr<WeightedBackwardResult> UpdateStep::Backward(const EpochPlan& plan,
                                                             int64_t update,
                                                             int64_t total_update) {
   const PhaseKillScope injected_kill(parts_.phase_kill, KillPhase::kForwardBackward,
                                      parts_.rank, total_update);
-  const int micro_batches = parts_.micro_batches;
-  // The weights of the whole update, over every micro-batch of every rank.
-  const std::vector<double> weights = parts_.weighting->Weights(
-      ComposeUpdate(plan, update, *parts_.labels, *parts_.class_counts, micro_batches),
-      parts_.rank);
-  // This rank's slots of the update, read out of the plan's global order.
-  const std::vector<Slot> own_slots = plan.UpdateSlots(parts_.rank, update).ToVector();
-  const absl::Span<const Slot> slots = own_slots;
-  const int local_batch = plan.local_batch()[parts_.rank];
-  if (has_sync_batch_norm_) {
-    return SyncBatchNormUpdate(slots, local_batch, weights, total_update);
-  }
-  WeightedBackwardResult loss;
-  for (int m = 0; m < micro_batches; ++m) {
-    const auto [begin, end] = MicroBatchRange(m, static_cast<int64_t>(slots.size()),
-                                              local_batch, micro_batches);
-    // The first micro-batch starts from zero gradients (even an empty
-    // one); an empty later one adds nothing.
-    if (m > 0 && begin == end) continue;
-    // The last backward of the update starts the buckets' reduction.
-    if (m == micro_batches - 1) ArmBuckets();
-    const absl::Span<const Slot> part = slots.subspan(begin, end - begin);
-    absl::StatusOr<ExampleTensors> batch =
-        SelectExamples(*parts_.examples, part, parts_.rank, total_update);
-    if (!batch.ok()) return batch.status();
-    const std::vector<double> part_weights(weights.begin() + begin, weights.begin() + end);
-    const at::Tensor update_keys = UpdateKeys(batch->keys, total_update);
-    if (parts_.verifier != nullptr) {
-      parts_.verifier->AddSlots(static_cast<int>(begin), part, part_weights, update_keys, m);
-    }
-    absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
-        *parts_.model, batch->images, batch->labels, part_weights,
-        m == 0 ? GradientStart::kZero : GradientStart::kAccumulate, parts_.bf16, update_keys);
-    if (!backward.ok()) return backward.status();
-    loss.weighted_loss += backward->weighted_loss;
-    loss.accepted_loss_sum += backward->accepted_loss_sum;
-  }
-  return loss;
-}
-
-absl::StatusOr<WeightedBackwardResult> UpdateStep::SyncBatchNormUpdate(
-    absl::Span<const Slot> slots, int local_batch, const std::vector<double>& weights,
-    int64_t total_update) {
-  const int micro_batches = parts_.micro_batches;
-  std::vector<UpdateMicroBatch> batches;
-  try {
-    for (int m = 0; m < micro_batches; ++m) {
-      const auto [begin, end] = MicroBatchRange(m, static_cast<int64_t>(slots.size()),
-                                                local_batch, micro_batches);
-      const absl::Span<const Slot> part = slots.subspan(begin, end - begin);
-      absl::StatusOr<ExampleTensors> selected_or =
-          SelectExamples(*parts_.examples, part, parts_.rank, total_update);
-      if (!selected_or.ok()) return selected_or.status();
-      const ExampleTensors& selected = *selected_or;
-      std::vector<bool> valid;
-      for (const Slot& slot : part) valid.push_back(slot.valid);
-      UpdateMicroBatch batch;
-      batch.images = selected.images;
-      batch.labels = selected.labels;
-      batch.update_keys = UpdateKeys(selected.keys, total_update);
-      batch.valid = at::tensor(at::ArrayRef<uint8_t>(
-                                   std::vector<uint8_t>(valid.begin(), valid.end())))
-                        .to(selected.images.device(), at::kBool);
-      batch.weights.assign(weights.begin() + begin, weights.begin() + end);
-      if (parts_.verifier != nullptr) {
-        parts_.verifier->AddSlots(static_cast<int>(begin), part, batch.weights,
-                                  batch.update_keys, m);
-      }
-      batches.push_back(std::move(batch));
-    }
-  } catch (const std::exception& e) {
-    return LibTorchError(e, parts_.rank, total_update);
-  }
-  // One rank, one micro-batch: the whole update is this forward, as the
-  // reference computes it.
-  if (parts_.group == nullptr && micro_batches == 1) {
-    SyncBatchNormPass direct;
-    direct.phase = BatchNormPhase::kDirect;
-    direct.valid = batches[0].valid;
-    const SyncBatchNormPassScope scope(&direct);
-    absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
-        *parts_.model, batches[0].images, batches[0].labels, batches[0].weights,
-        GradientStart::kZero, parts_.bf16, batches[0].update_keys);
-    return backward;
-  }
-  // The statistics' sums cross the ranks between passes; the gradient
-  // buckets are reduced after the last (not armed during a backward).
-  absl::StatusOr<WeightedBackwardResult> loss = SyncBatchNormBackward(
-      *parts_.model, batches, parts_.bf16,
-      RankSumOver(parts_.group,
-                  absl::StrCat(Where(parts_.rank, total_update),
-                               ": the synchronized batch norm's statistics")));
-  if (!loss.ok()) {
-    return absl::Status(loss.status().code(), absl::StrCat(Where(parts_.rank, total_update),
-                                                           ": ", loss.status().message()));
-  }
-  return loss;
+  // This rank's slots of the update, read out of the plan's global order,
+  // cut into its micro-batches, weighed over the whole update.
+  return ShareBackward(RankShare(plan, update, parts_.rank, Weighting()),
+                       ShareParts(total_update));
 }
 
 absl::StatusOr<WeightedBackwardResult> UpdateStep::OrderedBackward(const EpochPlan& plan,
@@ -276,55 +195,30 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::OrderedBackward(const EpochPl
         "-slot chunks are computed alone, and a synchronized batch norm's statistics "
         "span the whole update: use reducer allreduce_sum with this model"));
   }
-  const int world = plan.world_size();
-  // Every rank's weights, laid out by the update's global order.
-  const UpdateComposition composition =
-      ComposeUpdate(plan, update, *parts_.labels, *parts_.class_counts, parts_.micro_batches);
-  std::vector<std::vector<double>> weights_by_rank(world);
-  for (int r = 0; r < world; ++r) weights_by_rank[r] = parts_.weighting->Weights(composition, r);
-  const std::vector<DealtPosition> order = plan.UpdateOrder(update);
-  const int64_t positions = static_cast<int64_t>(order.size());
-  const int64_t chunks = (plan.global_batch() + chunk_slots_ - 1) / chunk_slots_;
   // This rank computes the chunks its share of the global batch covers.
-  int64_t first = 0;
-  for (int r = 0; r < parts_.rank; ++r) first += plan.local_batch()[r];
-  const int64_t last = first + plan.local_batch()[parts_.rank];
+  const ShareBackwardParts share = ShareParts(total_update);
+  ChunkObserver on_chunk;
+  if (parts_.verifier != nullptr) {
+    UpdateVerifier* verifier = parts_.verifier;
+    on_chunk = [verifier](const ChunkShare& chunk, const at::Tensor& keys) {
+      verifier->AddPositions(chunk.positions, chunk.slots, chunk.weights, keys, 0);
+    };
+  }
   WeightedBackwardResult loss;
   try {
     const std::vector<at::Tensor> parameters = parts_.model->parameters();
     int64_t elements = 0;
     for (const at::Tensor& p : parameters) elements += p.numel();
-    chunk_rows_ = at::zeros({chunks, elements}, parameters.front().options());
-    for (int64_t begin = first; begin < std::min(last, positions); begin += chunk_slots_) {
-      const int64_t end = std::min({begin + chunk_slots_, last, positions});
-      std::vector<Slot> slots;
-      std::vector<double> weights;
-      std::vector<int64_t> positions;
-      for (int64_t p = begin; p < end; ++p) {
-        const DealtPosition& at = order[p];
-        slots.push_back(plan.UpdateSlots(at.rank, update)[at.index]);
-        weights.push_back(weights_by_rank[at.rank][at.index]);
-        positions.push_back(p);
-      }
-      absl::StatusOr<ExampleTensors> batch =
-          SelectExamples(*parts_.examples, slots, parts_.rank, total_update);
-      if (!batch.ok()) return batch.status();
-      const at::Tensor update_keys = UpdateKeys(batch->keys, total_update);
-      if (parts_.verifier != nullptr) {
-        parts_.verifier->AddPositions(positions, slots, weights, update_keys, 0);
-      }
-      absl::StatusOr<WeightedBackwardResult> backward = WeightedBackward(
-          *parts_.model, batch->images, batch->labels, weights, GradientStart::kZero,
-          parts_.bf16, update_keys);
+    chunk_rows_ =
+        at::zeros({ChunkRows(plan, chunk_slots_), elements}, parameters.front().options());
+    for (const ChunkShare& chunk : OrderedChunks(plan, update, chunk_slots_, Weighting())) {
+      if (chunk.rank != parts_.rank) continue;
+      absl::StatusOr<WeightedBackwardResult> backward = ChunkBackward(chunk, share, on_chunk);
       if (!backward.ok()) return backward.status();
       loss.weighted_loss += backward->weighted_loss;
       loss.accepted_loss_sum += backward->accepted_loss_sum;
-      at::Tensor row = chunk_rows_[begin / chunk_slots_];
-      int64_t offset = 0;
-      for (const at::Tensor& p : parameters) {
-        if (p.grad().defined()) row.narrow(0, offset, p.numel()).copy_(p.grad().reshape(-1));
-        offset += p.numel();
-      }
+      at::Tensor row = chunk_rows_[chunk.row];
+      FlattenGradients(*parts_.model, row);
       // The chunk's gradient is this rank's contribution to the ordered sum.
       if (parts_.verifier != nullptr) {
         if (absl::Status s = parts_.verifier->AddContribution(row, 0); !s.ok()) return s;
@@ -477,15 +371,14 @@ absl::Status CheckParametersFinite(const Classifier& model, int rank,
 
 absl::Status UpdateStep::Clip(bool clip_here, int64_t total_update, UpdateResult* result) {
   if (!clip_here) return absl::OkStatus();
-  const double max_norm = parts_.clipping->max_norm;
   try {
-    result->gradient_norm =
-        torch::nn::utils::clip_grad_norm_(parts_.model->parameters(), max_norm);
+    const ClipOutcome clipped =
+        ClipGradients(parts_.model->parameters(), parts_.clipping->max_norm);
+    result->gradient_norm = clipped.norm;
+    result->clip_factor = clipped.factor;
   } catch (const std::exception& e) {
     return LibTorchError(e, parts_.rank, total_update);
   }
-  // clip_grad_norm_'s own factor (it scales only when this is below 1).
-  result->clip_factor = std::min(1.0, max_norm / (result->gradient_norm + 1e-6));
   return absl::OkStatus();
 }
 
@@ -493,12 +386,7 @@ absl::Status UpdateStep::Step(int64_t total_update, UpdateResult* result) {
   const double factor =
       parts_.schedule != nullptr ? parts_.schedule->Factor(total_update) : 1.0;
   try {
-    std::vector<torch::optim::OptimizerParamGroup>& groups = parts_.optimizer->param_groups();
-    for (size_t g = 0; g < groups.size(); ++g) {
-      groups[g].options().set_lr(base_rates_[g] * factor);
-    }
-    result->learning_rate = base_rates_.empty() ? 0 : base_rates_[0] * factor;
-    parts_.optimizer->step();
+    result->learning_rate = StepAtRate(*parts_.optimizer, base_rates_, factor);
   } catch (const std::exception& e) {
     return LibTorchError(e, parts_.rank, total_update);
   }

@@ -71,7 +71,9 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/fault_injection.h"
 #include "model/classifier.h"
+#include "model/share_backward.h"
 #include "model/weighted_loss.h"
+#include "optimizers/step_rules.h"
 #include "reducers/gradient_buckets.h"
 #include "reducers/gradient_reducer.h"
 #include "samplers/epoch_plan.h"
@@ -80,6 +82,7 @@
 #include "data/receipt_tensors.h"
 #include "verify/update_verifier.h"
 #include "weighting/loss_weighting.h"
+#include "weighting/update_shares.h"
 
 namespace c10d {
 class ProcessGroup;
@@ -108,14 +111,6 @@ struct GradientCorruption {
 // Errors: Internal (LibTorch); InvalidArgument for a layout that is not
 // float32 or is empty.
 absl::StatusOr<std::string> FlipLargestElementBit(const std::vector<at::Tensor>& layout, int bit);
-
-// Clipping by the gradient's norm (config.proto, ClipGradNormConfig).
-struct GradientClipping {
-  double max_norm = 0;
-  // The reduced gradient's norm (true) or each rank's own before the
-  // reduction (false: the mistake kept to show it).
-  bool global = true;
-};
 
 struct UpdateStepParts {
   Classifier* model = nullptr;
@@ -259,13 +254,10 @@ class UpdateStep {
  private:
   absl::StatusOr<WeightedBackwardResult> Backward(const EpochPlan& plan, int64_t update,
                                                   int64_t total_update);
-  // A model with synchronized batch norms: its micro-batches through
-  // model/sync_batch_norm_update.h (or, on one rank in one micro-batch, one
-  // direct forward whose statistics leave out the masked slots).
-  absl::StatusOr<WeightedBackwardResult> SyncBatchNormUpdate(absl::Span<const Slot> slots,
-                                                             int local_batch,
-                                                             const std::vector<double>& weights,
-                                                             int64_t total_update);
+  // What this rank's share of an update is computed with
+  // (model/share_backward.h), and the weighting's inputs.
+  ShareBackwardParts ShareParts(int64_t total_update);
+  WeightingInputs Weighting() const;
   // The ordered mode (the reducer's chunk_slots() C > 0,
   // reducers/ordered_sum_reducer.h): this rank's chunks of the update's
   // global order (EpochPlan::UpdateOrder), the positions
