@@ -344,6 +344,23 @@ std::vector<TensorPower> StepResolution(const RunStateAtUpdate& state) {
   return power;
 }
 
+// The factor the replay steps at: a fresh schedule's Factor(K) (a failure
+// in `out` when the run stepped at another), or the recorded one.
+absl::StatusOr<double> RateFactor(const RecordedUpdate& update, const ReplayTools& tools,
+                                  UpdateReplay* out) {
+  if (!tools.make_schedule) return update.rate_factor;
+  absl::StatusOr<std::unique_ptr<LearningRateSchedule>> schedule = tools.make_schedule();
+  if (!schedule.ok()) return schedule.status();
+  const double factor = (*schedule)->Factor(update.total_update);
+  if (factor != update.rate_factor) {
+    out->add_failures(absl::StrFormat(
+        "replay of update %d: the config's schedule gives the factor %.17g, but the run "
+        "stepped with %.17g (a schedule must be a function of the update alone)",
+        update.total_update, factor, update.rate_factor));
+  }
+  return factor;
+}
+
 std::string Describe(const ReplayDifference& d, int64_t update) {
   return absl::StrFormat(
       "replay of update %d: the %s of %s differs first at element %d: the run has %.9g, the "
@@ -466,7 +483,9 @@ absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
       return absl::Status(s.code(), absl::StrCat("replay: the run's optimizer state: ",
                                                  s.message()));
     }
-    StepAtRate(**optimizer, base_rates, update.rate_factor);
+    absl::StatusOr<double> rate_factor = RateFactor(update, tools, &out);
+    if (!rate_factor.ok()) return rate_factor.status();
+    StepAtRate(**optimizer, base_rates, *rate_factor);
     const Compared parameters = CompareNamed(state.parameters_after, NamedOf(model, false),
                                              at::Tensor(), "parameter after the step");
     out.set_parameters_bitwise(parameters.bitwise);

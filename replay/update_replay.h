@@ -62,6 +62,7 @@
 #include "data/example_source.h"
 #include "model/classifier.h"
 #include "optimizers/optimizer_plugin.h"
+#include "schedules/lr_schedule.h"
 #include "optimizers/step_rules.h"
 #include "parity/parity_report.pb.h"
 #include "parity/tensor_comparison.h"
@@ -114,6 +115,12 @@ struct ReplayTools {
   uint64_t generator_seed = 0;
   // The statistics' group gives up after this.
   absl::Duration timeout = absl::Seconds(60);
+  // A new schedule of the run's config, made for this replay alone (unset:
+  // the recorded rate_factor is used). The replay steps at its Factor(K),
+  // which the schedule's contract makes a function of K alone, and a rate
+  // the run stepped with otherwise (a schedule that keeps state between
+  // calls) fails the update.
+  std::function<absl::StatusOr<std::unique_ptr<LearningRateSchedule>>()> make_schedule;
 };
 
 // The sentence UpdateReplay and ReplayVerdict give as `method`.

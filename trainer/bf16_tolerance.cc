@@ -73,22 +73,20 @@ ElementBudget BudgetOfValues(const at::Tensor& value, const at::Tensor& exact,
   const at::Tensor magnitude = v.abs();
   ElementBudget b;
   b.error = error.max().item<double>();
-  // r from the elements at or above the median magnitude (non-zero).
-  const double median = magnitude.median().item<double>();
-  const at::Tensor large = (magnitude >= median) & (magnitude > 0);
-  double r = 0;
-  if (large.any().item<bool>()) {
-    r = (error.masked_select(large) / magnitude.masked_select(large)).max().item<double>();
-  }
-  // a: the largest error of any element. An element's error is set by the
-  // scale of the sum that made it, not by its own value (a gradient that
-  // mostly cancels errs like its terms), and one update's errors are one
-  // sample of them, so every element may err as much as the worst measured.
-  b.rtol = std::max(kBf16SafetyFactor * r, in.floor_rtol);
+  // atol: the largest error of any element. An element's error is set by
+  // the scale of the sum that made it, not by its own value (a gradient
+  // that mostly cancels errs like its terms), and one update's errors are
+  // one sample of them, so any element may err as much as the worst
+  // measured. rtol stays the floor's: atol already covers the largest
+  // elements' errors, and a derived rtol would count them twice.
+  b.rtol = in.floor_rtol;
   b.atol = std::max(kBf16SafetyFactor * b.error, in.floor_atol);
-  const double norm = magnitude.norm().item<double>();
   b.norm = (b.atol + b.rtol * magnitude).norm().item<double>();
-  b.share = norm > 0 ? b.norm / norm : std::numeric_limits<double>::infinity();
+  // The smallest e such that the update made (1 + e) times itself moves
+  // some element past its budget: e |v_i| > atol + rtol |v_i| first at the
+  // largest |v_i|.
+  const double largest = magnitude.max().item<double>();
+  b.share = largest > 0 ? b.rtol + b.atol / largest : std::numeric_limits<double>::infinity();
   return b;
 }
 
@@ -237,20 +235,21 @@ absl::StatusOr<DerivedTolerance> DeriveBf16Tolerance(const Bf16UpdateInputs& in)
       : in.derived_for == "fp32" ? "fp32"
                                  : "fp32, its batch norm in one pass",
       ", one worker) against the same update in fp64 (same initial parameters, batch, "
-      "weights, clipping, optimizer and rate), tensor by tensor and element by element: "
-      "largest error ", derived.gradient_error(), " in a gradient and ",
-      derived.parameter_error(), " in a parameter after the step; each tensor's budget is ",
-      kBf16SafetyFactor, " x (rtol, atol) covering every element's error (rtol from the "
-      "elements at or above the median magnitude, atol the rest; two such updates may "
-      "differ by twice it), at least the config's rtol ", in.floor_rtol, " and atol ",
-      in.floor_atol, "; a tensor is judged by numerics when its budget is at most ",
-      kMostShareOfOneUpdate * 100, "% of what one update changes of it (L2), so a mistake "
-      "that moves its update by a tenth fails: ", derived.judged_tensors(), " of ",
+      "weights, clipping, optimizer and rate), tensor by tensor: largest error ",
+      derived.gradient_error(), " in a gradient and ", derived.parameter_error(),
+      " in a parameter after the step; each tensor's atol is ", kBf16SafetyFactor,
+      " x its largest error (two such updates may differ by twice it), at least the "
+      "config's atol ", in.floor_atol, ", its rtol the config's ", in.floor_rtol,
+      ", every element within atol + rtol |ref|; a tensor is judged by numerics when the "
+      "smallest relative change of "
+      "its update the budget detects (rtol + atol / max |ref|) is at most ",
+      kMostShareOfOneUpdate * 100, "%, so a mistake that moves its update by a tenth fails: ",
+      derived.judged_tensors(), " of ",
       derived.tensors_size(), " tensors judged",
       derived.not_judged_tensors().empty()
           ? ""
           : absl::StrCat("; not judgeable by numerics, the precision's rounding too large a "
-                         "share of their update (largest ",
+                         "share of their update (detecting no less than ",
                          share * 100, "%), left to the replay: ",
                          absl::StrJoin(derived.not_judged_tensors(), ", "))));
   return derived;

@@ -9,27 +9,29 @@
 // (each slot's micro-batch as the reference recorded it), clipping,
 // optimizer and rate, on a copy of the model in double. For each tensor,
 // its reduced gradient and its step's change (after - before) are taken
-// apart, element-wise: e_i = |ref_i - fp64_i|. r is the largest e_i /
-// |ref_i| among the elements at or above the tensor's median |ref|, a the
-// largest e_i of any element: an element's error is set by the scale of
-// the sum that made it, not by its own value (a gradient that mostly
-// cancels errs like its terms), and one update's errors are one sample, so
-// every element may err as much as the worst measured; r adds to it where
-// the run's larger elements err with their magnitude.
-// A multi-worker update rounds in its own way with about the same error,
-// so the two may differ by about twice it; the tensor's budget is
-// kBf16SafetyFactor (4) times (a, r), at least the floor (the config's
-// rtol/atol, or the cross-device tolerance), and an element passes when
-// |run_i - ref_i| <= atol + rtol |ref_i|.
+// apart, element-wise: e_i = |ref_i - fp64_i|. The tensor's atol is
+// kBf16SafetyFactor (4) times its largest e_i: an element's error is set by
+// the scale of the sum that made it, not by its own value (a gradient that
+// mostly cancels errs like its terms), and one update's errors are one
+// sample, so any element may err as much as the worst measured; a
+// multi-worker update rounds in its own way with about the same error, so
+// the two may differ by about twice it, and twice that for slack. Its rtol
+// is the floor's (the config's rtol, or the cross-device tolerance's):
+// atol already covers the largest elements' errors, and a derived rtol
+// would count them twice. atol is at least the floor's too. An element
+// passes when |run_i - ref_i| <= atol + rtol |ref_i|; a small element may
+// change sign inside atol, which numerics cannot tell from rounding (the
+// replay, bit for bit, can).
 //
 // The update's weighted loss against fp64's gives loss_relative_error, the
 // precision's rounding of a loss (the whole run's loss budgets read it).
 //
-// The gate: a tensor is judged by numerics when its budget, as a share of
-// what one update changes of it (|| atol + rtol |ref| || / || ref ||, L2
-// over its elements, for the gradient and for the step's change), is at
-// most kMostShareOfOneUpdate (10 %): then a mistake that moves its update
-// by a tenth fails. Above it the precision's rounding is too large a part
+// The gate: a tensor is judged by numerics when the smallest relative
+// change of its update the budget detects, rtol + atol / max |ref| (a
+// mistake that makes the update (1 + e) times itself first leaves the
+// budget at the largest element), is at most kMostShareOfOneUpdate (10 %)
+// for its gradient and for its step's change: then a mistake that moves
+// its update by a tenth fails. Above it the precision's rounding is too large a part
 // of the tensor's update for a tolerance to tell a mistake from rounding;
 // the tensor is listed in not_judged_tensors and left to the replay
 // (replay/update_replay.h), which recomputes the update bit for bit.

@@ -6,12 +6,19 @@ of their sum's order; a team's module that drops with torch's generator
 instead of keys fails the replay in fp32 and bf16, and a correct module
 with a biased convolution passes in both; a resumed run replays
 its earlier attempt's updates, and a damaged kept state fails naming its
-file; parity { replay: false } keeps nothing and says so."""
+file; a schedule that keeps state between calls fails the replay;
+parity { replay: false } keeps nothing and says so.
+
+Arguments: //trainer:train, then //trainer:train_with_test_plugins (with
+the test-only schedule test_drifting_rate)."""
 import glob
 import os
+import sys
 import unittest
 
 import integration_support as support
+
+WITH_TEST_PLUGINS = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else None
 
 config = support.write_config
 train = support.train
@@ -152,6 +159,33 @@ class UnkeyedRandomnessTest(unittest.TestCase):
       self.assertIn("replay of update 0: the gradient of ", first["failures"][0])
       self.assertTrue(any(f.startswith("replay: ") for f in parity(out)["failures"]),
                       precision)
+
+
+class StatefulScheduleTest(unittest.TestCase):
+  """A schedule that keeps a rate between calls (the test-only
+  test_drifting_rate: 1 % more each update from update 2 on) drifts the run
+  and its references alike, so numerics cannot see it; the replay asks a
+  fresh schedule for update K's factor alone and fails the run (exit 3)."""
+
+  def test_a_drifting_rate_fails_the_replay(self):
+    tmp = support.temp_dir("replay_schedule")
+    text = support.small_config(world=2, batch=8, epochs=2, extra="""lr_schedule {
+  name: "test_drifting_rate" options {
+    [type.googleapis.com/receipt_parity.testing.DriftingRateScheduleOptions] {
+      from_update: 2 scale: 1.01 } } }""")
+    out = os.path.join(tmp, "out")
+    result = support.run_train_binary(WITH_TEST_PLUGINS, "--config=" + config(tmp, "rate", text),
+                                      "--out=" + out)
+    self.assertEqual(result.returncode, 3, result.stderr[-3000:])
+    report = parity(out)
+    self.assertTrue(report["every_update"]["pass"])
+    updates = {u["update"]: u for u in report["replay"]["updates"]}
+    self.assertTrue(updates[0]["pass"])
+    last = max(updates)
+    self.assertFalse(updates[last]["pass"])
+    self.assertIn("the config's schedule gives the factor 1.01", updates[last]["failures"][0])
+    self.assertIn("a schedule must be a function of the update alone",
+                  updates[last]["failures"][0])
 
 
 class CorrectModuleTest(unittest.TestCase):

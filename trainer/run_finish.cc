@@ -368,6 +368,7 @@ UpdateReplay ReplayChecked(const Run& run, const ReplayFingerprints& stamps, int
   tools.examples = run.data.train.get();
   tools.generator_seed = run.config->seeds().model_init() + 0x9E3779B97F4A7C15ULL;
   tools.timeout = absl::Seconds(run.config->run().collective_timeout_seconds());
+  tools.make_schedule = [&run] { return run.options->loaded->plugins.schedule.Create(); };
   absl::StatusOr<UpdateReplay> replay = ReplayUpdate(inputs->update, inputs->state, tools);
   if (!replay.ok()) return Unreadable(update, replay.status());
   return *std::move(replay);
