@@ -236,6 +236,22 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
     }
     DescribeFailures(*comparison, what, report.rtol(), report.atol(), not_judged, &report);
   }
+  // The changes are compared: the starts must be the same bits.
+  if (per_tensor) {
+    absl::StatusOr<NamedTensors> run_before = LoadNamedTensors(run.parameters_before(), names);
+    absl::StatusOr<NamedTensors> reference_before =
+        LoadNamedTensors(reference.parameters_before(), names);
+    if (!run_before.ok()) return run_before.status();
+    if (!reference_before.ok()) return reference_before.status();
+    absl::StatusOr<TensorListComparison> starts =
+        CompareTensors(*run_before, *reference_before, 0.0, 0.0);
+    if (!starts.ok()) return starts.status();
+    if (!starts->bitwise_equal) {
+      report.add_failures(absl::StrFormat(
+          "the run started from other parameters than the reference (up to %.3g apart)",
+          starts->max_abs_diff));
+    }
+  }
   if (AcceptedIds(run) != AcceptedIds(reference)) {
     report.add_failures(
         "the first update holds other receipts than the reference's first "

@@ -168,6 +168,23 @@ TEST_F(RunParityTest, ADerivedToleranceJudgesGradientsAndChangesApart) {
   EXPECT_THAT(other.status().message(), HasSubstr("tensor 0 is v, the run's w"));
 }
 
+// The step's change is compared, so the starts must be the same bits: a
+// run that started elsewhere fails however well its change agrees.
+TEST_F(RunParityTest, ARunThatStartedFromOtherParametersFails) {
+  ReferenceOn("cpu");
+  FirstStep elsewhere = Step({1.0f, -2.0f});
+  StoreNamedTensors({{"w", at::tensor(std::vector<float>{0.5f, 0.0f})}},
+                    elsewhere.mutable_parameters_before());
+  absl::StatusOr<ParityReport> report = CheckRunParity(
+      elsewhere, dir_, Config("cpu"), true,
+      [](const FirstStep&, double, double) { return Derived(3e-5, 3e-5, true); });
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_FALSE(report->pass());
+  EXPECT_THAT(report->failures(report->failures_size() - 1),
+              HasSubstr("the run started from other parameters than the reference (up to 0.5 "
+                        "apart)"));
+}
+
 // rtol reads each element's own |ref|: a small element cannot move by the
 // large one's share.
 TEST_F(RunParityTest, ADerivedRtolIsElementWise) {
