@@ -52,6 +52,22 @@ class ParityCliTest(unittest.TestCase):
       self.assertEqual(len(report["config_fingerprint"]), 40)
       self.assertEqual(report["attempt"], 1)
 
+  def test_it_prints_the_tolerance_it_used_and_what_it_trains(self):
+    """Issue 47 item 4: a derived atol (synchronized batch norm) is the one
+    printed, and a config whose own update is another (bf16, two
+    micro-batches, a global batch of 32) is named as not trained here."""
+    result, report = run("configs/two_worker_all_recipes.pbtxt", "--split=3,1")
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    self.assertIn("tolerance used: rtol %g, atol %g; derived (synchronized batch norm)"
+                  % (report["rtol"], report["atol"]), result.stdout)
+    self.assertGreater(report["atol"], 1e-7)
+    self.assertIn("it trains one fp32 update of 4 examples (split 3+1, one micro-batch a "
+                  "rank), not the config's own (global batch 32, 2 micro-batch(es), bf16)",
+                  result.stdout)
+    result, _ = run("configs/one_worker.pbtxt", "--split=2,2", "--set", "global_batch=4")
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    self.assertIn("(split 2+2, one micro-batch a rank), the config's own update", result.stdout)
+
   def test_rank_mean_with_rank_average_fails_with_exit_3(self):
     result, report = run("configs/two_worker_rank_mean_wrong.pbtxt", "--split=3,1")
     self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
