@@ -11,7 +11,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -301,7 +303,47 @@ absl::StatusOr<std::vector<std::string>> GatherBytesOnRankZero(
   return all;
 }
 
+namespace {
+
+// The first port of the kernel's ephemeral range, which every outgoing
+// connection on the machine draws from (32768 when it cannot be read).
+int FirstEphemeralPort() {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int first = 0;
+  if (range >> first && first > 1024) return first;
+  return 32768;
+}
+
+// Whether `port` on 127.0.0.1 can be bound now.
+bool CanBind(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return bound;
+}
+
+}  // namespace
+
 absl::StatusOr<int> PickFreePort() {
+  // A random port below the ephemeral range: a port the kernel handed out
+  // (bind to port 0) is free only until the next outgoing connection takes
+  // it, and concurrent runs' Gloo and store connections did (rank 0 could
+  // not listen, "Address already in use").
+  constexpr int kLowest = 10000;
+  const int below = FirstEphemeralPort();
+  if (below > kLowest + 1) {
+    std::mt19937 random(std::random_device{}());
+    std::uniform_int_distribution<int> ports(kLowest, below - 1);
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      const int port = ports(random);
+      if (CanBind(port)) return port;
+    }
+  }
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return absl::InternalError("cannot open a socket");
   sockaddr_in addr{};

@@ -102,7 +102,10 @@ absl::StatusOr<std::vector<Message>> GatherOnRankZero(
   return all;
 }
 
-// A free TCP port on 127.0.0.1, for a local launcher's MASTER_PORT.
+// A free TCP port on 127.0.0.1, for a local launcher's MASTER_PORT: a
+// random one below the kernel's ephemeral range (which outgoing connections
+// draw from, so a port it hands out may be taken before rank 0 listens)
+// that can be bound now; the kernel's pick when none of 64 can.
 absl::StatusOr<int> PickFreePort();
 
 }  // namespace receipt_parity

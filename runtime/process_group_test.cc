@@ -181,6 +181,18 @@ std::vector<std::string> ListeningAddresses(int port) {
   return addresses;
 }
 
+TEST(PickFreePortTest, APortBelowTheEphemeralRangeThatCanBeBound) {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int first = 32768;
+  range >> first;
+  for (int i = 0; i < 20; ++i) {
+    absl::StatusOr<int> port = PickFreePort();
+    ASSERT_TRUE(port.ok()) << port.status();
+    EXPECT_GE(*port, 10000);
+    EXPECT_LT(*port, first);
+  }
+}
+
 TEST(ConnectProcessGroupTest, TheStoreListensOnMasterAddrOnly) {
   absl::StatusOr<int> port = PickFreePort();
   ASSERT_TRUE(port.ok());
