@@ -77,16 +77,37 @@ absl::StatusOr<std::vector<double>> FloorsOf(const NamedTensors& reference, doub
   return floors;
 }
 
-// The pooled figures (reported) and the loss's budget, into `out`; the
-// twin's pooled distance this update used into `drift_used`.
-absl::Status DriftBudgets(const UpdateComparisonInputs& in, double* drift_used,
-                          UpdateParity* out) {
-  absl::StatusOr<double> drift = DistanceOf(in.twin->parameters, in.reference->parameters);
-  if (!drift.ok()) return drift.status();
-  *drift_used = std::max(*drift, in.earlier_drift);
+// Per tensor, the twin's and the run's distances from the reference and
+// the config's tolerance as a distance: computed once, pooled for the
+// report and judged tensor by tensor.
+struct Distances {
+  std::vector<double> twin;
+  std::vector<double> run;
+  std::vector<double> floors;
+};
+
+absl::StatusOr<Distances> DistancesOf(const UpdateComparisonInputs& in) {
+  Distances d;
+  absl::StatusOr<std::vector<double>> twin =
+      TensorDistances(in.twin->parameters, in.reference->parameters);
+  if (!twin.ok()) return twin.status();
+  absl::StatusOr<std::vector<double>> run =
+      TensorDistances(in.run->parameters, in.reference->parameters);
+  if (!run.ok()) return run.status();
   absl::StatusOr<std::vector<double>> floors = FloorsOf(in.reference->parameters, in.atol, in.rtol);
   if (!floors.ok()) return floors.status();
-  const double floor = Pooled(*floors);
+  d.twin = *std::move(twin);
+  d.run = *std::move(run);
+  d.floors = *std::move(floors);
+  return d;
+}
+
+// The pooled figures (reported) and the loss's budget, into `out`; the
+// twin's pooled distance this update used into `drift_used`.
+absl::Status DriftBudgets(const UpdateComparisonInputs& in, const Distances& distances,
+                          double* drift_used, UpdateParity* out) {
+  *drift_used = std::max(Pooled(distances.twin), in.earlier_drift);
+  const double floor = Pooled(distances.floors);
   out->set_twin_drift(*drift_used);
   out->set_floor_norm(floor);
   out->set_budget_norm(kDriftSafetyFactor * *drift_used + floor);
@@ -134,28 +155,21 @@ absl::Status AppendElements(const UpdateComparisonInputs& in, UpdateParity* out)
 // Each tensor's numerics verdict (TensorDrift) into `out`, failing those
 // judged and beyond their budget; the twin's per-tensor distances used
 // into `drifts_used`.
-absl::Status JudgeTensors(const UpdateComparisonInputs& in, std::vector<double>* drifts_used,
-                          UpdateParity* out) {
-  absl::StatusOr<std::vector<double>> twin =
-      TensorDistances(in.twin->parameters, in.reference->parameters);
-  if (!twin.ok()) return twin.status();
-  absl::StatusOr<std::vector<double>> run =
-      TensorDistances(in.run->parameters, in.reference->parameters);
-  if (!run.ok()) return run.status();
-  absl::StatusOr<std::vector<double>> floors = FloorsOf(in.reference->parameters, in.atol, in.rtol);
-  if (!floors.ok()) return floors.status();
+void JudgeTensors(const UpdateComparisonInputs& in, const Distances& distances,
+                  std::vector<double>* drifts_used, UpdateParity* out) {
   const std::vector<double>& changes = in.reference->change_norms;
-  *drifts_used = *twin;
-  for (size_t t = 0; t < twin->size(); ++t) {
+  *drifts_used = distances.twin;
+  for (size_t t = 0; t < distances.twin.size(); ++t) {
     if (t < in.earlier_tensor_drifts.size()) {
       (*drifts_used)[t] = std::max((*drifts_used)[t], in.earlier_tensor_drifts[t]);
     }
     TensorDrift* d = out->add_tensors();
     d->set_name(in.reference->parameters[t].first);
-    d->set_run_drift((*run)[t]);
+    d->set_run_drift(distances.run[t]);
     d->set_twin_drift((*drifts_used)[t]);
-    d->set_floor(t < in.tensor_floors.size() ? std::max((*floors)[t], in.tensor_floors[t])
-                                             : (*floors)[t]);
+    d->set_floor(t < in.tensor_floors.size()
+                     ? std::max(distances.floors[t], in.tensor_floors[t])
+                     : distances.floors[t]);
     d->set_budget(kDriftSafetyFactor * d->twin_drift() + d->floor());
     d->set_one_update_change(t < changes.size() ? changes[t] : 0);
     d->set_share_of_one_update(d->one_update_change() > 0
@@ -176,7 +190,6 @@ absl::Status JudgeTensors(const UpdateComparisonInputs& in, std::vector<double>*
         out->update(), d->name(), d->run_drift(), d->budget(), kDriftSafetyFactor,
         d->twin_drift(), d->floor(), 100 * d->share_of_one_update()));
   }
-  return absl::OkStatus();
 }
 
 // Why an update none of whose tensors could be judged by numerics gets no
@@ -260,15 +273,16 @@ absl::StatusOr<UpdateComparison> CompareUpdate(const UpdateComparisonInputs& in)
     if (absl::Status s = CompareBitwise(in, &out); !s.ok()) return s;
     return result;
   }
-  if (absl::Status s = DriftBudgets(in, &result.drift, &out); !s.ok()) return s;
+  absl::StatusOr<Distances> distances = DistancesOf(in);
+  if (!distances.ok()) return distances.status();
+  if (absl::Status s = DriftBudgets(in, *distances, &result.drift, &out); !s.ok()) return s;
   if (absl::Status s = AppendElements(in, &out); !s.ok()) return s;
-  absl::StatusOr<double> distance = DistanceOf(in.run->parameters, in.reference->parameters);
-  if (!distance.ok()) return distance.status();
-  out.set_drift_norm(*distance);
+  const double distance = Pooled(distances->run);
+  out.set_drift_norm(distance);
   out.set_largest_share_of_budget(
-      out.budget_norm() > 0 ? *distance / out.budget_norm()
-                            : (*distance > 0 ? std::numeric_limits<double>::infinity() : 0));
-  if (absl::Status s = JudgeTensors(in, &result.tensor_drifts, &out); !s.ok()) return s;
+      out.budget_norm() > 0 ? distance / out.budget_norm()
+                            : (distance > 0 ? std::numeric_limits<double>::infinity() : 0));
+  JudgeTensors(in, *distances, &result.tensor_drifts, &out);
   out.set_judged(out.judged_tensors() > 0);
   if (!out.judged()) out.set_not_judged(DivergedReason(out, !in.reference->change_norms.empty()));
   if (out.loss_diff() > out.loss_budget()) {

@@ -122,18 +122,16 @@ absl::Status ApplyDerived(const DerivedTolerance& derived, const std::vector<std
   return absl::OkStatus();
 }
 
-// The run's and the reference's parameters after the step, less those
-// before (the same for both): the step's change.
-absl::StatusOr<NamedTensors> StepChange(const FirstStep& step,
+// `step`'s parameters after the step less `before`, its parameters before
+// it (loaded once: the starts are compared too): the step's change.
+absl::StatusOr<NamedTensors> StepChange(const FirstStep& step, const NamedTensors& before,
                                         const std::vector<std::string>& names) {
-  absl::StatusOr<NamedTensors> before = LoadNamedTensors(step.parameters_before(), names);
-  if (!before.ok()) return before.status();
   absl::StatusOr<NamedTensors> after = LoadNamedTensors(step.parameters_after(), names);
   if (!after.ok()) return after.status();
   try {
     for (size_t i = 0; i < after->size(); ++i) {
       (*after)[i].second =
-          (*after)[i].second.to(at::kDouble) - (*before)[i].second.to(at::kDouble);
+          (*after)[i].second.to(at::kDouble) - before[i].second.to(at::kDouble);
     }
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("parity: the step's change: ", e.what()));
@@ -198,14 +196,20 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
   if (!run_gradients.ok()) return run_gradients.status();
   absl::StatusOr<NamedTensors> reference_gradients =
       LoadNamedTensors(reference.gradients(), names);
-  // A derived tolerance compares the step's change (its rtol reads |change|);
-  // the config's the parameters after the step.
-  absl::StatusOr<NamedTensors> run_after = per_tensor
-                                               ? StepChange(run, names)
-                                               : LoadNamedTensors(run.parameters_after(), names);
+  // A derived tolerance compares the step's change (its rtol reads |change|),
+  // and then the starts; the config's the parameters after the step.
+  absl::StatusOr<NamedTensors> run_before =
+      per_tensor ? LoadNamedTensors(run.parameters_before(), names) : NamedTensors();
+  if (!run_before.ok()) return run_before.status();
+  absl::StatusOr<NamedTensors> reference_before =
+      per_tensor ? LoadNamedTensors(reference.parameters_before(), names) : NamedTensors();
+  if (!reference_before.ok()) return reference_before.status();
+  absl::StatusOr<NamedTensors> run_after =
+      per_tensor ? StepChange(run, *run_before, names)
+                 : LoadNamedTensors(run.parameters_after(), names);
   if (!run_after.ok()) return run_after.status();
   absl::StatusOr<NamedTensors> reference_after =
-      per_tensor ? StepChange(reference, names)
+      per_tensor ? StepChange(reference, *reference_before, names)
                  : LoadNamedTensors(reference.parameters_after(), names);
   for (const auto* loaded : {&reference_gradients, &reference_after}) {
     if (!loaded->ok()) {
@@ -238,11 +242,6 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
   }
   // The changes are compared: the starts must be the same bits.
   if (per_tensor) {
-    absl::StatusOr<NamedTensors> run_before = LoadNamedTensors(run.parameters_before(), names);
-    absl::StatusOr<NamedTensors> reference_before =
-        LoadNamedTensors(reference.parameters_before(), names);
-    if (!run_before.ok()) return run_before.status();
-    if (!reference_before.ok()) return reference_before.status();
     absl::StatusOr<TensorListComparison> starts =
         CompareTensors(*run_before, *reference_before, 0.0, 0.0);
     if (!starts.ok()) return starts.status();
