@@ -40,6 +40,21 @@ std::string RunfilesLocator::Locate(const std::string& path) const {
       .string();
 }
 
+absl::StatusOr<std::string> RunfilesLocator::LocateFolder(const std::string& path) const {
+  std::string tree;
+  for (const auto& [name, value] : runfiles_->EnvVars()) {
+    if (name == "RUNFILES_DIR") tree = value;
+  }
+  const fs::path folder = fs::absolute(fs::path(tree) / kWorkspace / path).lexically_normal();
+  std::error_code error;
+  if (tree.empty() || !fs::is_directory(folder, error)) {
+    return absl::NotFoundError(absl::StrCat(
+        "the runfiles have no folder ", path, " (looked for ", folder.string(),
+        "); build with runfile links (the default)"));
+  }
+  return folder.string();
+}
+
 std::string RunfilesLocator::LocateExternal(const std::string& path) const {
   return fs::absolute(runfiles_->Rlocation(path)).lexically_normal().string();
 }

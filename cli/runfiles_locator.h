@@ -35,6 +35,15 @@ class RunfilesLocator {
   // exists: a caller that runs it reports a missing program by this path.
   std::string Locate(const std::string& path) const;
 
+  // The absolute path of the folder `path` (relative to the workspace root)
+  // in the runfiles tree, where the folder's runfiles lie side by side as in
+  // the workspace: a config and a library it names relative to itself (a
+  // source file and a built one) are found together there, never through
+  // the manifest, which maps each file to where it was made. Errors:
+  // NotFound naming the folder when there is no runfiles tree (a binary
+  // built with --nobuild_runfile_links) or no such folder in it.
+  absl::StatusOr<std::string> LocateFolder(const std::string& path) const;
+
   // The same for a file of an external repository, `path` starting with the
   // repository's name (e.g. "libtorch/python" for @libtorch//:python).
   std::string LocateExternal(const std::string& path) const;

@@ -28,6 +28,18 @@ TEST(RunfilesLocatorTest, FindsDataInTheRunfiles) {
               EndsWith("trainer/no_such_program"));
 }
 
+TEST(RunfilesLocatorTest, LocatesAFolderOfTheRunfilesTree) {
+  absl::StatusOr<RunfilesLocator> locator = RunfilesLocator::Create(g_argv0);
+  ASSERT_TRUE(locator.ok()) << locator.status();
+  absl::StatusOr<std::string> configs = locator->LocateFolder("configs");
+  ASSERT_TRUE(configs.ok()) << configs.status();
+  EXPECT_TRUE(fs::path(*configs).is_absolute()) << *configs;
+  EXPECT_TRUE(fs::is_regular_file(fs::path(*configs) / "one_worker.pbtxt")) << *configs;
+  absl::StatusOr<std::string> missing = locator->LocateFolder("no_such_folder");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("the runfiles have no folder no_such_folder"));
+}
+
 TEST(RunfilesLocatorTest, ABinaryWithoutRunfilesIsNotFound) {
   // Neither the environment nor a <argv0>.runfiles folder can say where.
   const std::string saved_dir = getenv("RUNFILES_DIR") ? getenv("RUNFILES_DIR") : "";

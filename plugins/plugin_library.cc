@@ -5,9 +5,14 @@
 #include <algorithm>
 #include <filesystem>
 #include <iterator>
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "plugins/plugin_registry.h"
 
 namespace receipt_parity {
@@ -23,6 +28,19 @@ std::set<std::string> AllRegistered() {
   return all;
 }
 
+// The plugins each library file added, by its canonical path: dlopen of a
+// file already loaded runs no initialiser again, so a second load answers
+// from here (a process that checks several configs naming one library).
+struct LoadedLibraries {
+  absl::Mutex mutex;
+  std::map<std::string, std::vector<std::string>> added ABSL_GUARDED_BY(mutex);
+};
+
+LoadedLibraries& Loaded() {
+  static LoadedLibraries* loaded = new LoadedLibraries;
+  return *loaded;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> LoadPluginLibrary(
@@ -32,6 +50,10 @@ absl::StatusOr<std::vector<std::string>> LoadPluginLibrary(
     return absl::NotFoundError(
         absl::StrCat("plugin library ", path, ": no such file"));
   }
+  const std::string canonical = std::filesystem::weakly_canonical(path, ec).string();
+  LoadedLibraries& loaded = Loaded();
+  absl::MutexLock lock(&loaded.mutex);
+  if (auto it = loaded.added.find(canonical); it != loaded.added.end()) return it->second;
   const std::set<std::string> before = AllRegistered();
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (handle == nullptr) {
@@ -51,9 +73,10 @@ absl::StatusOr<std::vector<std::string>> LoadPluginLibrary(
   if (added.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "plugin library ", path,
-        ": registered no plugin (was it loaded already, or does it lack a "
-        "PluginRegistrar?)"));
+        ": registered no plugin (was it loaded already under another name, or does it "
+        "lack a PluginRegistrar?)"));
   }
+  loaded.added[canonical] = added;
   return added;
 }
 

@@ -22,7 +22,10 @@ namespace receipt_parity {
 //   FailedPrecondition dlopen failed (dlerror's text is included);
 //   AlreadyExists      it registered a name that already existed;
 //   InvalidArgument    it registered nothing.
-// A library that was loaded stays loaded, also on error.
+// A library that was loaded stays loaded, also on error. Loading the same
+// file again (the same canonical path) returns what its first load
+// registered, so several configs of one process may name one library.
+// Thread safety: safe to call from several threads.
 absl::StatusOr<std::vector<std::string>> LoadPluginLibrary(
     const std::string& path);
 

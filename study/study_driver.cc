@@ -13,7 +13,7 @@ namespace receipt_parity {
 
 namespace fs = std::filesystem;
 
-StudyPrograms StudyProgramsIn(const RunfilesLocator& runfiles) {
+absl::StatusOr<StudyPrograms> StudyProgramsIn(const RunfilesLocator& runfiles) {
   StudyPrograms programs;
   programs.train = runfiles.Locate("trainer/train");
   programs.parity = runfiles.Locate("parity_check/parity");
@@ -21,6 +21,11 @@ StudyPrograms StudyProgramsIn(const RunfilesLocator& runfiles) {
   programs.sampler_audit = runfiles.Locate("audit/audit");
   programs.configs_dir =
       fs::path(runfiles.Locate("configs/one_worker.pbtxt")).parent_path().string();
+  // The configs and the library they name relative to themselves lie side
+  // by side only in the runfiles tree.
+  absl::StatusOr<std::string> planted = runfiles.LocateFolder("plugins/planted");
+  if (!planted.ok()) return planted.status();
+  programs.planted_dir = *std::move(planted);
   return programs;
 }
 

@@ -6,15 +6,19 @@
 
 #include <ostream>
 
+#include "absl/status/statusor.h"
 #include "cli/runfiles_locator.h"
 #include "study/study_stages.h"
 
 namespace receipt_parity {
 
 // The study's programs and configs in `runfiles` (the binary's `data`):
-// trainer/train, parity_check/parity, drill/fault_drill, audit/audit, configs/.
-// Paths only: a missing program fails its stage, naming the path.
-StudyPrograms StudyProgramsIn(const RunfilesLocator& runfiles);
+// trainer/train, parity_check/parity, drill/fault_drill, audit/audit, configs/,
+// plugins/planted/.
+// Paths only: a missing program fails its stage, naming the path. Errors:
+// LocateFolder's NotFound when the runfiles have no tree holding
+// plugins/planted/.
+absl::StatusOr<StudyPrograms> StudyProgramsIn(const RunfilesLocator& runfiles);
 
 // Prepares `options.out_dir` (PrepareStudyFolder), runs every stage with one
 // progress line each on `out`, then prints where the trade report is and

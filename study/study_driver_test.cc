@@ -32,7 +32,9 @@ TEST(StudyProgramsInTest, NamesTheProgramsOfTheStudysData) {
   absl::StatusOr<RunfilesLocator> runfiles =
       RunfilesLocator::Create("study_driver_test");
   ASSERT_TRUE(runfiles.ok()) << runfiles.status();
-  const StudyPrograms programs = StudyProgramsIn(*runfiles);
+  absl::StatusOr<StudyPrograms> found = StudyProgramsIn(*runfiles);
+  ASSERT_TRUE(found.ok()) << found.status();
+  const StudyPrograms& programs = *found;
   EXPECT_THAT(programs.train, EndsWith("/trainer/train"));
   EXPECT_THAT(programs.parity, EndsWith("/parity_check/parity"));
   EXPECT_THAT(programs.fault_drill, EndsWith("/drill/fault_drill"));
@@ -46,6 +48,11 @@ TEST(StudyProgramsInTest, NamesTheProgramsOfTheStudysData) {
   EXPECT_TRUE(fs::is_regular_file(fs::path(programs.configs_dir) /
                                   "two_worker_masked_tail.pbtxt"))
       << programs.configs_dir;
+  for (const char* planted : {"libplanted_mistakes.so", "per_rank_clipping.pbtxt",
+                              "functional_dropout.py"}) {
+    EXPECT_TRUE(fs::is_regular_file(fs::path(programs.planted_dir) / planted))
+        << programs.planted_dir << " " << planted;
+  }
 }
 
 TEST(RunStudyTest, AForeignFolderIsBadInputAndKept) {

@@ -32,6 +32,9 @@ inline constexpr char kDuplicatePadOnThreeDir[] = "duplicate_pad_on_three";
 inline constexpr char kWorldSizeChangeReport[] = "world_size_change.json";
 inline constexpr char kResumeRecord[] = "resume.json";
 inline constexpr char kWorldSizeChangePicture[] = "world_size_change.svg";
+// The planted mistakes' runs (study/planted_mistakes.h), each in
+// <mistake>/<setting> under it.
+inline constexpr char kPlantedMistakesDir[] = "planted_mistakes";
 inline constexpr char kFaultDrillDir[] = "fault_drill";
 // The checkpoints of the drill's killed-and-resumed run, inside its folder.
 inline constexpr char kFaultDrillCheckpointsDir[] = "interrupted/checkpoints";

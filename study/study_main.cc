@@ -56,7 +56,12 @@ int Main(const char* argv0) {
     std::cerr << "study: " << runfiles.status().message() << std::endl;
     return kExitBadInput;
   }
-  const StudyPrograms programs = StudyProgramsIn(*runfiles);
+  absl::StatusOr<StudyPrograms> found = StudyProgramsIn(*runfiles);
+  if (!found.ok()) {
+    std::cerr << "study: " << found.status().message() << std::endl;
+    return kExitBadInput;
+  }
+  const StudyPrograms& programs = *found;
   if (absl::Status s = CheckConfigs(programs); !s.ok()) {
     std::cerr << "study: " << s.message() << std::endl;
     return kExitBadInput;

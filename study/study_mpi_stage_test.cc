@@ -37,7 +37,9 @@ TEST(StudyMpiStageTest, TheRealRunOverMpiIsMeasuredInTheTradeReport) {
   ASSERT_TRUE(WriteTestArtifacts(out).ok());
 
   std::vector<Stage> mpi_stage;
-  for (Stage& stage : StudyStages(StudyProgramsIn(*runfiles), {out, 0})) {
+  absl::StatusOr<StudyPrograms> programs = StudyProgramsIn(*runfiles);
+  ASSERT_TRUE(programs.ok()) << programs.status();
+  for (Stage& stage : StudyStages(*programs, {out, 0})) {
     if (stage.name == "two_worker_mpi") mpi_stage.push_back(std::move(stage));
   }
   ASSERT_EQ(mpi_stage.size(), 1u);

@@ -7,6 +7,7 @@
 #include "io/atomic_file.h"
 #include "runtime/mpirun_launcher.h"
 #include "runtime/subprocess.h"
+#include "study/planted_mistakes.h"
 #include "study/study_layout.h"
 #include "study/trade_report_builder.h"
 #include "study/trade_report_stage.h"
@@ -372,6 +373,12 @@ absl::Status RunWorldSizeChange(const StudyPrograms& programs, const StudyOption
   return RequireFile(Path(duplicate_pad, layout::kWorldSizeChangeReport));
 }
 
+absl::Status RunPlantedMistakes(const StudyPrograms& programs, const StudyOptions& options) {
+  return TrainPlantedMistakes(programs.train, programs.planted_dir,
+                              Path(options.out_dir, layout::kPlantedMistakesDir),
+                              LogPath(options, "planted_mistakes"));
+}
+
 absl::Status RunFaultDrill(const StudyPrograms& programs,
                            const StudyOptions& options) {
   const std::string out = Path(options.out_dir, layout::kFaultDrillDir);
@@ -438,7 +445,7 @@ absl::Status PrepareStudyFolder(const std::string& out_dir) {
 }
 
 std::vector<std::string> StudyConfigs(const StudyPrograms& programs) {
-  return {Path(programs.configs_dir, kOneWorkerConfig),
+  std::vector<std::string> configs = {Path(programs.configs_dir, kOneWorkerConfig),
           Path(programs.configs_dir, kTwoWorkerConfig),
           Path(programs.configs_dir, kTwoWorkerMpiConfig),
           Path(programs.configs_dir, kTwoWorkerBf16Config),
@@ -448,6 +455,10 @@ std::vector<std::string> StudyConfigs(const StudyPrograms& programs) {
           Path(programs.configs_dir, kWorldSizeChangeOnOneConfig),
           Path(programs.configs_dir, kDuplicatePadConfig),
           Path(programs.configs_dir, kDuplicatePadOnThreeConfig)};
+  for (std::string& planted : PlantedConfigs(programs.planted_dir)) {
+    configs.push_back(std::move(planted));
+  }
+  return configs;
 }
 
 std::vector<Stage> StudyStages(const StudyPrograms& programs,
@@ -481,6 +492,10 @@ std::vector<Stage> StudyStages(const StudyPrograms& programs,
                     " on two workers, continued on three and on one "
                     "(configs/world_size_change*.pbtxt)"),
        [=] { return RunWorldSizeChange(programs, options); }},
+      {"planted_mistakes",
+       "five planted mistakes in fp32, bf16 and with synchronized batch norm, each of which "
+       "must fail parity (plugins/planted/)",
+       [=] { return RunPlantedMistakes(programs, options); }},
       {"fault_drill", "fault drill: kill a rank mid-save, restart, compare",
        [=] { return RunFaultDrill(programs, options); }},
       {"trade_report", "trade report: trade_report.json, .md and .svg",

@@ -17,6 +17,10 @@
 //                     the run uninterrupted on two workers, preempted at
 //                     update 25 and continued on three and on one; its
 //                     duplicate_pad twin preempted and continued on three
+//   planted_mistakes  //trainer:train, plugins/planted/*.pbtxt: five planted
+//                     mistakes in fp32, bf16 and with synchronized batch
+//                     norm, each of which must fail parity
+//                     (study/planted_mistakes.h)
 //   fault_drill       //trainer:fault_drill, same config
 //   trade_report      trade_report.{json,md,svg}
 #ifndef RECEIPT_PARITY_STUDY_STUDY_STAGES_H_
@@ -40,6 +44,9 @@ struct StudyPrograms {
   // Holds one_worker.pbtxt, two_worker_masked_tail.pbtxt,
   // two_worker_mpi.pbtxt and two_worker_bf16.pbtxt.
   std::string configs_dir;
+  // plugins/planted/: the planted mistakes' configs, the Python module one
+  // names and libplanted_mistakes.so.
+  std::string planted_dir;
 };
 
 struct StudyOptions {
@@ -57,7 +64,8 @@ struct StudyOptions {
 absl::Status PrepareStudyFolder(const std::string& out_dir);
 
 // The training configs the stages pass to their programs, as paths (the
-// MPI one too where its stage will not run: it is shipped and checked).
+// MPI one too where its stage will not run: it is shipped and checked),
+// the planted mistakes' last.
 std::vector<std::string> StudyConfigs(const StudyPrograms& programs);
 
 // The stages in order. They only capture copies of the arguments. Each

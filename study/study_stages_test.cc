@@ -91,7 +91,8 @@ TEST(StudyStagesTest, RunsTheDesignedStagesInOrder) {
                                             "sampler_audit", "two_worker",
                                             "two_worker_mpi", "two_worker_bf16",
                                             "two_worker_all_recipes", "world_size_change",
-                                            "fault_drill", "trade_report"));
+                                            "planted_mistakes", "fault_drill",
+                                            "trade_report"));
 }
 
 TEST(StudyStagesTest, AMissingProgramStopsTheStudyAtTheFirstStage) {
@@ -109,7 +110,7 @@ TEST(StudyStagesTest, AMissingProgramStopsTheStudyAtTheFirstStage) {
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(status.message(), HasSubstr("stage 'one_worker' failed"));
   EXPECT_THAT(status.message(), HasSubstr("/nonexistent/trainer/train"));
-  EXPECT_THAT(progress.str(), Not(HasSubstr("[2/10]")));
+  EXPECT_THAT(progress.str(), Not(HasSubstr("[2/11]")));
 }
 
 // Fake programs that write stand-in artifacts where the real ones do:
@@ -146,6 +147,10 @@ case "$config" in
     done
     echo "all-recipes run ends" >&2
     exit )", all_recipes_exit, R"(;;
+  /planted/*.pbtxt)
+    mkdir -p "$out"
+    echo '{}' > "$out/parity.json"
+    exit 3;;
   */world_size_change*.pbtxt)
     mkdir -p "$out"
     for f in first_step parity run_summary validation resume world_size_change; do
@@ -171,6 +176,7 @@ echo 'killed rank 1' > "$out/failure_trace.log"
 echo '{"pass": true}' > "$out/recovery.json"
 )");
   programs.configs_dir = "/configs";
+  programs.planted_dir = "/planted";
   return programs;
 }
 
@@ -188,8 +194,8 @@ TEST(StudyStagesTest, ATwoWorkerParityFailureStopsTheStudyNamingTheStage) {
                         "failed (the first update or the whole run"));
   EXPECT_THAT(status.message(), HasSubstr("two-worker run ends"));
   EXPECT_THAT(status.message(), HasSubstr("see " + out + "/two_worker/parity.json"));
-  EXPECT_THAT(progress.str(), HasSubstr("[3/10] sampler_audit: done"));
-  EXPECT_THAT(progress.str(), HasSubstr("[4/10] two_worker: FAILED"));
+  EXPECT_THAT(progress.str(), HasSubstr("[3/11] sampler_audit: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[4/11] two_worker: FAILED"));
   EXPECT_THAT(progress.str(), Not(HasSubstr("fault_drill")));
   EXPECT_FALSE(fs::exists(out + "/fault_drill"));
 
@@ -224,14 +230,18 @@ TEST(StudyStagesTest, EveryStageLeavesItsArtifactsAtTheTop) {
   EXPECT_THAT(status.message(), HasSubstr("stage 'trade_report' failed"));
   EXPECT_THAT(status.message(),
               HasSubstr("one_worker/reference/run_summary.json: world_size is 0"));
-  EXPECT_THAT(progress.str(), HasSubstr("[9/10] fault_drill: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[10/11] fault_drill: done"));
   for (const char* artifact :
        {"reference/run_manifest.json", "reference/first_step.json",
         "first_step.json", "parity.json", "sampler_audit.json",
         "validation.json", "checkpoints/gen-000001/MANIFEST",
-        "failure_trace.log", "recovery.json"}) {
+        "failure_trace.log", "recovery.json",
+        "planted_mistakes/rank_local_bias/sync_batch_norm/parity.json"}) {
     EXPECT_TRUE(fs::is_regular_file(out + "/" + artifact)) << artifact;
   }
+  // Each planted run got its config from the planted folder.
+  EXPECT_THAT(*ReadFileToString(out + "/logs/planted_mistakes.log"),
+              HasSubstr("--config=/planted/drifting_rate.pbtxt"));
 }
 
 TEST(StudyStagesTest, AFaultDrillWithoutCheckpointsFailsNamingTheFolder) {
@@ -273,7 +283,7 @@ class ScopedMpirun {
 // Stage 5 of 10, before the bf16 run and the fault drill.
 TEST(StudyStagesTest, TheMpiStageFollowsTheTwoWorkerRun) {
   std::vector<Stage> stages = StudyStages({}, {});
-  ASSERT_EQ(stages.size(), 10u);
+  ASSERT_EQ(stages.size(), 11u);
   EXPECT_EQ(stages[4].name, "two_worker_mpi");
   EXPECT_EQ(stages[3].name, "two_worker");
 }
@@ -287,11 +297,11 @@ TEST(StudyStagesTest, WithoutMpirunTheMpiStageSucceedsWithoutRunning) {
   std::ostringstream progress;
   RunStages(StudyStages(programs, {out, 0}), &progress).IgnoreError();
   EXPECT_THAT(progress.str(),
-              HasSubstr("[5/10] two_worker_mpi: the two-worker run over OpenMPI "
+              HasSubstr("[5/11] two_worker_mpi: the two-worker run over OpenMPI "
                         "(configs/two_worker_mpi.pbtxt): not run, OpenMPI's "
                         "mpirun is not installed"));
-  EXPECT_THAT(progress.str(), HasSubstr("[5/10] two_worker_mpi: done"));
-  EXPECT_THAT(progress.str(), HasSubstr("[9/10] fault_drill: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[5/11] two_worker_mpi: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[10/11] fault_drill: done"));
   EXPECT_FALSE(fs::exists(out + "/two_worker_mpi"));
   EXPECT_THAT(*ReadFileToString(out + "/logs/two_worker_mpi.log"),
               HasSubstr("not run: OpenMPI's mpirun is not installed "
@@ -305,7 +315,7 @@ TEST(StudyStagesTest, WithMpirunTheMpiStageTrainsItsConfigIntoItsFolder) {
   ASSERT_TRUE(PrepareStudyFolder(out).ok());
   std::ostringstream progress;
   RunStages(StudyStages(programs, {out, 0}), &progress).IgnoreError();
-  EXPECT_THAT(progress.str(), HasSubstr("[5/10] two_worker_mpi: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[5/11] two_worker_mpi: done"));
   EXPECT_THAT(progress.str(), Not(HasSubstr("not run")));
   EXPECT_THAT(*ReadFileToString(out + "/logs/two_worker_mpi.log"),
               HasSubstr("--config=/configs/two_worker_mpi.pbtxt --out=" + out +
@@ -331,7 +341,7 @@ TEST(StudyStagesTest, AnInstalledMpirunThatFailsFailsTheStudy) {
               HasSubstr("exited with status 1 (a run failed: a rank died or a "
                         "peer timed out)"));
   EXPECT_THAT(status.message(), HasSubstr("mpirun exited with status"));
-  EXPECT_THAT(progress.str(), HasSubstr("[5/10] two_worker_mpi: FAILED"));
+  EXPECT_THAT(progress.str(), HasSubstr("[5/11] two_worker_mpi: FAILED"));
   EXPECT_THAT(progress.str(), Not(HasSubstr("fault_drill")));
 }
 
@@ -342,9 +352,9 @@ TEST(StudyStagesTest, TheBf16StageTrainsItsConfigIntoItsFolderWithItsOwnReferenc
   std::ostringstream progress;
   RunStages(StudyStages(programs, {out, 0}), &progress).IgnoreError();
   EXPECT_THAT(progress.str(),
-              HasSubstr("[6/10] two_worker_bf16: the two-worker run with bf16 "
+              HasSubstr("[6/11] two_worker_bf16: the two-worker run with bf16 "
                         "forward passes (configs/two_worker_bf16.pbtxt)"));
-  EXPECT_THAT(progress.str(), HasSubstr("[6/10] two_worker_bf16: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[6/11] two_worker_bf16: done"));
   const std::string log = *ReadFileToString(out + "/logs/two_worker_bf16.log");
   EXPECT_THAT(log, HasSubstr("--config=/configs/two_worker_bf16.pbtxt --out=" +
                              out + "/two_worker_bf16"));
@@ -377,9 +387,9 @@ TEST(StudyStagesTest, TheAllRecipesStageTrainsItsConfigWithItsOwnReference) {
   ASSERT_TRUE(PrepareStudyFolder(out).ok());
   std::ostringstream progress;
   RunStages(StudyStages(programs, {out, 0}), &progress).IgnoreError();
-  EXPECT_THAT(progress.str(), HasSubstr("[7/10] two_worker_all_recipes: the two-worker run "
+  EXPECT_THAT(progress.str(), HasSubstr("[7/11] two_worker_all_recipes: the two-worker run "
                                         "with every recipe and layer at once"));
-  EXPECT_THAT(progress.str(), HasSubstr("[7/10] two_worker_all_recipes: done"));
+  EXPECT_THAT(progress.str(), HasSubstr("[7/11] two_worker_all_recipes: done"));
   const std::string log = *ReadFileToString(out + "/logs/two_worker_all_recipes.log");
   EXPECT_THAT(log, HasSubstr("--config=/configs/two_worker_all_recipes.pbtxt --out=" + out +
                              "/two_worker_all_recipes"));
@@ -403,6 +413,7 @@ TEST(StudyStagesTest, AnAllRecipesParityFailureFailsTheStudyPointingAtItsParity)
 TEST(StudyStagesTest, StudyConfigsAreTheConfigsTheStagesPass) {
   StudyPrograms programs;
   programs.configs_dir = "/configs";
+  programs.planted_dir = "/planted";
   EXPECT_EQ(StudyConfigs(programs),
             (std::vector<std::string>{"/configs/one_worker.pbtxt",
                                       "/configs/two_worker_masked_tail.pbtxt",
@@ -413,7 +424,12 @@ TEST(StudyStagesTest, StudyConfigsAreTheConfigsTheStagesPass) {
                                       "/configs/world_size_change_on_three.pbtxt",
                                       "/configs/world_size_change_on_one.pbtxt",
                                       "/configs/world_size_change_duplicate_pad.pbtxt",
-                                      "/configs/world_size_change_duplicate_pad_on_three.pbtxt"}));
+                                      "/configs/world_size_change_duplicate_pad_on_three.pbtxt",
+                                      "/planted/ddp_tail_averaging.pbtxt",
+                                      "/planted/per_rank_clipping.pbtxt",
+                                      "/planted/functional_dropout.pbtxt",
+                                      "/planted/drifting_rate.pbtxt",
+                                      "/planted/rank_local_bias.pbtxt"}));
 }
 
 // The world-size-change stage needs its run preempted (exit 4): a run that
@@ -436,7 +452,7 @@ exec )", real_train, R"( "$@"
   EXPECT_EQ(status.code(), absl::StatusCode::kAborted);
   EXPECT_THAT(status.message(), HasSubstr("stage 'world_size_change' failed"));
   EXPECT_THAT(status.message(), HasSubstr("exited with status 0, not with status 4"));
-  EXPECT_THAT(progress.str(), HasSubstr("[8/10] world_size_change: FAILED"));
+  EXPECT_THAT(progress.str(), HasSubstr("[8/11] world_size_change: FAILED"));
 }
 
 }  // namespace

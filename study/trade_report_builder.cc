@@ -1,6 +1,7 @@
 #include "study/trade_report_builder.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <map>
 #include <set>
@@ -465,6 +466,30 @@ double LossCurvesMaxAbsDiff(const RunFigures& a, const RunFigures& b) {
   return max_diff;
 }
 
+// Each planted run, caught or not, and the verdicts that caught it.
+PlantedMistakesFigures SummarisePlantedMistakes(
+    const std::optional<std::vector<PlantedRunArtifacts>>& planted) {
+  PlantedMistakesFigures figures;
+  if (!planted.has_value()) {
+    figures.set_status(kNotMeasured);
+    figures.set_note(kNoPlantedMistakes);
+    return figures;
+  }
+  figures.set_status(kMeasured);
+  for (const PlantedRunArtifacts& artifacts : *planted) {
+    const ParityReport& parity = artifacts.parity.message;
+    PlantedMistakeRun* run = figures.add_runs();
+    run->set_mistake(artifacts.run.mistake_text);
+    run->set_setting(artifacts.run.setting_text);
+    run->set_source(std::filesystem::path(artifacts.parity.source).parent_path().string());
+    run->set_caught(!parity.pass());
+    for (std::string& verdict : VerdictsThatCaught(parity)) run->add_caught_by(std::move(verdict));
+    if (parity.failures_size() > 0) run->set_first_failure(parity.failures(0));
+    if (run->caught()) figures.set_caught_runs(figures.caught_runs() + 1);
+  }
+  return figures;
+}
+
 }  // namespace
 
 absl::StatusOr<TradeReport> BuildTradeReport(const TradeReportInputs& inputs) {
@@ -518,6 +543,7 @@ absl::StatusOr<TradeReport> BuildTradeReport(const TradeReportInputs& inputs) {
       inputs.world_size_change, inputs.world_size_change_picture);
   if (!world_size.ok()) return world_size.status();
   *report.mutable_world_size_change() = *std::move(world_size);
+  *report.mutable_planted_mistakes() = SummarisePlantedMistakes(inputs.planted_mistakes);
   report.set_picture(inputs.picture);
   return report;
 }

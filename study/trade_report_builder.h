@@ -11,6 +11,7 @@
 #include "metrics/validation_report.pb.h"
 #include "parity/parity_report.pb.h"
 #include "samplers/audit.pb.h"
+#include "study/planted_mistakes.h"
 #include "study/trade_report.pb.h"
 #include "artifacts/artifact_stamp.pb.h"
 #include "artifacts/resume_record.pb.h"
@@ -98,6 +99,15 @@ struct WorldSizeChangeArtifacts {
   ContinuationArtifacts duplicate_pad;
 };
 
+// One run of the planted_mistakes stage and its parity.json.
+struct PlantedRunArtifacts {
+  PlantedRun run;
+  Sourced<ParityReport> parity;
+};
+
+// Why a study has no planted mistakes (as kNoBf16Run).
+inline constexpr char kNoPlantedMistakes[] = "the study has no planted_mistakes runs";
+
 struct TradeReportInputs {
   RunArtifacts one_worker;
   RunArtifacts two_workers;
@@ -120,6 +130,9 @@ struct TradeReportInputs {
   // The world-size-change stage's runs, or nullopt when the study did not
   // run it.
   std::optional<WorldSizeChangeArtifacts> world_size_change;
+  // The planted_mistakes stage's runs, or nullopt when the study did not
+  // run it.
+  std::optional<std::vector<PlantedRunArtifacts>> planted_mistakes;
   // File name of its picture, recorded in the report.
   std::string world_size_change_picture = "world_size_change.svg";
   // File name of the picture, recorded in the report.
@@ -131,7 +144,8 @@ struct TradeReportInputs {
 // and summed or averaged as trade_report.proto documents otherwise.
 // Missing recovery, checkpoint, MPI or bf16 figures give status "not
 // measured" with a note (for MPI, kMpirunNotInstalled; for bf16,
-// kNoBf16Run), never an error.
+// kNoBf16Run), never an error. A planted run that passed is recorded as
+// not caught (the stage has already failed the study).
 // Errors: InvalidArgument naming the source when an input contradicts what
 // it must be: one_worker with world_size != 1, two_workers, the MPI run or
 // the bf16 run with world_size < 2, a bf16 run whose parity.json is not of

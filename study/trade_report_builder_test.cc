@@ -16,6 +16,7 @@ using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 TradeReport Build(const TradeReportInputs& inputs) {
   absl::StatusOr<TradeReport> report = BuildTradeReport(inputs);
@@ -48,6 +49,7 @@ TEST(TradeReportBuilderTest, EveryKeyOfTheFormatIsWritten) {
   inputs.two_workers_bf16 = TestBf16Run();
   inputs.two_workers_all_recipes = TestAllRecipesRun();
   inputs.world_size_change = TestWorldSizeChange();
+  inputs.planted_mistakes = TestPlantedMistakes();
   const std::string json = ToJson(Build(inputs));
   std::set<const Descriptor*> visited;
   std::set<std::string> names;
@@ -56,6 +58,28 @@ TEST(TradeReportBuilderTest, EveryKeyOfTheFormatIsWritten) {
   for (const std::string& name : names) {
     EXPECT_THAT(json, HasSubstr("\"" + name + "\":")) << name;
   }
+}
+
+TEST(TradeReportBuilderTest, EachPlantedRunSaysWhetherAndByWhatItWasCaught) {
+  TradeReportInputs inputs = TestInputs();
+  EXPECT_EQ(Build(inputs).planted_mistakes().status(), kNotMeasured);
+  EXPECT_EQ(Build(inputs).planted_mistakes().note(), kNoPlantedMistakes);
+  inputs.planted_mistakes = TestPlantedMistakes();
+  const PlantedMistakesFigures f = Build(inputs).planted_mistakes();
+  ASSERT_EQ(f.status(), kMeasured);
+  ASSERT_EQ(f.runs_size(), 2);
+  EXPECT_EQ(f.caught_runs(), 1);
+  const PlantedMistakeRun& caught = f.runs(0);
+  EXPECT_EQ(caught.mistake(), "per-rank clipping");
+  EXPECT_EQ(caught.setting(), "fp32");
+  EXPECT_EQ(caught.source(), "planted_mistakes/per_rank_clipping/fp32");
+  EXPECT_TRUE(caught.caught());
+  EXPECT_THAT(caught.caught_by(), ElementsAre("first update", "every update (reduction)"));
+  EXPECT_EQ(caught.first_failure(), "gradient of fc.weight differs by up to 0.5");
+  const PlantedMistakeRun& missed = f.runs(1);
+  EXPECT_EQ(missed.setting(), "bf16");
+  EXPECT_FALSE(missed.caught());
+  EXPECT_THAT(missed.caught_by(), IsEmpty());
 }
 
 TEST(TradeReportBuilderTest, TheWorldSizeChangeComparesEachContinuationWithTheUninterruptedRun) {

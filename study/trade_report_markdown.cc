@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "study/markdown_table.h"
 #include "study/trade_report_all_recipes.h"
+#include "study/trade_report_planted.h"
 #include "study/trade_report_world_size.h"
 #include "study/trade_report_builder.h"
 #include "drill/drill_report.pb.h"
@@ -479,6 +480,8 @@ std::string TradeReportHeadline(const TradeReport& report) {
                   AllRecipesLine(report.two_workers_all_recipes()), "\n");
   absl::StrAppend(&out, "world size changed mid-run: ",
                   WorldSizeChangeLine(report.world_size_change()), "\n");
+  absl::StrAppend(&out, "planted mistakes: ",
+                  PlantedMistakesLine(report.planted_mistakes()), "\n");
   absl::StrAppend(&out, "recovery: ", report.recovery().verdict(), "\n");
   absl::StrAppend(&out, "checkpoint cost: ",
                   CheckpointCostLine(report.checkpoint_cost()), "\n");
@@ -498,6 +501,7 @@ std::string TradeReportMarkdown(const TradeReport& report) {
   AppendWorldSizeChange(report, &md);
   AppendValidation(report, &md);
   AppendParity(report, &md);
+  AppendPlantedMistakes(report, &md);
   AppendSamplerAudits(report, &md);
   AppendRecovery(report, &md);
   AppendCheckpointCost(report, &md);

@@ -238,6 +238,23 @@ TEST(TradeReportMarkdownTest, ShowsTheWorldSizeChangeWithItsDataOrderAndParamete
                             "1 trained twice |"));
 }
 
+TEST(TradeReportMarkdownTest, ShowsWhatTheVerdictsCatchWithAMissedRunInBold) {
+  EXPECT_THAT(TradeReportMarkdown(Build(TestInputs())),
+              HasSubstr("## What these verdicts catch\n\n**not measured** (the study has no "
+                        "planted_mistakes runs)."));
+  TradeReportInputs inputs = TestInputs();
+  inputs.planted_mistakes = TestPlantedMistakes();
+  const TradeReport report = Build(inputs);
+  const std::string md = TradeReportMarkdown(report);
+  EXPECT_THAT(TradeReportHeadline(report),
+              HasSubstr("\nplanted mistakes: 1 of 2 planted runs caught\n"));
+  EXPECT_THAT(md, HasSubstr("| planted mistake | fp32 | bf16 |"));
+  EXPECT_THAT(md, HasSubstr("| per-rank clipping | caught: first update, every update "
+                            "(reduction) | **MISSED** |"));
+  EXPECT_THAT(md, HasSubstr("- per-rank clipping (`planted_mistakes/per_rank_clipping/fp32`): "
+                            "gradient of fc.weight differs by up to 0.5\n"));
+}
+
 TEST(TradeReportMarkdownTest, ShowsSamplerAudits) {
   const std::string md = TradeReportMarkdown(Build(TestInputs()));
   EXPECT_THAT(md, HasSubstr("| duplicate_pad | 5 | 2 | 2 | 6 | 2 | r-0, r-3 | "

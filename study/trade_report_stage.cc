@@ -8,6 +8,7 @@
 #include "artifacts/artifact_stamp.h"
 #include "artifacts/run_folder_state.pb.h"
 #include "io/json_file.h"
+#include "study/planted_mistakes.h"
 #include "study/study_layout.h"
 #include "study/trade_report_markdown.h"
 #include "study/trade_report_svg.h"
@@ -126,6 +127,23 @@ absl::Status ReadWorldSizeChange(const std::string& study_dir,
   return absl::OkStatus();
 }
 
+// The planted_mistakes stage's runs' parity.json, when the study made its
+// folder.
+absl::Status ReadPlantedMistakes(const std::string& study_dir,
+                                 std::optional<std::vector<PlantedRunArtifacts>>* artifacts) {
+  if (!fs::is_directory(Join(study_dir, layout::kPlantedMistakesDir))) return absl::OkStatus();
+  std::vector<PlantedRunArtifacts> runs;
+  for (PlantedRun& run : PlantedRuns()) {
+    absl::StatusOr<Sourced<ParityReport>> parity = ReadSourced<ParityReport>(
+        study_dir, absl::StrCat(layout::kPlantedMistakesDir, "/", PlantedRunDir(run), "/",
+                                layout::kParity));
+    if (!parity.ok()) return parity.status();
+    runs.push_back({std::move(run), *std::move(parity)});
+  }
+  *artifacts = std::move(runs);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<TradeReportInputs> LoadTradeReportInputs(
@@ -187,6 +205,9 @@ absl::StatusOr<TradeReportInputs> LoadTradeReportInputs(
     return s;
   }
   if (absl::Status s = ReadWorldSizeChange(study_dir, &inputs.world_size_change); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ReadPlantedMistakes(study_dir, &inputs.planted_mistakes); !s.ok()) {
     return s;
   }
   inputs.picture = layout::kTradeReportPicture;

@@ -21,7 +21,8 @@ namespace receipt_parity {
 //   sampler_audit_duplicate_pad.json, sampler_audit_masked_tail.json
 // and, when present, recovery.json (the fault drill's RecoveryReport) and
 // the folders two_worker_mpi/ and two_worker_bf16/ (then each one's
-// run_summary, validation and parity .json are required); the checkpoint
+// run_summary, validation and parity .json are required) and
+// planted_mistakes/ (then every planted run's parity.json is required); the checkpoint
 // cost is the two-worker run's RunSummary.checkpoint. A missing
 // recovery.json, checkpoint record, two_worker_mpi/ or two_worker_bf16/ is
 // "not measured", not an error.

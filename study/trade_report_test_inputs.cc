@@ -346,6 +346,25 @@ AllRecipesRunArtifacts TestAllRecipesRun() {
   return all;
 }
 
+std::vector<PlantedRunArtifacts> TestPlantedMistakes() {
+  std::vector<PlantedRunArtifacts> runs;
+  for (const char* setting : {"fp32", "bf16"}) {
+    PlantedRun run{"per_rank_clipping", setting, "per-rank clipping", setting,
+                   "per_rank_clipping.pbtxt", {}};
+    ParityReport parity = TestParity(false);
+    if (run.setting == "fp32") {
+      parity.set_pass(false);
+      parity.add_gradients()->set_pass(false);
+      parity.add_failures("gradient of fc.weight differs by up to 0.5");
+      parity.mutable_every_update()->set_updates(1);
+      parity.mutable_every_update()->mutable_first_failure()->set_check("reduction");
+    }
+    runs.push_back({run, {absl::StrCat("planted_mistakes/", PlantedRunDir(run), "/parity.json"),
+                          parity}});
+  }
+  return runs;
+}
+
 TradeReportInputs TestInputs() {
   TradeReportInputs inputs;
   inputs.one_worker = TestRun(1);

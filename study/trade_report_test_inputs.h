@@ -68,6 +68,11 @@ AllRecipesRunArtifacts TestAllRecipesRun();
 // on 3 with 2 of its 3 remaining updates changed.
 WorldSizeChangeArtifacts TestWorldSizeChange();
 
+// Two planted runs of "per-rank clipping": in fp32 caught by the first
+// update and the every-update reduction check (first failure "gradient of
+// fc.weight differs by up to 0.5"), in bf16 passing (missed).
+std::vector<PlantedRunArtifacts> TestPlantedMistakes();
+
 // one_worker = TestRun(1), two_workers = TestRun(2, 1e-6), both parities
 // passing, both audits; no recovery, no checkpoint cost, no run over MPI, no bf16 run.
 TradeReportInputs TestInputs();

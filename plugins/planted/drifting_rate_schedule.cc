@@ -1,17 +1,17 @@
-// Test only: the schedule plugin "test_drifting_rate", linked (alwayslink)
-// into //trainer:train_with_test_plugins and kept out of the built-ins'
-// list. It breaks schedules/lr_schedule.h's contract on purpose: it keeps a
-// rate between calls, and from update `from_update` on each new update it
-// is asked for multiplies that rate by `scale` (1.01: a 1 % drift an
-// update). The run and its one-worker reference drift alike, so numerics
-// cannot see it; the replay, which asks a fresh schedule for the factor of
-// update K alone, must (trainer/replay_test.py).
+// A planted mistake, built into libplanted_mistakes.so and kept out of the
+// built-ins' list: the schedule plugin "test_drifting_rate". It breaks
+// schedules/lr_schedule.h's contract on purpose: it keeps a rate between
+// calls, and from update `from_update` on each new update it is asked for
+// multiplies that rate by `scale` (1.01: a 1 % drift an update). The run
+// and its one-worker reference drift alike, so numerics cannot see it; the
+// replay, which asks a fresh schedule for the factor of update K alone,
+// must (trainer/replay_test.py, the study's planted_mistakes stage).
 #include <memory>
 #include <string>
 
 #include "plugins/plugin_factory.h"
 #include "plugins/plugin_registry.h"
-#include "plugins/test_options.pb.h"
+#include "plugins/planted/planted_options.pb.h"
 #include "schedules/lr_schedule.h"
 
 namespace receipt_parity {
