@@ -2,6 +2,7 @@
 // (declared in config/config_loader.h): what names a run, apart from how a
 // config is parsed and checked.
 #include <string>
+#include <vector>
 #include <utility>
 
 #include <c10/util/hash.h>
@@ -87,6 +88,15 @@ TrainingConfig ReferenceConfig(const TrainingConfig& config) {
   reference.mutable_checkpoint()->set_every_updates(0);
   reference.mutable_run()->clear_fault();
   return reference;
+}
+
+std::vector<std::string> ReferenceOverrides(const TrainingConfig& config) {
+  std::vector<std::string> overrides = {"world_size=1"};
+  if (config.accumulation_steps() != 1) overrides.push_back("accumulation_steps=1");
+  if (config.local_batch_sizes_size() > 0) overrides.push_back("local_batch_sizes=[]");
+  // Its checkpoints and fault injection are operational: not in the
+  // fingerprint a reference is matched by.
+  return overrides;
 }
 
 }  // namespace receipt_parity

@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "config/config_loader.h"
+#include "config/config_overrides.h"
 
 namespace receipt_parity {
 namespace {
@@ -182,6 +183,30 @@ TEST(ConfigFingerprintPinTest, TheEveryUpdateChecksAndAFlippedBitLeaveTheFingerp
   EXPECT_FALSE(b->config.parity().replay());
   EXPECT_EQ(a->fingerprint, b->fingerprint);
   EXPECT_EQ(a->fingerprint, "f1847fc573a00096386e6874efef29c3b097867b");
+}
+
+// The overrides a user passes to train a config's reference by hand give
+// the reference's fingerprint: one worker, one micro-batch, an even split.
+TEST(ReferenceOverridesTest, TheyMakeTheConfigItsReference) {
+  const std::string path = ::testing::TempDir() + "/accumulating.pbtxt";
+  std::ofstream(path) << "world_size: 2\n"
+                         "global_batch: 8\n"
+                         "accumulation_steps: 2\n"
+                         "local_batch_sizes: [6, 2]\n"
+                         "data { synthetic { num_identities: 20 } validation_fraction: 0.25 }\n"
+                         "model { architecture: \"linear\" }\n"
+                         "optimizer { sgd { learning_rate: 0.1 } }\n"
+                         "checkpoint { every_updates: 2 }\n";
+  absl::StatusOr<LoadedConfig> run = LoadTrainingConfig(path);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const std::vector<std::string> sets = ReferenceOverrides(run->config);
+  EXPECT_EQ(sets, (std::vector<std::string>{"world_size=1", "accumulation_steps=1",
+                                            "local_batch_sizes=[]"}));
+  absl::StatusOr<std::vector<ConfigOverride>> overrides = ParseConfigOverrides(sets);
+  ASSERT_TRUE(overrides.ok());
+  absl::StatusOr<LoadedConfig> by_hand = LoadTrainingConfig(path, *overrides);
+  ASSERT_TRUE(by_hand.ok()) << by_hand.status();
+  EXPECT_EQ(by_hand->fingerprint, ConfigFingerprint(ReferenceConfig(run->config)));
 }
 
 // A manifest config hashes its data.manifest_path as written: the values

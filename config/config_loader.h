@@ -29,8 +29,9 @@
 //     for NCCL); a CPU config loads nothing.
 // Errors of steps 4 to 7 name FILE:LINE:COLUMN (where the field is
 // written in the file) and the field path, e.g.
-// "configs/x.pbtxt:7:3: precision: only fp32 is supported for now, got
-// 'bf16'"; a field left unset is named with FILE alone.
+// "configs/x.pbtxt:7:1: precision: unknown 'fp16'; known: fp32, bf16"; a
+// field left unset is named where the message holding it is written (FILE
+// alone for a top-level one).
 // Paths: every input file the config names (plugin_library,
 // data.manifest_path, a model plugin's file) is relative to the config's folder, or absolute
 // (config/config_paths.h); `config` keeps them as written and LoadedConfig
@@ -46,6 +47,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -197,6 +199,13 @@ TrainingConfig RecipeFreeConfig(const TrainingConfig& config);
 // no checkpointing, no fault injection; same data, model, optimizer, seeds,
 // global batch and loss weighting.
 TrainingConfig ReferenceConfig(const TrainingConfig& config);
+
+// The --set overrides (PATH=VALUE, config/config_overrides.h) that give
+// `config` (defaults applied) its ReferenceConfig's fingerprint:
+// "world_size=1", then "accumulation_steps=1" and "local_batch_sizes=[]"
+// where `config` sets them otherwise. What a user passes to train a
+// config's reference by hand.
+std::vector<std::string> ReferenceOverrides(const TrainingConfig& config);
 
 }  // namespace receipt_parity
 

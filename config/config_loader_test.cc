@@ -353,7 +353,8 @@ TEST(ConfigLoaderTest, ModelSettingsAreCheckedAtLoad) {
       {"model { architecture: \"mlp\" hidden_units: -4 }",
        "model.pbtxt:3:29: model.hidden_units: must be positive, got -4"},
       {"model { architecture: \"cnn\" hidden_units: 8 }",
-       "model.pbtxt: model.conv_channels: a cnn needs at least one conv layer"},
+       // Unset in a written model: named where the model is.
+       "model.pbtxt:3:1: model.conv_channels: a cnn needs at least one conv layer"},
       // 16 pixels halved five times is not a whole number.
       {"model { architecture: \"cnn\" conv_channels: [4, 4, 4, 4, 4] }",
        "model.conv_channels: a cnn with 5 conv layers needs [C, S, S] inputs with S "
@@ -492,6 +493,27 @@ TEST(ConfigLoaderTest, KeepLastZeroIsRefusedWhileSaving) {
   auto unset = Load(std::string(kValid) + "checkpoint { every_updates: 5 }\n", "k2.pbtxt");
   ASSERT_TRUE(unset.ok()) << unset.status();
   EXPECT_EQ(unset->config.checkpoint().keep_last(), 2);
+}
+
+// docs/configs.md: ordered_sum's chunk_slots unset is 1, so a selection
+// without options loads; an error inside a plugin's options left unset is
+// located at the selection that holds them.
+TEST(ConfigLoaderTest, APluginsUnsetOptionsTakeTheirDocumentedDefaults) {
+  auto ordered = Load(std::string(kValid) + "reducer { name: \"ordered_sum\" }\n", "o.pbtxt");
+  ASSERT_TRUE(ordered.ok()) << ordered.status();
+  auto zero = Load(std::string(kValid) +
+                       "reducer {\n  name: \"ordered_sum\"\n  options {\n"
+                       "    [type.googleapis.com/receipt_parity.OrderedSumOptions] {"
+                       " chunk_slots: 0 }\n  }\n}\n",
+                   "o0.pbtxt");
+  EXPECT_THAT(Message(zero), HasSubstr("o0.pbtxt:9:3: reducer.options: chunk_slots: must be "
+                                       ">= 1, got 0"));
+  // A nested field left unset is named where its message is written.
+  auto unset = Load("world_size: 2\nglobal_batch: 4\nmodel { architecture: \"linear\" }\n"
+                    "optimizer { sgd { learning_rate: 0.1 } }\n"
+                    "data { synthetic { seed: 3 } validation_fraction: 0.25 }\n",
+                    "u.pbtxt");
+  EXPECT_THAT(Message(unset), HasSubstr("u.pbtxt:5:"));
 }
 
 // A written value that is not allowed is an error, never a silent default.

@@ -36,6 +36,9 @@ std::string ConfigLocator::Where(const std::string& field_path) const {
   }
   const Descriptor* descriptor = TrainingConfig::descriptor();
   const ParseInfoTree* tree = parse_info_.get();
+  // The nearest message on the path that is written, for a field inside it
+  // that is not (a plugin's options left unset: its selection's line).
+  std::string nearest = path_;
   std::vector<std::string> parts = absl::StrSplit(field_path, '.');
   for (size_t i = 0; i < parts.size() && tree != nullptr; ++i) {
     std::string name = parts[i];
@@ -57,10 +60,13 @@ std::string ConfigLocator::Where(const std::string& field_path) const {
       if (at.line < 0) break;
       return absl::StrCat(path_, ":", at.line + 1, ":", at.column + 1);
     }
+    if (TextFormat::ParseLocation at = tree->GetLocation(field, index); at.line >= 0) {
+      nearest = absl::StrCat(path_, ":", at.line + 1, ":", at.column + 1);
+    }
     tree = tree->GetTreeForNested(field, index);
     descriptor = field->message_type();
   }
-  return path_;
+  return nearest;
 }
 
 absl::Status ConfigLocator::Locate(const absl::Status& status) const {

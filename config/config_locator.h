@@ -31,8 +31,9 @@ class ConfigLocator {
   const std::string& path() const { return path_; }
 
   // "FILE:LINE:COLUMN" for a field path like "data.validation_fraction" or
-  // "local_batch_sizes[1]"; "FILE" alone when the field is not written in
-  // the file (it has its default); "--set PATH=VALUE" when the last
+  // "local_batch_sizes[1]"; for a field not written in the file (it has
+  // its default), where the nearest message holding it is written ("FILE"
+  // alone when none is); "--set PATH=VALUE" when the last
   // override that set the field, or a message holding it, did.
   std::string Where(const std::string& field_path) const;
 

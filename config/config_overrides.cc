@@ -11,8 +11,12 @@
 #include "absl/strings/strip.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/text_format.h"
+#include "config/plugin_kinds.h"
+#include "google/protobuf/any.pb.h"
+#include "plugins/plugin_registry.h"
 
 namespace receipt_parity {
 namespace {
@@ -88,6 +92,51 @@ absl::Status OneofConflict(const ConfigOverride& o, const std::string& prefix,
                                 other.name(), ", or the whole message that holds both"));
 }
 
+bool Opens(const std::string& symbol) { return symbol == "[" || symbol == "{" || symbol == "<"; }
+bool Closes(const std::string& symbol) { return symbol == "]" || symbol == "}" || symbol == ">"; }
+
+// The text after the first value of `value` as the text format writes one
+// (a number, an identifier, adjacent strings, a [list] or a {message}),
+// from its next token on; "" when nothing follows.
+std::string AfterFirstValue(const std::string& value) {
+  google::protobuf::io::ArrayInputStream input(value.data(), static_cast<int>(value.size()));
+  FirstError errors;
+  google::protobuf::io::Tokenizer tokens(&input, &errors);
+  using Token = google::protobuf::io::Tokenizer;
+  if (!tokens.Next()) return "";
+  if (tokens.current().text == "-" && !tokens.Next()) return "";
+  int depth = 0;
+  bool string_run = false;
+  do {
+    const Token::Token& t = tokens.current();
+    const bool symbol = t.type == Token::TYPE_SYMBOL;
+    if (depth == 0 && string_run && t.type != Token::TYPE_STRING) {
+      return t.line == 0 ? value.substr(t.column) : t.text;
+    }
+    if (symbol && Opens(t.text)) ++depth;
+    if (symbol && Closes(t.text)) --depth;
+    string_run = depth == 0 && t.type == Token::TYPE_STRING;
+    if (depth == 0 && !string_run) {
+      if (!tokens.Next()) return "";
+      const Token::Token& next = tokens.current();
+      return next.line == 0 ? value.substr(next.column) : next.text;
+    }
+  } while (tokens.Next());
+  return "";
+}
+
+// `value` (`o`'s, a bare string quoted) is one value: text after it
+// (--set 'epochs=2 world_size: 3') would set other fields behind the
+// override's back, and be recorded as if it did not.
+absl::Status RequireOneValue(const ConfigOverride& o, const std::string& value,
+                             const FieldDescriptor& field, const std::string& prefix) {
+  const std::string after = AfterFirstValue(value);
+  if (after.empty()) return absl::OkStatus();
+  return Refuse(o, absl::StrCat("the value of ", prefix, field.name(), " is followed by more ('",
+                                after, "'): one --set sets one field to one value; give each "
+                                "field its own --set"));
+}
+
 // `value` parsed as `field` of a fresh message of `field`'s containing
 // type, then put in `parent` in place of what it held.
 absl::Status SetField(const ConfigOverride& o, const FieldDescriptor& field,
@@ -109,16 +158,95 @@ absl::Status SetField(const ConfigOverride& o, const FieldDescriptor& field,
   if (!parser.ParseFromString(text, scratch.get())) {
     return Refuse(o, absl::StrCat("not a value of ", prefix, field.name(), ": ", errors.error()));
   }
+  if (absl::Status s = RequireOneValue(o, value, field, prefix); !s.ok()) return s;
   parent->GetReflection()->ClearField(parent, &field);
   parent->MergeFrom(*scratch);
   return absl::OkStatus();
 }
 
-absl::Status ApplyOne(const ConfigOverride& o, TrainingConfig* config) {
-  Message* message = config;
-  std::string prefix;  // "optimizer.sgd."
-  const std::vector<std::string> parts = absl::StrSplit(o.field_path, '.');
-  for (size_t i = 0; i < parts.size(); ++i) {
+bool IsAny(const FieldDescriptor& field) {
+  return field.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && !field.is_repeated() &&
+         field.message_type()->full_name() == google::protobuf::Any::descriptor()->full_name();
+}
+
+// The registry kind whose selection is the config's field `top` (a row of
+// config/plugin_kinds.h, or the optimizer's and the model's own forms); ""
+// for a field that selects no plugin.
+std::string KindOfField(const std::string& top) {
+  for (const PluginKind& kind : PluginKinds()) {
+    if (top == kind.config_field) return kind.kind;
+  }
+  if (top == "optimizer" || top == "model") return top;
+  return "";
+}
+
+// An empty message of the type `options` (an Any in `holder`, which the
+// config's field `top` holds) takes: the type its type_url names, or, when
+// it holds nothing yet, the options type of the plugin `holder` names (its
+// `name`, or the kind's default).
+absl::StatusOr<std::unique_ptr<Message>> EmptyOptions(const ConfigOverride& o,
+                                                      const std::string& where,
+                                                      const std::string& top,
+                                                      const Message& holder,
+                                                      const google::protobuf::Any& options) {
+  if (!options.type_url().empty()) {
+    const std::string type = options.type_url().substr(options.type_url().rfind('/') + 1);
+    const Descriptor* descriptor =
+        google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(type);
+    if (descriptor == nullptr) {
+      return Refuse(o, absl::StrCat(where, " holds options of type ", type,
+                                    ", which no loaded plugin defines"));
+    }
+    return std::unique_ptr<Message>(
+        google::protobuf::MessageFactory::generated_factory()->GetPrototype(descriptor)->New());
+  }
+  const std::string kind = KindOfField(top);
+  const FieldDescriptor* name_field = holder.GetDescriptor()->FindFieldByName("name");
+  std::string name =
+      name_field == nullptr ? "" : holder.GetReflection()->GetString(holder, name_field);
+  if (name.empty() && !kind.empty() && kind != "optimizer" && kind != "model") {
+    name = FindPluginKind(kind).default_name;
+  }
+  if (kind.empty() || name.empty()) {
+    return Refuse(o, absl::StrCat(where, " names no plugin whose options it could hold: set ",
+                                  absl::StripSuffix(where, ".options"), ".name first"));
+  }
+  absl::StatusOr<FactoryBase*> factory = plugin_registry_internal::Find(kind.c_str(), name);
+  if (!factory.ok()) return Refuse(o, std::string(factory.status().message()));
+  return (*factory)->CreateEmptyOptions();
+}
+
+absl::Status ApplyPath(const ConfigOverride& o, const std::vector<std::string>& parts,
+                       size_t first, const std::string& where_prefix, Message* message);
+
+// The rest of the path (from `next`) inside the plugin options `field` of
+// `holder`: unpacked into its registered type, changed there, packed back.
+absl::Status ApplyInsideOptions(const ConfigOverride& o, const std::vector<std::string>& parts,
+                                size_t next, const FieldDescriptor& field,
+                                const std::string& prefix, Message* holder) {
+  auto* any = static_cast<google::protobuf::Any*>(
+      holder->GetReflection()->MutableMessage(holder, &field));
+  const std::string where = absl::StrCat(prefix, field.name());
+  absl::StatusOr<std::unique_ptr<Message>> options =
+      EmptyOptions(o, where, parts[0], *holder, *any);
+  if (!options.ok()) return options.status();
+  if (!any->type_url().empty() && !any->UnpackTo(options->get())) {
+    return Refuse(o, absl::StrCat(where, " does not unpack as ",
+                                  (*options)->GetDescriptor()->full_name()));
+  }
+  const std::string inner =
+      absl::StrCat(where, " (", (*options)->GetDescriptor()->full_name(), ").");
+  if (absl::Status s = ApplyPath(o, parts, next, inner, options->get()); !s.ok()) return s;
+  any->PackFrom(**options);
+  return absl::OkStatus();
+}
+
+// Walks `parts` from `first` inside `message`, whose path so far is
+// `prefix` ("optimizer.sgd."), and sets the last part's field.
+absl::Status ApplyPath(const ConfigOverride& o, const std::vector<std::string>& parts,
+                       size_t first, const std::string& where_prefix, Message* message) {
+  std::string prefix = where_prefix;
+  for (size_t i = first; i < parts.size(); ++i) {
     const Descriptor& type = *message->GetDescriptor();
     const FieldDescriptor* field = type.FindFieldByName(parts[i]);
     if (field == nullptr) {
@@ -128,6 +256,7 @@ absl::Status ApplyOne(const ConfigOverride& o, TrainingConfig* config) {
                                     absl::StrJoin(CloseNames(type, parts[i]), ", ")));
     }
     if (i + 1 == parts.size()) return SetField(o, *field, prefix, message);
+    if (IsAny(*field)) return ApplyInsideOptions(o, parts, i + 1, *field, prefix, message);
     if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE || field->is_repeated()) {
       return Refuse(o, absl::StrCat(prefix, field->name(), " is ",
                                     field->is_repeated() ? "repeated" : "not a message",
@@ -140,6 +269,11 @@ absl::Status ApplyOne(const ConfigOverride& o, TrainingConfig* config) {
     absl::StrAppend(&prefix, field->name(), ".");
   }
   return absl::OkStatus();
+}
+
+absl::Status ApplyOne(const ConfigOverride& o, TrainingConfig* config) {
+  const std::vector<std::string> parts = absl::StrSplit(o.field_path, '.');
+  return ApplyPath(o, parts, 0, "", config);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "optimizers/optimizer_options.pb.h"
+#include "reducers/reducer_options.pb.h"
 
 namespace receipt_parity {
 namespace {
@@ -101,11 +103,118 @@ TEST(ConfigOverridesTest, BadOverridesNameThemselves) {
 }
 
 // The oneof's other member is fine once the whole message is named.
+// One value in any of its forms is one value.
+TEST(ConfigOverridesTest, OneValueInEveryFormIsAccepted) {
+  TrainingConfig config = File();
+  const absl::Status applied =
+      Apply({"optimizer.sgd.momentum=-0.5", "data.synthetic.seed=7", "precision=\"b\" \"f16\"",
+             "model.conv_channels=[ 8, 16 ]", "checkpoint={ every_updates: 5 keep_last: 2 }",
+             "sampler.name=masked_tail", "optimizer.sgd.learning_rate=-1e-3"},
+            &config);
+  ASSERT_TRUE(applied.ok()) << applied;
+  EXPECT_EQ(config.precision(), "bf16");
+  EXPECT_EQ(config.checkpoint().keep_last(), 2);
+  EXPECT_EQ(config.optimizer().sgd().learning_rate(), -1e-3);
+}
+
 TEST(ConfigOverridesTest, AWholeMessageSwitchesItsOneof) {
   TrainingConfig config = File();
   ASSERT_TRUE(Apply({"optimizer={ adamw { learning_rate: 0.001 } }"}, &config).ok());
   EXPECT_FALSE(config.optimizer().has_sgd());
   EXPECT_EQ(config.optimizer().adamw().learning_rate(), 0.001);
+}
+
+// One --set sets one field: text after the value would set others behind
+// the override's back (and be recorded verbatim while doing so).
+TEST(ConfigOverridesTest, AnythingAfterTheValueIsRefusedNamingWhatItWouldSet) {
+  struct Refused {
+    const char* given;
+    const char* message;
+  };
+  const Refused cases[] = {
+      {"epochs=2 world_size: 3",
+       "--set epochs=2 world_size: 3: the value of epochs is followed by more ('world_size: "
+       "3'): one --set sets one field to one value"},
+      {"optimizer.sgd.learning_rate=0.02 momentum: 0.0",
+       "--set optimizer.sgd.learning_rate=0.02 momentum: 0.0: the value of "
+       "optimizer.sgd.learning_rate is followed by more ('momentum: 0.0')"},
+      {"checkpoint={ every_updates: 4 } world_size: 3",
+       "--set checkpoint={ every_updates: 4 } world_size: 3: the value of checkpoint is "
+       "followed by more ('world_size: 3')"},
+      {"model.conv_channels=[8] [16]",
+       "--set model.conv_channels=[8] [16]: not a value of model.conv_channels"},
+      {"sampler.name=\"a\" b", "--set sampler.name=\"a\" b: not a value of sampler.name"},
+  };
+  for (const Refused& c : cases) {
+    SCOPED_TRACE(c.given);
+    TrainingConfig config = File();
+    const TrainingConfig before = config;
+    absl::Status refused = Apply({c.given}, &config);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(refused.message()), StartsWith(c.message));
+    EXPECT_EQ(config.world_size(), before.world_size());
+    EXPECT_EQ(config.optimizer().sgd().momentum(), before.optimizer().sgd().momentum());
+  }
+}
+
+TrainingConfig PluginForms() {
+  TrainingConfig config;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    optimizer {
+      name: "adamw"
+      options { [type.googleapis.com/receipt_parity.AdamWOptions] { lr: 0.001 eps: 1e-7 } }
+    }
+    reducer { name: "ordered_sum" }
+  )pb", &config));
+  return config;
+}
+
+// A path through a plugin's `options` goes on inside the options type: the
+// one the options hold, or, where they hold none yet, the registered
+// plugin's.
+TEST(ConfigOverridesTest, APathReachesIntoAPluginsOwnOptions) {
+  TrainingConfig config = PluginForms();
+  const absl::Status applied =
+      Apply({"optimizer.options.lr=0.003", "reducer.options.chunk_slots=4"}, &config);
+  ASSERT_TRUE(applied.ok()) << applied;
+  AdamWOptions adamw;
+  ASSERT_TRUE(config.optimizer().options().UnpackTo(&adamw));
+  EXPECT_EQ(adamw.lr(), 0.003);
+  EXPECT_EQ(adamw.eps(), 1e-7);  // the rest of the options stay
+  OrderedSumOptions ordered;
+  ASSERT_TRUE(config.reducer().options().UnpackTo(&ordered));
+  EXPECT_EQ(ordered.chunk_slots(), 4);
+}
+
+TEST(ConfigOverridesTest, APluginOptionThatDoesNotExistNamesTheRealFields) {
+  struct Refused {
+    const char* given;
+    const char* message;
+  };
+  const Refused cases[] = {
+      {"optimizer.options.learning_rate=0.003",
+       "--set optimizer.options.learning_rate=0.003: no field 'learning_rate' in "
+       "optimizer.options (receipt_parity.AdamWOptions); close names: "},
+      {"reducer.options.chunks=4",
+       "--set reducer.options.chunks=4: no field 'chunks' in reducer.options "
+       "(receipt_parity.OrderedSumOptions); close names: chunk_slots"},
+      {"optimizer.options.lr=fast",
+       "--set optimizer.options.lr=fast: not a value of optimizer.options "
+       "(receipt_parity.AdamWOptions).lr"},
+  };
+  for (const Refused& c : cases) {
+    SCOPED_TRACE(c.given);
+    TrainingConfig config = PluginForms();
+    absl::Status refused = Apply({c.given}, &config);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(refused.message()), StartsWith(c.message));
+  }
+  // The config form names no plugin: its options have no type to reach.
+  TrainingConfig config = File();
+  absl::Status refused = Apply({"optimizer.options.lr=0.003"}, &config);
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("optimizer.options names no plugin whose options it could hold: set "
+                        "optimizer.name first"));
 }
 
 }  // namespace

@@ -17,7 +17,9 @@ class OrderedSumFactory : public TypedFactory<GradientReducer, OrderedSumOptions
  private:
   absl::StatusOr<std::unique_ptr<GradientReducer>> CreateTyped(
       const OrderedSumOptions& options) const override {
-    absl::StatusOr<OrderedSumReducer> reducer = OrderedSumReducer::Create(options.chunk_slots());
+    // Unset: one slot a chunk (reducers/reducer_options.proto).
+    absl::StatusOr<OrderedSumReducer> reducer =
+        OrderedSumReducer::Create(options.has_chunk_slots() ? options.chunk_slots() : 1);
     if (!reducer.ok()) return reducer.status();
     return std::make_unique<OrderedSumReducer>(*std::move(reducer));
   }

@@ -63,6 +63,20 @@ TEST(ReducerRegistrationTest, MpiAllreduceIsAllreduceSumAfterBackward) {
   EXPECT_EQ((*factory)->Create(options).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// docs/configs.md: `ordered_sum` with chunk_slots unset takes one slot a
+// chunk; a chunk_slots written 0 is still refused.
+TEST(ReducerRegistrationTest, OrderedSumWithoutOptionsTakesOneSlotAChunk) {
+  auto factory = FindFactory<GradientReducer>("ordered_sum");
+  ASSERT_TRUE(factory.ok()) << factory.status();
+  auto unset = (*factory)->Create(OrderedSumOptions());
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_EQ((*unset)->chunk_slots(), 1);
+  OrderedSumOptions zero;
+  zero.set_chunk_slots(0);
+  EXPECT_THAT((*factory)->Create(zero).status().message(),
+              HasSubstr("chunk_slots: must be >= 1, got 0"));
+}
+
 TEST(ReducerRegistrationTest, BadOptionsAreRejected) {
   auto factory = FindFactory<GradientReducer>("rank_average");
   ASSERT_TRUE(factory.ok());

@@ -43,6 +43,20 @@ bool LegacyReferenceMatches(const std::string& reference_dir, const TrainingConf
   return stamp.config_fingerprint() == ConfigFingerprint(ReferenceConfig(config));
 }
 
+// What a refused reference folder's error adds: how a user makes the
+// reference of `config` there by hand (docs/data.md's two-step flow), or
+// lets the run make it.
+std::string ReferenceByHand(const TrainingConfig& config, const std::string& reference_dir) {
+  std::string overrides;
+  for (const std::string& set : ReferenceOverrides(config)) {
+    absl::StrAppend(&overrides, " --set ", set);
+  }
+  return absl::StrCat(". A reference is this config on one worker, one micro-batch an update: "
+                      "train it there with `train --config=<this config>",
+                      overrides, " --out=<this --out>` (with --overwrite, which replaces the "
+                      "run it holds), or remove ", reference_dir, " and this run makes it");
+}
+
 // The config of the one-update reference of `config`: its first update is
 // its only checked one.
 TrainingConfig OneUpdateReference(const TrainingConfig& config) {
@@ -66,7 +80,8 @@ absl::StatusOr<RunFolderDecision> DecideReference(const std::string& reference_d
   if (!decision.ok()) {
     return absl::Status(decision.status().code(),
                         absl::StrCat("this run's one-worker reference cannot be made: ",
-                                     decision.status().message()));
+                                     decision.status().message(),
+                                     ReferenceByHand(config, reference_dir)));
   }
   if (!decision->finished && LegacyReferenceMatches(reference_dir, config)) {
     decision->finished = true;
@@ -185,12 +200,13 @@ bool HoldsEveryPoint(const std::string& dir, const std::vector<int64_t>& needed)
 // `dir` holds a finished run of `config` with a trajectory point at every
 // update of `needed`, or is made to, training `config` again from update 0
 // (as long as the run there was, recording its points too).
-// A folder of another config is refused, unless `derived` (the drift twin's
-// folder, which holds nothing but what this function made): then it is made
-// again.
+// A folder of another config is refused (its error followed by
+// `refused_hint`), unless `derived` (the drift twin's folder, which holds
+// nothing but what this function made): then it is made again.
 absl::Status EnsureTrajectory(const LoadedConfig& loaded, const std::string& dir,
                               TrainingConfig config, const std::vector<int64_t>& needed,
-                              const std::string& purpose, bool derived) {
+                              const std::string& purpose, bool derived,
+                              const std::string& refused_hint = "") {
   RunFolderRules rules;
   rules.nothing_to_resume = "a reference saves no checkpoints";
   absl::StatusOr<RunFolderDecision> held = DecideRunFolder(dir, config, rules);
@@ -201,7 +217,10 @@ absl::Status EnsureTrajectory(const LoadedConfig& loaded, const std::string& dir
     if (!removed.ok()) return removed.status();
     held = DecideRunFolder(dir, config, rules);
   }
-  if (!held.ok()) return held.status();
+  if (!held.ok()) {
+    return absl::Status(held.status().code(),
+                        absl::StrCat(held.status().message(), refused_hint));
+  }
   if (held->finished && HoldsEveryPoint(dir, needed)) return absl::OkStatus();
   std::set<int64_t> points(needed.begin(), needed.end());
   for (int64_t u : RecordedTrajectoryUpdates(dir)) points.insert(u);
@@ -250,7 +269,7 @@ absl::StatusOr<WholeRunReferences> EnsureWholeRunReferences(const LoadedConfig& 
           loaded, references.reference_dir, reference, request.check_updates,
           "the one-worker reference of the multi-worker run in the folder above, "
           "trained through the run for its whole-run parity verdict",
-          /*derived=*/false);
+          /*derived=*/false, ReferenceByHand(config, references.reference_dir));
       !s.ok()) {
     return s;
   }

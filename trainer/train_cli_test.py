@@ -208,6 +208,36 @@ class ReferenceTest(unittest.TestCase):
                      2 * manifest["data"]["train_examples"])
 
 
+class TwoStepFlowTest(unittest.TestCase):
+  """docs/data.md's flow, the one-worker reference first, then two workers
+  into the same folder, with a config that accumulates: a one-worker run of
+  the config itself (accumulation 2) is not its reference, and the error
+  gives the command that makes one; that command's reference is then
+  reused by the two-worker run."""
+
+  def test_the_refusal_gives_the_command_whose_reference_the_run_then_uses(self):
+    tmp = support.temp_dir("two_step")
+    config = support.write(os.path.join(tmp, "acc.pbtxt"), support.small_config(
+        world=2, batch=4, epochs=1, extra="accumulation_steps: 2"))
+    out = os.path.join(tmp, "out")
+    first = support.run_train("--config=" + config, "--out=" + out, "--set", "world_size=1")
+    self.assertEqual(first.returncode, 0, first.stderr[-2000:])
+    refused = support.run_train("--config=" + config, "--out=" + out)
+    self.assertEqual(refused.returncode, 2, refused.stderr[-2000:])
+    self.assertIn("deleted: accumulation_steps: 2", refused.stderr)
+    self.assertIn("train it there with `train --config=<this config> --set world_size=1 --set "
+                  "accumulation_steps=1 --out=<this --out>`", refused.stderr)
+    by_hand = support.run_train("--config=" + config, "--out=" + out, "--set", "world_size=1",
+                                "--set", "accumulation_steps=1", "--overwrite")
+    self.assertEqual(by_hand.returncode, 0, by_hand.stderr[-2000:])
+    made = support.load(os.path.join(out, "reference", "run_manifest.json"))
+    two = support.run_train("--config=" + config, "--out=" + out)
+    self.assertEqual(two.returncode, 0, two.stderr[-2000:])
+    self.assertEqual(support.load(os.path.join(out, "reference", "run_manifest.json"))
+                     ["config_fingerprint"], made["config_fingerprint"])
+    self.assertTrue(support.load(os.path.join(out, "parity.json"))["pass"])
+
+
 class CheckpointCostTest(unittest.TestCase):
 
   def test_two_workers_keep_their_last_generations_and_say_where_saves_went(self):
