@@ -57,6 +57,15 @@ bool IsArtifact(const std::string& name) {
          name == kTensorBoardFolder;
 }
 
+// Whether `name`, an entry of a run folder, is one a run writes (or its
+// lock): what --overwrite removes and what a run reads; every other entry
+// is the user's.
+bool IsRunEntry(const std::string& name) {
+  return IsArtifact(name) || name == kRunStateFile || name == kFinishRecordFile ||
+         name == "checkpoints" || absl::StartsWith(name, "corrupt-gen-") ||
+         name == "reference" || name == "drift_reference";
+}
+
 std::vector<std::string> EntryNames(const std::string& dir) {
   std::vector<std::string> names;
   std::error_code ec;
@@ -341,12 +350,18 @@ absl::Status RefuseLinksLeaving(const std::string& out) {
   for (const char* inner : {"reference", "drift_reference"}) {
     folders.push_back(absl::StrCat(out, "/", inner));
   }
-  for (size_t i = 0, n = folders.size(); i < n; ++i) {
+  // Every entry of a run's own subfolders is the run's; in a run folder,
+  // only those a run writes: the user's own entries (a link to a plot kept
+  // elsewhere) are neither read nor removed, so they never refuse a run.
+  const size_t run_folders = folders.size();
+  for (size_t i = 0; i < run_folders; ++i) {
     folders.push_back(absl::StrCat(folders[i], "/trajectory"));
     folders.push_back(absl::StrCat(folders[i], "/", kTensorBoardFolder));
   }
-  for (const std::string& folder : folders) {
+  for (size_t f = 0; f < folders.size(); ++f) {
+    const std::string& folder = folders[f];
     for (const std::string& name : EntryNames(folder)) {
+      if (f < run_folders && !IsRunEntry(name)) continue;
       const std::string path = absl::StrCat(folder, "/", name);
       std::error_code ec;
       if (!fs::is_symlink(fs::symlink_status(path, ec)) || ResolvesInside(path, out)) continue;
@@ -441,9 +456,8 @@ absl::StatusOr<RunFolderDecision> DecideRunFolder(const std::string& dir,
 absl::StatusOr<std::vector<std::string>> RemoveRun(const std::string& dir,
                                                    bool keep_reference) {
   return RemoveEntries(dir, "--overwrite: cannot remove", [&](const std::string& name) {
-    return IsArtifact(name) || name == kRunStateFile || name == kFinishRecordFile ||
-           name == "checkpoints" || absl::StartsWith(name, "corrupt-gen-") ||
-           ((name == "reference" || name == "drift_reference") && !keep_reference);
+    const bool reference = name == "reference" || name == "drift_reference";
+    return IsRunEntry(name) && !(reference && keep_reference);
   });
 }
 

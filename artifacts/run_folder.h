@@ -108,8 +108,10 @@ struct RunFolderRules {
 absl::StatusOr<RunFolderState> ReadRunFolderState(const std::string& dir);
 
 // Nothing a run in --out=OUT reads or removes may lie outside OUT (CWE-59):
-// OUT's entries, those of OUT/reference and OUT/drift_reference, and their
-// trajectory/ entries, must not be links whose targets leave OUT. (A
+// the entries a run writes in OUT, OUT/reference and OUT/drift_reference
+// (RemoveRun's), and every entry of their trajectory/ and tensorboard/,
+// must not be links whose targets leave OUT. A user's own entry (a link to
+// a plot kept elsewhere) is none of the run's business and never refused. (A
 // generation folder linked out of checkpoints/ is set aside at resume
 // instead, checkpoint/recovery.h.) Reads the folders; writes nothing.
 // InvalidArgument naming the first such link and its target.

@@ -101,16 +101,16 @@ void AddValidation(const ValidationReport& validation, std::vector<ScalarPoint>*
 }  // namespace
 
 std::vector<ScalarPoint> TrainingCurves(const RunSummary& summary,
-                                        const ValidationReport& validation) {
+                                        const ValidationReport* validation) {
   std::vector<ScalarPoint> curves;
   AddLossCurves(summary, &curves);
   AddTimingCurves(summary, &curves);
-  AddValidation(validation, &curves);
+  if (validation != nullptr) AddValidation(*validation, &curves);
   return curves;
 }
 
 EventFileContents TrainingCurvesFile(const RunSummary& summary,
-                                     const ValidationReport& validation, double wall_time) {
+                                     const ValidationReport* validation, double wall_time) {
   EventFileContents file;
   file.wall_time = wall_time;
   file.restart_step = summary.first_update();

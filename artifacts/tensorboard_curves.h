@@ -1,7 +1,8 @@
 // The run's curves for TensorBoard, from what rank 0 already reports.
 //
 // Rank 0 writes one event file per attempt into DIR/tensorboard/
-// (io/tensorboard_event_file.h) when the attempt finishes, every value
+// (io/tensorboard_event_file.h) when the attempt finishes or is preempted
+// (then with no validation curves: it validated nothing), every value
 // taken from the attempt's run_summary.json and validation.json, so the
 // curves and the JSON cannot disagree. Steps are global updates: the
 // attempt's update u is step first_update + u. Tags:
@@ -42,14 +43,15 @@ namespace receipt_parity {
 inline constexpr char kTensorBoardFolder[] = "tensorboard";
 
 // Every scalar of the file comment, curve by curve, in step order within a
-// curve.
+// curve; no validation curve when `validation` is null (a preempted
+// attempt, which validated nothing).
 std::vector<ScalarPoint> TrainingCurves(const RunSummary& summary,
-                                        const ValidationReport& validation);
+                                        const ValidationReport* validation);
 
 // The attempt's event file: TrainingCurves and the restart marker at
 // summary.first_update, stamped `wall_time`.
 EventFileContents TrainingCurvesFile(const RunSummary& summary,
-                                     const ValidationReport& validation, double wall_time);
+                                     const ValidationReport* validation, double wall_time);
 
 }  // namespace receipt_parity
 

@@ -59,7 +59,8 @@ std::map<std::pair<std::string, int64_t>, double> ByTagAndStep(
 }
 
 TEST(TrainingCurvesTest, EveryCurveIsTheSummarysValueAtItsGlobalUpdate) {
-  const auto curves = ByTagAndStep(TrainingCurves(Summary(), Validation()));
+  const ValidationReport validation = Validation();
+  const auto curves = ByTagAndStep(TrainingCurves(Summary(), &validation));
   for (int u = 0; u < 4; ++u) {
     EXPECT_DOUBLE_EQ(curves.at({"train/loss", 10 + u}), 1.0 - 0.1 * u);
     EXPECT_DOUBLE_EQ(curves.at({"train/learning_rate", 10 + u}), 0.05);
@@ -83,21 +84,35 @@ TEST(TrainingCurvesTest, EveryCurveIsTheSummarysValueAtItsGlobalUpdate) {
   EXPECT_EQ(curves.size(), 4u * 3 + 3 + 2 * 2 + 2 * 2 + 2 + 3);
 }
 
+// A preempted attempt validated nothing: its file has the training curves
+// alone.
+TEST(TrainingCurvesTest, WithoutValidationThereAreNoValidationCurves) {
+  const ValidationReport validation = Validation();
+  const size_t with = TrainingCurves(Summary(), &validation).size();
+  const std::vector<ScalarPoint> without = TrainingCurves(Summary(), nullptr);
+  EXPECT_EQ(without.size(), with - (2 + 3));  // accuracy, macro F1, one class's three
+  for (const ScalarPoint& p : without) {
+    EXPECT_NE(p.tag.rfind("validation/", 0), 0u) << p.tag;
+  }
+}
+
 TEST(TrainingCurvesTest, OneRankHasNoLateness) {
   RunSummary summary = Summary();
   summary.mutable_timing()->RemoveLast();
-  for (const ScalarPoint& p : TrainingCurves(summary, Validation())) {
+  const ValidationReport validation = Validation();
+  for (const ScalarPoint& p : TrainingCurves(summary, &validation)) {
     EXPECT_NE(p.tag.rfind("lateness/", 0), 0u) << p.tag;
   }
 }
 
 TEST(TrainingCurvesTest, EveryAttemptMarksARestartAtItsFirstUpdate) {
-  EventFileContents file = TrainingCurvesFile(Summary(), Validation(), 5.0);
+  const ValidationReport validation = Validation();
+  EventFileContents file = TrainingCurvesFile(Summary(), &validation, 5.0);
   EXPECT_EQ(file.restart_step, 10);
   EXPECT_EQ(file.wall_time, 5.0);
   RunSummary fresh = Summary();
   fresh.set_first_update(0);
-  EXPECT_EQ(TrainingCurvesFile(fresh, Validation(), 5.0).restart_step, 0);
+  EXPECT_EQ(TrainingCurvesFile(fresh, &validation, 5.0).restart_step, 0);
 }
 
 }  // namespace

@@ -10,7 +10,8 @@ import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv.pop(1))))
+LAYERS_DIR = os.path.dirname(os.path.abspath(sys.argv.pop(1)))
+sys.path.insert(0, LAYERS_DIR)
 
 import torch  # pylint: disable=g-import-not-at-top
 from torch import nn  # pylint: disable=g-import-not-at-top
@@ -144,6 +145,55 @@ class KeyedDropoutTest(unittest.TestCase):
     self.assertFalse(torch.equal(out[0], out[1]))
     dropout.eval()
     self.assertTrue(torch.equal(dropout(x, keys), x))
+
+
+TEAM_MODEL = """
+import torch
+from torch import nn
+from receipt_parity_layers import KeyedDropout, SyncBatchNorm2d
+
+
+class TeamNet(nn.Module):
+
+  def __init__(self):
+    super().__init__()
+    self.conv = nn.Conv2d(1, 2, 3, padding=1)
+    self.norm = SyncBatchNorm2d(2, 0)
+    self.drop = KeyedDropout(0.5, 0)
+    self.head = nn.Linear(2 * 4 * 4, 4)
+
+  def forward(self, images, keys):
+    return self.head(self.drop(self.norm(self.conv(images)).flatten(1), keys))
+"""
+
+
+class OutsideTheTrainerTest(unittest.TestCase):
+  """docs/layers.md, "Outside the trainer": a team's module that imports
+  the layers runs in the team's own scripts and tests with the folder of
+  receipt_parity_layers.py (model/ of a checkout) on PYTHONPATH, and fails
+  to import without it."""
+
+  def run_team_script(self, pythonpath):
+    import subprocess  # pylint: disable=g-import-not-at-top
+    import tempfile  # pylint: disable=g-import-not-at-top
+    folder = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+    with open(os.path.join(folder, "team_model.py"), "w") as f:
+      f.write(TEAM_MODEL)
+    env = dict(os.environ, PYTHONPATH=pythonpath)
+    script = ("import torch, team_model\n"
+              "net = team_model.TeamNet().train()\n"
+              "out = net(torch.ones(3, 1, 4, 4), torch.arange(3))\n"
+              "print(tuple(out.shape))\n")
+    return subprocess.run([sys.executable, "-c", script], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+  def test_a_team_module_imports_with_the_layers_folder_on_pythonpath(self):
+    ran = self.run_team_script(LAYERS_DIR)
+    self.assertEqual(ran.returncode, 0, ran.stderr[-2000:])
+    self.assertEqual(ran.stdout.strip(), "(3, 4)")
+    missing = self.run_team_script("")
+    self.assertNotEqual(missing.returncode, 0)
+    self.assertIn("No module named 'receipt_parity_layers'", missing.stderr)
 
 
 if __name__ == "__main__":

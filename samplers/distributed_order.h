@@ -44,6 +44,9 @@ class DistributedSamplerPolicy : public SamplerPolicy {
     return DistributedSamplerOrder(request, shuffle_, tail_);
   }
   EpochCoverage epoch_coverage() const override;
+  // DistributedSampler's size: ceil or floor of num_examples / world_size a
+  // rank, whatever the epoch's permutation.
+  bool same_size_every_epoch() const override { return true; }
 
  private:
   const bool shuffle_;

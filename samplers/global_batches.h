@@ -45,6 +45,8 @@ class GlobalBatchesPolicy : public SamplerPolicy {
     return GlobalBatchesOrder(request, shuffle_);
   }
   bool world_size_independent() const override { return true; }
+  // Padded to whole global batches, whatever the epoch's permutation.
+  bool same_size_every_epoch() const override { return true; }
 
  private:
   const bool shuffle_;

@@ -68,6 +68,14 @@ class SamplerPolicy {
   // is the strictest, kExactlyOnce: a policy that repeats or drops
   // receipts says so.
   virtual EpochCoverage epoch_coverage() const { return EpochCoverage::kExactlyOnce; }
+
+  // Whether every epoch's order has as many slots as the first's (a
+  // function of num_examples, world_size and global_batch alone): then a
+  // run's updates are counted at start from its first epoch, whatever its
+  // number of epochs. False unless a policy says so: its epochs are then
+  // planned one by one, as many as a start can afford
+  // (trainer/update_loop.h, RunUpdateCount).
+  virtual bool same_size_every_epoch() const { return false; }
 };
 
 // Order() then DealEpochPlan(). local_batch: slots per rank per update.

@@ -28,7 +28,7 @@ using svg::kTwoColor;
 
 constexpr int kWidth = 1000;
 // Without per-class rows; the class panel below the loss panel adds to it.
-constexpr int kMinHeight = 660;
+constexpr int kMinHeight = 700;
 constexpr double kClassPanelTop = 550;
 constexpr char kPassColor[] = "#1a7f37";
 constexpr char kFailColor[] = "#cf222e";
@@ -272,7 +272,7 @@ std::string LossPanel(const TradeReport& report) {
 // The picture's height: room for the class panel and the footnote.
 int PictureHeight(const TradeReport& report) {
   return std::max(kMinHeight, static_cast<int>(std::ceil(
-                                  kClassPanelTop + ClassF1PanelHeight(report) + 36)));
+                                  kClassPanelTop + ClassF1PanelHeight(report) + 50)));
 }
 
 }  // namespace
@@ -285,15 +285,16 @@ std::string TradeReportSvg(const TradeReport& report) {
                              "font-weight=\"bold\""));
   absl::StrAppend(&svg, Verdicts(report), LossPanel(report), BarsPanel(report),
                   ClassF1Panel(report, kClassPanelTop));
+  // Two lines: one would run past the picture's right edge.
   absl::StrAppend(
       &svg,
-      Text(30, height - 14,
-           absl::StrFormat(
-               "Loss: global weighted loss of each update. Examples/s: median "
-               "over timing windows after %d warm-up updates. Sync: time in "
-               "the gradient reducer. From trade_report.json.",
-               report.two_workers().warmup_updates()),
-           11, "fill=\"#57606a\""));
+      Text(30, height - 28,
+           absl::StrFormat("Loss: global weighted loss of each update. Examples/s: median "
+                           "over timing windows after %d warm-up updates.",
+                           report.two_workers().warmup_updates()),
+           11, "fill=\"#57606a\""),
+      Text(30, height - 14, "Sync: time in the gradient reducer. From trade_report.json.", 11,
+           "fill=\"#57606a\""));
   absl::StrAppend(&svg, "</svg>\n");
   return svg;
 }

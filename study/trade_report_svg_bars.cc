@@ -168,6 +168,8 @@ std::string StragglerBars(const TradeReport& report, double y) {
     return absl::StrCat(svg, Text(kLabelX, y + 20, "not measured", 13,
                                   "fill=\"#57606a\""));
   }
+  // Each rank's figures on their own line under its bar, from the bar's
+  // start: beside a long bar they would leave the picture.
   for (const RankLateness& rank : two.lateness()) {
     const double share =
         rank.updates() > 0 ? static_cast<double>(rank.times_last()) / rank.updates() : 0;
@@ -176,12 +178,12 @@ std::string StragglerBars(const TradeReport& report, double y) {
         &svg, Text(kLabelX, y + 24, absl::StrCat("rank ", rank.rank()), 13,
                    straggler ? "font-weight=\"bold\"" : ""),
         Rect(kBarX, y + 10, kBarMax * share, 18, straggler ? kTwoColor : kSyncColor),
-        Text(kBarX + kBarMax * share + 6, y + 24,
+        Text(kBarX, y + 40,
              absl::StrFormat("%d of %d; late %.2f / %.2f ms", rank.times_last(),
                              rank.updates(), 1000 * rank.median_lateness_seconds(),
                              1000 * rank.p90_lateness_seconds()),
              11));
-    y += 24;
+    y += 38;
   }
   return absl::StrCat(svg, Text(kLabelX, y + 24,
                                 "bar: share of timed updates last; late: median / p90",

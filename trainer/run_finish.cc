@@ -451,7 +451,7 @@ absl::Status RecordFinish(const Run& run, int64_t total_updates) {
 // Rank 0: the attempt's curves as DIR/tensorboard/'s next event file
 // (artifacts/tensorboard_curves.h).
 absl::Status WriteTensorBoardCurves(const Run& run, const RunSummary& summary,
-                                    const ValidationReport& validation) {
+                                    const ValidationReport* validation) {
   const absl::Time now = absl::Now();
   return WriteEventFile(
       run.options->artifact_dir + "/" + kTensorBoardFolder,
@@ -523,7 +523,7 @@ absl::StatusOr<TrainingOutcome> WriteArtifacts(
   artifacts.stamp = run.stamp();
   const std::string& dir = run.options->artifact_dir;
   if (absl::Status s = WriteRunArtifacts(dir, artifacts); !s.ok()) return s;
-  if (absl::Status s = WriteTensorBoardCurves(run, summary, validation); !s.ok()) return s;
+  if (absl::Status s = WriteTensorBoardCurves(run, summary, &validation); !s.ok()) return s;
   if (absl::Status s = RecordFinish(run, total_updates); !s.ok()) return s;
   LogRunFinished(builder.updates(), run.options->world_size, summary, validation, dir);
   return outcome;
@@ -547,6 +547,16 @@ absl::StatusOr<TrainingOutcome> FinishRun(Run& run, RankReportBuilder& report,
     return outcome;
   }
   return WriteArtifacts(run, report, *reports, *validation, first_step, cost, *buffers);
+}
+
+absl::Status WritePreemptedCurves(Run& run, RankReportBuilder& report) {
+  absl::StatusOr<std::vector<RankReport>> reports = FinishReports(run, report);
+  if (!reports.ok()) return reports.status();
+  if (!run.writer() || report.updates() == 0) return absl::OkStatus();
+  RunSummary summary = BuildRunSummary(report.totals(), *reports);
+  summary.set_first_update(static_cast<int32_t>(run.cursor.total_updates));
+  summary.set_total_updates(static_cast<int32_t>(run.cursor.total_updates + report.updates()));
+  return WriteTensorBoardCurves(run, summary, /*validation=*/nullptr);
 }
 
 }  // namespace receipt_parity

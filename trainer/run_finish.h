@@ -30,6 +30,13 @@ absl::StatusOr<TrainingOutcome> FinishRun(Run& run, RankReportBuilder& report,
                                           const FirstStep& first_step,
                                           const CheckpointCost& cost);
 
+// After a preempted attempt's last update, on every rank (the reports are
+// gathered): rank 0 writes the attempt's curves, without validation, as
+// DIR/tensorboard/'s next event file, so the resumed run's curves continue
+// them (artifacts/tensorboard_curves.h). Errors: the report gather's, the
+// event file's write error.
+absl::Status WritePreemptedCurves(Run& run, RankReportBuilder& report);
+
 }  // namespace receipt_parity
 
 #endif  // RECEIPT_PARITY_TRAINER_RUN_FINISH_H_

@@ -232,6 +232,24 @@ class RunFolderStatesTest(unittest.TestCase):
       self.assertEqual(f.read(), kept)
     self.assertEqual(folder_digest(elsewhere), before)
 
+  def test_a_users_own_link_is_left_alone(self):
+    """A link of the user's in a finished run folder (a plot kept
+    elsewhere) is not the run's: the next run, --overwrite included, neither
+    refuses nor touches it, and its target stays as it was."""
+    two = self.config("two.pbtxt", checkpointed(world=2))
+    self.train(two)
+    plot = os.path.join(self.tmp, "outside_plot.txt")
+    with open(plot, "w") as f:
+      f.write("a plot\n")
+    link = os.path.join(self.out, "latest_plot")
+    os.symlink(plot, link)
+    self.assertIn("this run is finished", self.train(two).stdout)
+    self.train(two, "--overwrite")
+    self.assertTrue(os.path.islink(link))
+    self.assertEqual(os.readlink(link), plot)
+    with open(plot) as f:
+      self.assertEqual(f.read(), "a plot\n")
+
   def test_the_artifacts_say_what_they_mean(self):
     # issue 15's findings on artifacts, on a real two-worker run and the
     # reference it made (one update first; at its end trained through the

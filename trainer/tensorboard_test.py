@@ -150,6 +150,33 @@ class TensorBoardTest(unittest.TestCase):
     self.assertEqual([e["step"] for e in files[0] if e.get("tag") == "validation/accuracy"], [4])
     self.assertEqual([s for s, _, _ in scalars["validation/accuracy"]], [8])
 
+  def test_a_preempted_attempts_curves_are_kept(self):
+    """SIGTERM to rank 0 during update 4 of 8: the attempt stops at an
+    update boundary, saves there, exits 4 and writes its curves (no
+    validation: it validated nothing); the resumed run's curves continue
+    them, so TensorBoard shows every update once, each the uninterrupted
+    run's loss."""
+    config = support.write_config(self.tmp, "eight", checkpointed(8))
+    whole = os.path.join(self.tmp, "whole")
+    self.train(config, whole)
+    out = os.path.join(self.tmp, "preempted")
+    stopped = support.train(config, out, "--kill_rank=0", "--kill_phase=forward_backward",
+                            "--kill_update=4", "--kill_signal=SIGTERM")
+    self.assertEqual(stopped.returncode, 4, stopped.stderr[-3000:])
+    self.train(config, out)
+    curves = read_curves(out)
+    files = list(curves["files"].values())
+    self.assertEqual(len(files), 2, list(curves["files"]))
+    stop = support.load(os.path.join(out, "run_summary.json"))["first_update"]
+    self.assertGreaterEqual(stop, 4)
+    self.assertEqual([e["step"] for e in files[0] if e.get("tag") == "train/loss"],
+                     list(range(stop)))
+    self.assertFalse([e for e in files[0] if e.get("tag", "").startswith("validation/")])
+    expected = {p.get("update", 0): p["loss"]
+                for p in support.load(os.path.join(whole, "run_summary.json"))["loss_curve"]}
+    self.assertEqual(sorted(expected), list(range(8)))
+    self.assertCurve(curves["scalars"], "train/loss", expected)
+
   def test_a_fresh_start_replaces_the_curves_and_a_link_out_is_refused(self):
     out = os.path.join(self.tmp, "fresh")
     config = support.write_config(self.tmp, "fresh", checkpointed(4))

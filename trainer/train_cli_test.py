@@ -58,6 +58,22 @@ class BadInputTest(unittest.TestCase):
     line = text.count("\n")
     self.check_refused(text, "CONFIG:%d:1: precision: unknown 'fp16'" % line)
 
+  def test_epochs_whose_run_would_not_end_are_refused_at_once(self):
+    """A number of epochs whose updates a run cannot count (more than its
+    artifacts record) is refused at the start, naming the field; a large
+    one it can count validates without planning every epoch."""
+    tmp = support.temp_dir("epochs")
+    huge = support.small_config(world=2).replace("epochs: 1", "epochs: 2147483647")
+    config = support.write(os.path.join(tmp, "huge.pbtxt"), huge)
+    result = support.run_train("--config=" + config, "--validate_only", timeout=60)
+    self.assertEqual(result.returncode, 2, result.stderr[-2000:])
+    line = huge[:huge.index("epochs: 2147483647")].count("\n") + 1
+    self.assertIn("%s:%d:1: epochs: 2147483647 epochs of " % (config, line), result.stderr)
+    large = support.write(os.path.join(tmp, "large.pbtxt"),
+                          huge.replace("epochs: 2147483647", "epochs: 100000000"))
+    result = support.run_train("--config=" + large, "--validate_only", timeout=60)
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+
   def test_syntax_error_names_file_line_column(self):
     self.check_refused("world_size: 1\nglobal_batch: many\n", "CONFIG:2:15:")
 

@@ -137,7 +137,7 @@ absl::StatusOr<RunInputs> PrepareRun(const LoadedConfig& loaded, ExamplePixels p
   absl::StatusOr<int64_t> epoch_updates = RunUpdateCount(
       RunSchedule(loaded.config, *inputs.plugins.sampler,
                   static_cast<int64_t>(inputs.data.train.size()), loaded.config.world_size()));
-  if (!epoch_updates.ok()) return epoch_updates.status();
+  if (!epoch_updates.ok()) return loaded.locator->Locate(epoch_updates.status());
   if (absl::Status s = CheckScheduleFitsRun(loaded, *epoch_updates, inputs); !s.ok()) return s;
   inputs.run_length = RunLength(loaded.config, *epoch_updates);
   absl::StatusOr<std::vector<int64_t>> check_updates =
@@ -725,7 +725,10 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   if (run.verifier != nullptr) {
     if (absl::Status s = WriteEveryUpdateRecord(run, run.verifier->record()); !s.ok()) return s;
   }
-  if (end->stopped_by == kStoppedByPreemption) return EndPreempted(run, *end, report);
+  if (end->stopped_by == kStoppedByPreemption) {
+    if (absl::Status s = WritePreemptedCurves(run, report); !s.ok()) return s;
+    return EndPreempted(run, *end, report);
+  }
   run.stopped_by = end->stopped_by;
   // No artifact of a model that a last step made non-finite; a run its
   // checks stopped says why in its parity.json (a corrupted update may have

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "logging/glog.h"
 #include "runtime/heap_trim.h"
 
@@ -58,8 +59,26 @@ absl::StatusOr<std::optional<GateStop>> GateChain::AfterUpdate(int64_t completed
 }
 
 absl::StatusOr<int64_t> RunUpdateCount(const UpdateSchedule& schedule) {
-  int64_t total = 0;
-  for (int epoch = 0; epoch < schedule.epochs; ++epoch) {
+  absl::StatusOr<EpochPlan> first = PlanEpoch(schedule, 0);
+  if (!first.ok()) return first.status();
+  const int64_t per_epoch = first->num_updates();
+  if (per_epoch > 0 && schedule.epochs > kMostRunUpdates / per_epoch) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "epochs: ", schedule.epochs, " epochs of ", per_epoch, " updates are more than the ",
+        kMostRunUpdates, " updates a run records (its artifacts count them in 32 bits)"));
+  }
+  if (schedule.sampler->same_size_every_epoch()) return per_epoch * schedule.epochs;
+  const int64_t slots = per_epoch * first->global_batch();
+  if (schedule.epochs > 1 && slots > 0 && schedule.epochs > kMostSlotsPlannedAtStart / slots) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "epochs: ", schedule.epochs, " epochs of ", slots,
+        " slots are more than a start plans one by one (", kMostSlotsPlannedAtStart,
+        " slots): the sampler does not declare the same size every epoch "
+        "(SamplerPolicy::same_size_every_epoch), so each epoch would be planned to count "
+        "the run's updates; train fewer epochs or declare it"));
+  }
+  int64_t total = per_epoch;
+  for (int epoch = 1; epoch < schedule.epochs; ++epoch) {
     absl::StatusOr<EpochPlan> plan = PlanEpoch(schedule, epoch);
     if (!plan.ok()) return plan.status();
     total += plan->num_updates();

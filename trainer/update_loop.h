@@ -118,10 +118,20 @@ struct UpdateLoopEnd {
   bool saved_at_stop = false;
 };
 
+// The most updates a run may have: its artifacts count them as int32.
+inline constexpr int64_t kMostRunUpdates = 2147483647;
+// The most slots RunUpdateCount plans epoch by epoch (about a second).
+inline constexpr int64_t kMostSlotsPlannedAtStart = 100000000;
+
 // The updates of every epoch of `schedule` from update 0, whatever
 // max_updates stops an attempt at (operational: a later attempt may ask for
-// more): the run a learning-rate schedule is checked against. Errors: the
-// plans'.
+// more): the run a learning-rate schedule is checked against. The first
+// epoch's, times the epochs, where the sampler declares the same size every
+// epoch; otherwise every epoch planned. Errors: the plans'; InvalidArgument
+// starting "epochs: " when the run would have more than kMostRunUpdates
+// updates, or when counting them would plan more than
+// kMostSlotsPlannedAtStart slots: refused at once, never a start that does
+// not end.
 absl::StatusOr<int64_t> RunUpdateCount(const UpdateSchedule& schedule);
 
 // Runs the schedule, until it ends or the gate stops it. The updates run

@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 #include <torch/optim/sgd.h>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "reducers/allreduce_sum_reducer.h"
 #include "collectives/local_process_group.h"
@@ -118,6 +119,51 @@ bool Equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
     if (!at::equal(a[i], b[i])) return false;
   }
   return true;
+}
+
+// masked_tail, but not declaring the same size every epoch (a team's
+// policy that does not say so).
+class UndeclaredSize : public SamplerPolicy {
+ public:
+  absl::StatusOr<GlobalOrder> Order(const OrderRequest& request) const override {
+    return masked_tail_->Order(request);
+  }
+
+ private:
+  std::unique_ptr<SamplerPolicy> masked_tail_ =
+      *MaskedTailFactory().Create(MaskedTailOptions());
+};
+
+UpdateSchedule CountedSchedule(const SamplerPolicy& policy, int64_t epochs) {
+  UpdateSchedule schedule;
+  schedule.sampler = &policy;
+  schedule.num_examples = 10;
+  schedule.world_size = 2;
+  schedule.local_batch = {2, 2};
+  schedule.epochs = epochs;
+  return schedule;
+}
+
+// 10 examples in updates of 4: 3 an epoch. A declared same size counts any
+// number of epochs from the first; otherwise every epoch is planned, and
+// what would not end at start is refused at once, naming epochs.
+TEST(RunUpdateCountTest, CountsEveryEpochAndRefusesWhatWouldNotEnd) {
+  std::unique_ptr<SamplerPolicy> declared = *MaskedTailFactory().Create(MaskedTailOptions());
+  ASSERT_TRUE(declared->same_size_every_epoch());
+  EXPECT_EQ(*RunUpdateCount(CountedSchedule(*declared, 5)), 15);
+  EXPECT_EQ(*RunUpdateCount(CountedSchedule(*declared, 700000000)), 2100000000);
+  absl::StatusOr<int64_t> too_many = RunUpdateCount(CountedSchedule(*declared, 2147483647));
+  EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(too_many.status().message()),
+              ::testing::StartsWith("epochs: 2147483647 epochs of 3 updates are more than the "
+                                    "2147483647 updates a run records"));
+  UndeclaredSize undeclared;
+  EXPECT_EQ(*RunUpdateCount(CountedSchedule(undeclared, 5)), 15);
+  absl::StatusOr<int64_t> unplanned = RunUpdateCount(CountedSchedule(undeclared, 100000000));
+  EXPECT_EQ(unplanned.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(unplanned.status().message()),
+              ::testing::HasSubstr("epochs: 100000000 epochs of 12 slots are more than a start "
+                                   "plans one by one"));
 }
 
 TEST(UpdateLoopTest, RunsEveryUpdateOfEveryEpochAndSavesOnTheCadence) {
