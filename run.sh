@@ -8,4 +8,4 @@ set -euo pipefail
 cd "$(dirname "$0")"
 tools/install_deps.sh
 out="${1:-out/study}"
-bazel run //trainer:study -- --out="$out"
+bazel run //study:study -- --out="$out"

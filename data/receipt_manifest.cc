@@ -146,95 +146,133 @@ absl::Status CheckUtf8ReceiptId(absl::string_view receipt_id, int line,
                             "\" is not valid UTF-8 (byte ", bad + 1, ")"));
 }
 
+// The manifest's text (a leading UTF-8 BOM dropped) and its lines, the
+// header checked and, with max_rows >= 0, the rows counted against it.
+struct ManifestText {
+  std::string text;
+  std::vector<absl::string_view> lines;
+};
+
+absl::StatusOr<ManifestText> ReadManifest(const std::string& manifest_path, int64_t max_rows,
+                                          const LineErrors& error) {
+  absl::StatusOr<std::string> text = ReadFileToString(manifest_path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(), absl::StrCat("cannot read receipt manifest: ",
+                                                           text.status().message()));
+  }
+  ManifestText manifest{*std::move(text), {}};
+  absl::string_view contents = manifest.text;
+  absl::ConsumePrefix(&contents, "\xEF\xBB\xBF");
+  manifest.lines = absl::StrSplit(contents, '\n');
+  const absl::string_view header =
+      absl::StripAsciiWhitespace(manifest.lines.empty() ? "" : manifest.lines[0]);
+  if (header != kManifestHeader) {
+    return error(1, absl::StrCat("missing header: expected \"", kManifestHeader, "\", got \"",
+                                 header, "\""));
+  }
+  if (max_rows >= 0) {
+    const auto rows = std::count_if(
+        manifest.lines.begin() + 1, manifest.lines.end(),
+        [](absl::string_view line) { return !absl::StripAsciiWhitespace(line).empty(); });
+    if (rows > max_rows) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          manifest_path, ": ", rows, " rows, more than the ", max_rows,
+          " whose pixels fit in memory"));
+    }
+  }
+  return manifest;
+}
+
+// One row's fields, each stripped and checked: three columns, none empty,
+// a UTF-8 receipt id, a known label.
+struct ManifestRow {
+  std::string receipt_id;
+  absl::string_view image;
+  absl::string_view label_name;
+  int label = 0;
+};
+
+absl::StatusOr<ManifestRow> ParseRow(absl::string_view text, int line,
+                                     const LineErrors& error) {
+  std::vector<absl::string_view> fields = absl::StrSplit(text, ',');
+  if (fields.size() != 3) {
+    return error(line, absl::StrCat("expected 3 columns (", kManifestHeader, "), got ",
+                                    fields.size()));
+  }
+  constexpr const char* kColumns[] = {"receipt_id", "image", "label"};
+  for (int c = 0; c < 3; ++c) {
+    fields[c] = absl::StripAsciiWhitespace(fields[c]);
+    if (fields[c].empty()) return error(line, absl::StrCat("empty ", kColumns[c], " field"));
+  }
+  if (absl::Status utf8 = CheckUtf8ReceiptId(fields[0], line, error); !utf8.ok()) return utf8;
+  absl::StatusOr<int> label = LabelId(fields[2]);
+  if (!label.ok()) return error(line, label.status().message());
+  return ManifestRow{std::string(fields[0]), fields[1], fields[2], *label};
+}
+
+// The identities of the rows added so far: a row's capture joins its
+// receipt id's identity; a repeated (id, image) row and an id with two
+// labels are refused naming both lines.
+class IdentityCollector {
+ public:
+  IdentityCollector(fs::path folder, int image_size, const LineErrors& error)
+      : folder_(std::move(folder)), image_size_(image_size), error_(error) {}
+
+  absl::Status Add(const ManifestRow& row, int line) {
+    const fs::path file = (folder_ / std::string(row.image)).lexically_normal();
+    const auto [first, new_row] = rows_.emplace(std::make_pair(row.receipt_id, file.string()),
+                                                line);
+    if (!new_row) {
+      return error_(line, absl::StrCat("duplicate row: receipt_id \"", row.receipt_id,
+                                       "\" with image \"", row.image, "\" already on line ",
+                                       first->second));
+    }
+    const auto [seen, new_id] = by_id_.emplace(
+        row.receipt_id, FirstSeen{static_cast<int>(identities_.size()), line, row.label});
+    if (!new_id && seen->second.label != row.label) {
+      return error_(line, absl::StrCat("conflicting labels for receipt_id \"", row.receipt_id,
+                                       "\": \"", row.label_name, "\" here, \"",
+                                       LabelNames()[seen->second.label], "\" on line ",
+                                       seen->second.line));
+    }
+    absl::StatusOr<GrayPixels> pixels = LoadCapture(file, image_size_, line, error_);
+    if (!pixels.ok()) return pixels.status();
+    if (new_id) identities_.push_back(ReceiptIdentity{row.receipt_id, row.label, {}});
+    identities_[seen->second.identity].captures.push_back(*std::move(pixels));
+    return absl::OkStatus();
+  }
+
+  std::vector<ReceiptIdentity> Take() { return std::move(identities_); }
+
+ private:
+  const fs::path folder_;
+  const int image_size_;
+  const LineErrors& error_;
+  std::vector<ReceiptIdentity> identities_;
+  absl::flat_hash_map<std::string, FirstSeen> by_id_;
+  // (receipt_id, normalised image path) -> line of its first row.
+  std::map<std::pair<std::string, std::string>, int> rows_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::vector<ReceiptIdentity>> LoadReceiptManifest(
     const std::string& manifest_path, int image_size, int64_t max_rows) {
   CHECK_GT(image_size, 0);
-  absl::StatusOr<std::string> text = ReadFileToString(manifest_path);
-  if (!text.ok()) {
-    return absl::Status(text.status().code(),
-                        absl::StrCat("cannot read receipt manifest: ",
-                                     text.status().message()));
-  }
   const LineErrors error(manifest_path);
-  absl::string_view contents = *text;
-  absl::ConsumePrefix(&contents, "\xEF\xBB\xBF");
-  const std::vector<absl::string_view> lines = absl::StrSplit(contents, '\n');
-  const absl::string_view header =
-      absl::StripAsciiWhitespace(lines.empty() ? "" : lines[0]);
-  if (header != kManifestHeader) {
-    return error(1, absl::StrCat("missing header: expected \"", kManifestHeader,
-                                 "\", got \"", header, "\""));
-  }
-
-  if (max_rows >= 0) {
-    const auto rows = std::count_if(lines.begin() + 1, lines.end(), [](absl::string_view line) {
-      return !absl::StripAsciiWhitespace(line).empty();
-    });
-    if (rows > max_rows) {
-      return absl::ResourceExhaustedError(absl::StrCat(manifest_path, ": ", rows,
-                                                       " rows, more than the ", max_rows,
-                                                       " whose pixels fit in memory"));
-    }
-  }
-
-  const fs::path folder = fs::path(manifest_path).parent_path();
-  std::vector<ReceiptIdentity> identities;
-  absl::flat_hash_map<std::string, FirstSeen> by_id;
-  // (receipt_id, normalised image path) -> line of its first row.
-  std::map<std::pair<std::string, std::string>, int> rows;
-  for (size_t i = 1; i < lines.size(); ++i) {
+  absl::StatusOr<ManifestText> manifest = ReadManifest(manifest_path, max_rows, error);
+  if (!manifest.ok()) return manifest.status();
+  IdentityCollector collector(fs::path(manifest_path).parent_path(), image_size, error);
+  for (size_t i = 1; i < manifest->lines.size(); ++i) {
     const int line = static_cast<int>(i) + 1;
-    if (absl::StripAsciiWhitespace(lines[i]).empty()) continue;
-    std::vector<absl::string_view> fields = absl::StrSplit(lines[i], ',');
-    if (fields.size() != 3) {
-      return error(line, absl::StrCat("expected 3 columns (", kManifestHeader,
-                                      "), got ", fields.size()));
-    }
-    constexpr const char* kColumns[] = {"receipt_id", "image", "label"};
-    for (int c = 0; c < 3; ++c) {
-      fields[c] = absl::StripAsciiWhitespace(fields[c]);
-      if (fields[c].empty()) {
-        return error(line, absl::StrCat("empty ", kColumns[c], " field"));
-      }
-    }
-    absl::Status utf8 = CheckUtf8ReceiptId(fields[0], line, error);
-    if (!utf8.ok()) return utf8;
-    const std::string receipt_id(fields[0]);
-    absl::StatusOr<int> label = LabelId(fields[2]);
-    if (!label.ok()) return error(line, label.status().message());
-
-    const fs::path file = (folder / std::string(fields[1])).lexically_normal();
-    const auto [row, new_row] =
-        rows.emplace(std::make_pair(receipt_id, file.string()), line);
-    if (!new_row) {
-      return error(line, absl::StrCat("duplicate row: receipt_id \"",
-                                      receipt_id, "\" with image \"", fields[1],
-                                      "\" already on line ", row->second));
-    }
-    const auto [seen, new_id] = by_id.emplace(
-        receipt_id,
-        FirstSeen{static_cast<int>(identities.size()), line, *label});
-    if (!new_id && seen->second.label != *label) {
-      return error(
-          line, absl::StrCat("conflicting labels for receipt_id \"", receipt_id,
-                             "\": \"", fields[2], "\" here, \"",
-                             LabelNames()[seen->second.label], "\" on line ",
-                             seen->second.line));
-    }
-
-    absl::StatusOr<GrayPixels> pixels =
-        LoadCapture(file, image_size, line, error);
-    if (!pixels.ok()) return pixels.status();
-    if (new_id) {
-      identities.push_back(ReceiptIdentity{receipt_id, *label, {}});
-    }
-    identities[seen->second.identity].captures.push_back(*std::move(pixels));
+    if (absl::StripAsciiWhitespace(manifest->lines[i]).empty()) continue;
+    absl::StatusOr<ManifestRow> row = ParseRow(manifest->lines[i], line, error);
+    if (!row.ok()) return row.status();
+    if (absl::Status s = collector.Add(*row, line); !s.ok()) return s;
   }
+  std::vector<ReceiptIdentity> identities = collector.Take();
   if (identities.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(manifest_path, ": no rows after the header"));
+    return absl::InvalidArgumentError(absl::StrCat(manifest_path, ": no rows after the header"));
   }
   return identities;
 }

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -12,6 +13,7 @@
 #include "io/json_file.h"
 #include "parity/tensor_comparison.h"
 #include "artifacts/run_summary.pb.h"
+#include "config/checkpoint_plan.h"
 #include "config/config_loader.h"
 #include "config/config_overrides.h"
 #include "artifacts/first_step_record.h"
@@ -70,7 +72,10 @@ absl::StatusOr<DrillSetup> MakeDrillSetup(const std::string& train,
   absl::StatusOr<LoadedConfig> loaded = LoadTrainingConfig(config_path, *overrides);
   if (!loaded.ok()) return loaded.status();
   const TrainingConfig& config = loaded->config;
-  if (config.checkpoint().every_updates() <= 0) {
+  // The drill's runs save as the plan of the config says (the run's own
+  // folder is a drill run's, so its path does not matter here).
+  const std::optional<CheckpointPlan> plan = PlanCheckpoints(config, out);
+  if (!plan.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(
         loaded->locator->Where("checkpoint.every_updates"),
         ": checkpoint.every_updates must be > 0 for a fault drill"));
@@ -85,8 +90,8 @@ absl::StatusOr<DrillSetup> MakeDrillSetup(const std::string& train,
   setup.program.artifacts_of = config.world_size() == 1 ? "/reference" : "";
   setup.out = out;
   setup.world_size = config.world_size();
-  setup.every_updates = config.checkpoint().every_updates();
-  setup.async_save = config.checkpoint().async();
+  setup.every_updates = plan->every_updates;
+  setup.async_save = plan->async;
   return setup;
 }
 

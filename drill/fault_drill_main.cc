@@ -1,6 +1,6 @@
-// bazel run //trainer:fault_drill -- --config=CONFIG --out=DIR
+// bazel run //drill:fault_drill -- --config=CONFIG --out=DIR
 //     [--kill_point=mid_shard] [--kill_rank=1] [--kill_generation=2]
-// bazel run //trainer:fault_drill -- --config=CONFIG --out=DIR
+// bazel run //drill:fault_drill -- --config=CONFIG --out=DIR
 //     --kill_at=random [--trials=4] [--sigterm_trials=0] [--seed=S]
 //     [--max_kill_delay_us=D]
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""//trainer:fault_drill for every kill point on each of two ranks: a real
+"""//drill:fault_drill for every kill point on each of two ranks: a real
 SIGKILL mid-save, a restart, and the comparison with an uninterrupted run;
 and --kill_at=random: real SIGKILLs at random moments inside every phase."""
 import os

@@ -1,4 +1,4 @@
-// bazel run //trainer:parity -- --config=CONFIG --split=3,1 --out=DIR
+// bazel run //parity_check:parity -- --config=CONFIG --split=3,1 --out=DIR
 //     [--partition_matched] [--rtol=1e-6] [--atol=1e-7]
 //
 // The ONE-PROCESS, SIMULATED parity check (it says so in its output and in

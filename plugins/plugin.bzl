@@ -44,3 +44,43 @@ def plugin_library(
         alwayslink = 1,
         visibility = REGISTRATION_VISIBILITY,
     )
+
+def plugin_shared_library(
+        name,
+        srcs,
+        deps = [],
+        options = None,
+        visibility = None,
+        testonly = None):
+    """A plugin built as a shared library that a config loads through
+    `plugin_library` (plugins/plugin_library.h): a cc_binary with
+    linkshared = 1 against the header-only //plugins:plugin_api, so its
+    registrations go into the host's registry, never a copy of its own.
+
+    name:    the file, "lib<something>.so".
+    options: its own options .proto file, if only it uses it: compiled as
+             <stem>_proto and <stem>_cc_proto (a proto several libraries
+             share is a dep instead).
+    """
+    extra = []
+    if options:
+        stem = options[:-len(".proto")]
+        native.proto_library(
+            name = stem + "_proto",
+            srcs = [options],
+            testonly = testonly,
+        )
+        native.cc_proto_library(
+            name = stem + "_cc_proto",
+            deps = [":" + stem + "_proto"],
+            testonly = testonly,
+        )
+        extra.append(":" + stem + "_cc_proto")
+    native.cc_binary(
+        name = name,
+        srcs = srcs,
+        linkshared = 1,
+        deps = extra + deps + ["//plugins:plugin_api"],
+        visibility = visibility,
+        testonly = testonly,
+    )

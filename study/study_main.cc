@@ -1,6 +1,6 @@
-// The study (issue 7), as //study:study (also //trainer:study):
+// The study (issue 7), as //study:study:
 //
-//   bazel run //trainer:study -- --out=out/study
+//   bazel run //study:study -- --out=out/study
 //
 // Runs the real binaries, each a child process found in this binary's
 // runfiles: the one-worker reference, the one-process 3+1 parity check, the

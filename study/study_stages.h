@@ -3,8 +3,8 @@
 // study folder (study/study_layout.h, DESIGN.md "Artifacts of a study").
 //
 //   one_worker        //trainer:train, configs/one_worker.pbtxt
-//   parity_simulated  //trainer:parity, 3+1 split, one process
-//   sampler_audit     //samplers:audit, 47 ids on 3 ranks, both policies
+//   parity_simulated  //parity_check:parity, 3+1 split, one process
+//   sampler_audit     //audit:audit, 47 ids on 3 ranks, both policies
 //   two_worker        //trainer:train, configs/two_worker_masked_tail.pbtxt
 //   two_worker_mpi    //trainer:train, configs/two_worker_mpi.pbtxt (the
 //                     same over OpenMPI), only where MpirunInstalled()
@@ -21,7 +21,7 @@
 //                     mistakes in fp32, bf16 and with synchronized batch
 //                     norm, each of which must fail parity
 //                     (study/planted_mistakes.h)
-//   fault_drill       //trainer:fault_drill, same config
+//   fault_drill       //drill:fault_drill, same config
 //   trade_report      trade_report.{json,md,svg}
 #ifndef RECEIPT_PARITY_STUDY_STUDY_STAGES_H_
 #define RECEIPT_PARITY_STUDY_STUDY_STAGES_H_

@@ -9,7 +9,10 @@ usage: layering_check.py LAYERS QUERY_XML [SOURCE_ROOT]
   QUERY_XML   the output of
               bazel query --noimplicit_deps --output=xml 'kind(rule, //...)'
   SOURCE_ROOT where the packages' sources are: their #include "..." and
-              proto import lines are checked too (optional)
+              proto import lines are checked too, and no document
+              (README.md, run.sh, test.sh, docs/*.md) names an alias
+              target outside a paragraph that says it is one, and
+              docs/architecture.md names every package (optional)
 Prints one line per violation and exits 1 when there is any; 0 and a
 summary line otherwise. The graph is read with Python's XML parser."""
 import os
@@ -97,6 +100,64 @@ def include_edges(source_root, packages):
   return edges
 
 
+def alias_labels(query_xml):
+  """The labels of every alias rule (old names kept working)."""
+  return sorted(rule.get("name")
+                for rule in ElementTree.parse(query_xml).getroot().iter("rule")
+                if rule.get("class") == "alias")
+
+
+# The front page, the two commands and the design's home: where a newcomer
+# reads which target to run.
+DOCUMENTS = ("README.md", "run.sh", "test.sh", "docs")
+
+
+def documents_naming_aliases(source_root, aliases):
+  """'FILE: names the alias LABEL' for each document paragraph (text
+  between blank lines) that names an alias without saying it is one: the
+  docs name the real target, and list old names once, as aliases."""
+  found = []
+  paths = []
+  for entry in DOCUMENTS:
+    path = os.path.join(source_root, entry)
+    if os.path.isdir(path):
+      paths += [os.path.join(path, f) for f in sorted(os.listdir(path)) if f.endswith(".md")]
+    elif os.path.isfile(path):
+      paths.append(path)
+  for path in paths:
+    with open(path, errors="replace") as f:
+      paragraphs = f.read().split("\n\n")
+    for paragraph in paragraphs:
+      if "alias" in paragraph:
+        continue
+      for label in aliases:
+        if re.search(re.escape(label) + r"(?![\w/.-])", paragraph):
+          found.append("%s: names the alias %s; name its target" %
+                       (os.path.relpath(path, source_root), label))
+  return found
+
+
+def packages_not_in_architecture(source_root, floors):
+  """'docs/architecture.md does not name PACKAGE' for each package of the
+  layers file the house's walk-through leaves out: named as `package/`, or,
+  for a subpackage, its top folder named and its own name in backticks
+  there (`examples/`'s row naming `slurm/`)."""
+  path = os.path.join(source_root, "docs", "architecture.md")
+  if not os.path.isfile(path):
+    return []
+  with open(path, errors="replace") as f:
+    text = f.read()
+  quoted = " ".join(re.findall(r"`([^`]*)`", text))
+  missing = []
+  for package in sorted(floors):
+    top, last = package.split("/")[0], package.split("/")[-1]
+    named = ("`%s/`" % package) in text or (
+        ("`%s/`" % top) in text and re.search(r"(^|[^\w])%s(/|\b)" % re.escape(last), quoted))
+    if not named:
+      missing.append("docs/architecture.md does not name the package %s" % package)
+  return missing
+
+
 def cycles(graph):
   """The strongly connected components of more than one node (Tarjan)."""
   index, low, stack, on_stack, found = {}, {}, [], set(), []
@@ -168,6 +229,9 @@ def main(argv):
   rule_edge_list, rule_packages = rule_edges(argv[2])
   include_edge_list = include_edges(argv[3], rule_packages - {None}) if len(argv) == 4 else []
   problems = check(floors, rule_edge_list, rule_packages, include_edge_list)
+  if len(argv) == 4:
+    problems += documents_naming_aliases(argv[3], alias_labels(argv[2]))
+    problems += packages_not_in_architecture(argv[3], floors)
   for problem in problems:
     print(problem)
   if problems:

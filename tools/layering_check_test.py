@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """tools/layering_check.py on small graphs and source trees made here: it
 finds an upward dependency, an upward include, a cycle on one floor and a
-package on no floor, exempts aliases and other repositories' headers, and
-passes a clean graph. (./test.sh runs it on the real graph.)"""
+package on no floor, exempts aliases and other repositories' headers, finds
+a document naming an alias target, and passes a clean graph. (./test.sh runs it on the real graph.)"""
 import os
 import subprocess
 import sys
@@ -100,6 +100,29 @@ class LayeringCheckTest(unittest.TestCase):
     self.assertIn("io/file.h (floor 0 low) includes data/reader.h (floor 1 mid)",
                   result.stdout)
     self.assertEqual(result.stdout.count(" includes "), 1, result.stdout)
+
+  def test_a_document_naming_an_alias_is_named_unless_it_says_it_is_one(self):
+    graph = query(rule("//io:file"), rule("//trainer:train", "cc_binary", ["//io:file"]),
+                  rule("//trainer:old", "alias", ["//trainer:train"]))
+    sources = {
+        "README.md": "Run `bazel run //trainer:old`.\n\nOr //trainer:train.\n",
+        "docs/running.md": "The old name //trainer:old is an alias of //trainer:train.\n",
+        "run.sh": "bazel run //trainer:train\n",
+    }
+    result = self.run_check(graph, sources)
+    self.assertEqual(result.returncode, 1, result.stdout)
+    self.assertIn("README.md: names the alias //trainer:old; name its target", result.stdout)
+    self.assertNotIn("docs/running.md", result.stdout)
+    sources["README.md"] = "Run `bazel run //trainer:train`.\n"
+    self.assertEqual(self.run_check(graph, sources).returncode, 0)
+
+  def test_a_package_the_architecture_page_does_not_name_is_named(self):
+    graph = query(rule("//io:file"), rule("//trainer:train", "cc_binary", ["//io:file"]))
+    sources = {"docs/architecture.md": "`io/`, `data/`, `model/`: the floors.\n"}
+    result = self.run_check(graph, sources)
+    self.assertEqual(result.returncode, 1, result.stdout)
+    self.assertIn("docs/architecture.md does not name the package trainer", result.stdout)
+    self.assertNotIn("package io", result.stdout)
 
 
 if __name__ == "__main__":

@@ -139,6 +139,132 @@ absl::StatusOr<NamedTensors> StepChange(const FirstStep& step, const NamedTensor
   return after;
 }
 
+// The report's header: what was compared, the split, the plugins and the
+// config's tolerance.
+ParityReport StartReport(const FirstStep& run, const TrainingConfig& config,
+                         const std::string& reference_dir, const std::string& path) {
+  ParityReport report;
+  report.set_simulated(false);
+  report.set_pass_rule(kParityPassRule);
+  report.set_note(absl::StrCat(
+      "real run: ", run.world_size(), " worker processes joined by a c10d ",
+      config.backend() == "nccl" ? "NCCL" : "Gloo",
+      " process group; rank 0's reduced first-update gradient and its parameters after the "
+      "step, against the one-worker reference in ", path));
+  report.set_world_size(run.world_size());
+  for (const RankBatch& batch : run.batch()) {
+    int valid = 0;
+    for (bool v : batch.valid()) valid += v ? 1 : 0;
+    report.add_split(valid);
+  }
+  report.set_weighting(run.loss_weighting());
+  report.set_reducer(run.reducer());
+  SetTolerance(config, reference_dir, &report);
+  return report;
+}
+
+// Every tensor the report's tolerance, then a derived one where `derive`
+// is set (ApplyDerived).
+absl::StatusOr<TensorTolerances> Tolerances(const FirstStep& reference,
+                                            const std::vector<std::string>& names,
+                                            const DeriveTolerance& derive,
+                                            ParityReport* report) {
+  TensorTolerances tolerances;
+  for (auto* v : {&tolerances.gradient_rtols, &tolerances.parameter_rtols}) {
+    v->assign(names.size(), report->rtol());
+  }
+  for (auto* v : {&tolerances.gradient_atols, &tolerances.parameter_atols}) {
+    v->assign(names.size(), report->atol());
+  }
+  if (derive) {
+    absl::StatusOr<DerivedTolerance> derived = derive(reference, report->rtol(), report->atol());
+    if (!derived.ok()) return derived.status();
+    if (absl::Status s = ApplyDerived(*derived, names, &tolerances, report); !s.ok()) return s;
+  }
+  return tolerances;
+}
+
+// The first update's tensors of one side: its gradients, its parameters
+// before the step (per tensor only) and after it, or the step's change
+// (per tensor: a derived tolerance's rtol reads |change|).
+struct SideTensors {
+  NamedTensors gradients;
+  NamedTensors before;
+  NamedTensors after;
+};
+
+absl::StatusOr<SideTensors> LoadSide(const FirstStep& step, const std::vector<std::string>& names,
+                                     bool per_tensor) {
+  SideTensors side;
+  absl::StatusOr<NamedTensors> gradients = LoadNamedTensors(step.gradients(), names);
+  if (!gradients.ok()) return gradients.status();
+  side.gradients = *std::move(gradients);
+  if (per_tensor) {
+    absl::StatusOr<NamedTensors> before = LoadNamedTensors(step.parameters_before(), names);
+    if (!before.ok()) return before.status();
+    side.before = *std::move(before);
+  }
+  absl::StatusOr<NamedTensors> after = per_tensor
+                                           ? StepChange(step, side.before, names)
+                                           : LoadNamedTensors(step.parameters_after(), names);
+  if (!after.ok()) return after.status();
+  side.after = *std::move(after);
+  return side;
+}
+
+// The gradients and the step (after, or its change) compared tensor by
+// tensor into the report; tensors in `not_judged` reported, not counted.
+absl::Status CompareSides(const SideTensors& run, const SideTensors& reference,
+                          const TensorTolerances& tolerances, bool per_tensor,
+                          const std::set<std::string>& not_judged, ParityReport* report) {
+  for (auto [what, mine, theirs, out, rtols, atols] :
+       {std::make_tuple("gradient", &run.gradients, &reference.gradients,
+                        report->mutable_gradients(), &tolerances.gradient_rtols,
+                        &tolerances.gradient_atols),
+        std::make_tuple(per_tensor ? "change of the parameter in the step"
+                                   : "parameter after the step",
+                        &run.after, &reference.after, report->mutable_parameters_after_step(),
+                        &tolerances.parameter_rtols, &tolerances.parameter_atols)}) {
+    absl::StatusOr<TensorListComparison> comparison =
+        per_tensor ? CompareTensors(*mine, *theirs, *rtols, *atols)
+                   : CompareTensors(*mine, *theirs, report->rtol(), report->atol());
+    if (!comparison.ok()) return comparison.status();
+    AppendTensorParity(*comparison, out);
+    if (per_tensor) {
+      for (TensorParity& t : *out) t.set_judged(not_judged.count(t.name()) == 0);
+    }
+    report->set_max_abs_diff(std::max(report->max_abs_diff(), comparison->max_abs_diff));
+    report->set_max_rel_diff(std::max(report->max_rel_diff(), comparison->max_rel_diff));
+    if (std::string(what) == "gradient") report->set_bitwise_equal(comparison->bitwise_equal);
+    DescribeFailures(*comparison, what, report->rtol(), report->atol(), not_judged, report);
+  }
+  return absl::OkStatus();
+}
+
+// What fails the whole first update: other starting bits (per tensor: the
+// changes are compared), other receipts, ranks that disagree.
+absl::Status AddUpdateFailures(const FirstStep& run, const FirstStep& reference,
+                               const SideTensors& run_tensors,
+                               const SideTensors& reference_tensors, bool per_tensor,
+                               bool ranks_agree, ParityReport* report) {
+  if (per_tensor) {
+    absl::StatusOr<TensorListComparison> starts =
+        CompareTensors(run_tensors.before, reference_tensors.before, 0.0, 0.0);
+    if (!starts.ok()) return starts.status();
+    if (!starts->bitwise_equal) {
+      report->add_failures(absl::StrFormat(
+          "the run started from other parameters than the reference (up to %.3g apart)",
+          starts->max_abs_diff));
+    }
+  }
+  if (AcceptedIds(run) != AcceptedIds(reference)) {
+    report->add_failures(
+        "the first update holds other receipts than the reference's first update");
+  }
+  if (!ranks_agree) report->add_failures("the ranks ended with different parameters");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
@@ -154,110 +280,32 @@ absl::StatusOr<ParityReport> CheckRunParity(const FirstStep& run,
   }
   const std::vector<std::string> names(run.parameter_order().begin(),
                                        run.parameter_order().end());
-  ParityReport report;
-  report.set_simulated(false);
-  report.set_pass_rule(kParityPassRule);
-  report.set_note(absl::StrCat(
-      "real run: ", run.world_size(),
-      " worker processes joined by a c10d ",
-      config.backend() == "nccl" ? "NCCL" : "Gloo", " process group; rank 0's "
-      "reduced first-update gradient and its parameters after the step, "
-      "against the one-worker reference in ", path));
-  report.set_world_size(run.world_size());
-  for (const RankBatch& batch : run.batch()) {
-    int valid = 0;
-    for (bool v : batch.valid()) valid += v ? 1 : 0;
-    report.add_split(valid);
-  }
-  report.set_weighting(run.loss_weighting());
-  report.set_reducer(run.reducer());
-  SetTolerance(config, reference_dir, &report);
-  TensorTolerances tolerances;
-  for (auto* v : {&tolerances.gradient_rtols, &tolerances.parameter_rtols}) {
-    v->assign(names.size(), report.rtol());
-  }
-  for (auto* v : {&tolerances.gradient_atols, &tolerances.parameter_atols}) {
-    v->assign(names.size(), report.atol());
-  }
+  ParityReport report = StartReport(run, config, reference_dir, path);
+  absl::StatusOr<TensorTolerances> tolerances = Tolerances(reference, names, derive, &report);
+  if (!tolerances.ok()) return tolerances.status();
   const bool per_tensor = static_cast<bool>(derive);
-  if (derive) {
-    absl::StatusOr<DerivedTolerance> derived = derive(reference, report.rtol(), report.atol());
-    if (!derived.ok()) return derived.status();
-    if (absl::Status s = ApplyDerived(*derived, names, &tolerances, &report); !s.ok()) return s;
-  }
   // Tensors a derived tolerance cannot judge: their differences do not
   // count (the replay judges them).
   const std::set<std::string> not_judged(report.derived().not_judged_tensors().begin(),
                                          report.derived().not_judged_tensors().end());
   report.set_accepted_examples(run.accepted_examples());
   report.set_ranks_agree(ranks_agree);
-
-  absl::StatusOr<NamedTensors> run_gradients = LoadNamedTensors(run.gradients(), names);
-  if (!run_gradients.ok()) return run_gradients.status();
-  absl::StatusOr<NamedTensors> reference_gradients =
-      LoadNamedTensors(reference.gradients(), names);
-  // A derived tolerance compares the step's change (its rtol reads |change|),
-  // and then the starts; the config's the parameters after the step.
-  absl::StatusOr<NamedTensors> run_before =
-      per_tensor ? LoadNamedTensors(run.parameters_before(), names) : NamedTensors();
-  if (!run_before.ok()) return run_before.status();
-  absl::StatusOr<NamedTensors> reference_before =
-      per_tensor ? LoadNamedTensors(reference.parameters_before(), names) : NamedTensors();
-  if (!reference_before.ok()) return reference_before.status();
-  absl::StatusOr<NamedTensors> run_after =
-      per_tensor ? StepChange(run, *run_before, names)
-                 : LoadNamedTensors(run.parameters_after(), names);
-  if (!run_after.ok()) return run_after.status();
-  absl::StatusOr<NamedTensors> reference_after =
-      per_tensor ? StepChange(reference, *reference_before, names)
-                 : LoadNamedTensors(reference.parameters_after(), names);
-  for (const auto* loaded : {&reference_gradients, &reference_after}) {
-    if (!loaded->ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("parity: ", path, ": ", loaded->status().message()));
-    }
+  absl::StatusOr<SideTensors> run_tensors = LoadSide(run, names, per_tensor);
+  if (!run_tensors.ok()) return run_tensors.status();
+  absl::StatusOr<SideTensors> reference_tensors = LoadSide(reference, names, per_tensor);
+  if (!reference_tensors.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("parity: ", path, ": ", reference_tensors.status().message()));
   }
-  for (auto [what, mine, theirs, out, rtols, atols] :
-       {std::make_tuple("gradient", &*run_gradients, &*reference_gradients,
-                        report.mutable_gradients(), &tolerances.gradient_rtols,
-                        &tolerances.gradient_atols),
-        std::make_tuple(per_tensor ? "change of the parameter in the step"
-                                   : "parameter after the step",
-                        &*run_after, &*reference_after, report.mutable_parameters_after_step(),
-                        &tolerances.parameter_rtols, &tolerances.parameter_atols)}) {
-    absl::StatusOr<TensorListComparison> comparison =
-        per_tensor ? CompareTensors(*mine, *theirs, *rtols, *atols)
-                   : CompareTensors(*mine, *theirs, report.rtol(), report.atol());
-    if (!comparison.ok()) return comparison.status();
-    AppendTensorParity(*comparison, out);
-    if (per_tensor) {
-      for (TensorParity& t : *out) t.set_judged(not_judged.count(t.name()) == 0);
-    }
-    report.set_max_abs_diff(std::max(report.max_abs_diff(), comparison->max_abs_diff));
-    report.set_max_rel_diff(std::max(report.max_rel_diff(), comparison->max_rel_diff));
-    if (std::string(what) == "gradient") {
-      report.set_bitwise_equal(comparison->bitwise_equal);
-    }
-    DescribeFailures(*comparison, what, report.rtol(), report.atol(), not_judged, &report);
+  if (absl::Status s = CompareSides(*run_tensors, *reference_tensors, *tolerances, per_tensor,
+                                    not_judged, &report);
+      !s.ok()) {
+    return s;
   }
-  // The changes are compared: the starts must be the same bits.
-  if (per_tensor) {
-    absl::StatusOr<TensorListComparison> starts =
-        CompareTensors(*run_before, *reference_before, 0.0, 0.0);
-    if (!starts.ok()) return starts.status();
-    if (!starts->bitwise_equal) {
-      report.add_failures(absl::StrFormat(
-          "the run started from other parameters than the reference (up to %.3g apart)",
-          starts->max_abs_diff));
-    }
-  }
-  if (AcceptedIds(run) != AcceptedIds(reference)) {
-    report.add_failures(
-        "the first update holds other receipts than the reference's first "
-        "update");
-  }
-  if (!ranks_agree) {
-    report.add_failures("the ranks ended with different parameters");
+  if (absl::Status s = AddUpdateFailures(run, reference, *run_tensors, *reference_tensors,
+                                         per_tensor, ranks_agree, &report);
+      !s.ok()) {
+    return s;
   }
   report.set_pass(report.failures_size() == 0);
   return report;

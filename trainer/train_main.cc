@@ -120,12 +120,13 @@ namespace fs = std::filesystem;
 
 int Fail(const absl::Status& status) { return ReportFailure(status); }
 
-// A process that trains `config` in `run_dir` with checkpoints takes
-// SIGTERM and SIGUSR1 as preemption (stop at an update boundary, save,
-// exit 4); one without leaves them as by default (death: a restart would
-// train from update 0 anyway).
-bool TakePreemption(const TrainingConfig& config, const std::string& run_dir) {
-  if (!PlanCheckpoints(config, run_dir).has_value()) {
+// A process that trains `config` with the checkpoint plan `checkpoints`
+// takes SIGTERM and SIGUSR1 as preemption (stop at an update boundary,
+// save, exit 4); one without leaves them as by default (death: a restart
+// would train from update 0 anyway).
+bool TakePreemption(const TrainingConfig& config,
+                    const std::optional<CheckpointPlan>& checkpoints) {
+  if (!checkpoints.has_value()) {
     UnblockPreemptionSignals();
     return false;
   }
@@ -224,8 +225,10 @@ absl::Status CheckPixelFlags() {
   return absl::OkStatus();
 }
 
-// What every run of this invocation shares: checkpoints, fault, records.
-absl::Status FillRunOptions(const LoadedConfig& loaded, const std::string& run_dir,
+// What every run of this invocation shares: checkpoints (this process's
+// plan), fault, records.
+absl::Status FillRunOptions(const LoadedConfig& loaded,
+                            const std::optional<CheckpointPlan>& checkpoints,
                             TrainingRunOptions* options) {
   absl::StatusOr<FaultPlan> fault = FaultPlanFor(loaded);
   if (!fault.ok()) return fault.status();
@@ -233,7 +236,7 @@ absl::Status FillRunOptions(const LoadedConfig& loaded, const std::string& run_d
   if (!records.ok()) return records.status();
   if (absl::Status s = CheckPixelFlags(); !s.ok()) return s;
   options->loaded = &loaded;
-  options->checkpoints = PlanCheckpoints(loaded.config, run_dir);
+  options->checkpoints = checkpoints;
   options->fault = *fault;
   options->record_updates = *records;
   options->allow_recipe_change = absl::GetFlag(FLAGS_allow_recipe_change);
@@ -256,17 +259,18 @@ RunFolderRules FolderRules(const LoadedConfig& loaded,
 }
 
 // The request to prepare `run_dir` (and `reference_dir`, when not empty)
-// in --out=`out`.
+// in --out=`out` for a run with the checkpoint plan `checkpoints`.
 RunFolderRequest FolderRequest(const LoadedConfig& loaded, const std::string& out,
                                const std::string& run_dir,
-                               const std::string& reference_dir) {
+                               const std::string& reference_dir,
+                               const std::optional<CheckpointPlan>& checkpoints) {
   RunFolderRequest request;
   request.loaded = &loaded;
   request.out = out;
   request.run_dir = run_dir;
   request.reference_dir = reference_dir;
   request.overwrite = absl::GetFlag(FLAGS_overwrite);
-  request.checkpoints = PlanCheckpoints(loaded.config, run_dir);
+  request.checkpoints = checkpoints;
   request.rules = FolderRules(loaded, request.checkpoints);
   return request;
 }
@@ -297,20 +301,22 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
   // A one-rank NCCL run is compared too: it proves the NCCL wiring.
   const bool compares = env.world_size > 1 || config.backend() == "nccl";
   const std::string reference_dir = compares ? out + "/reference" : "";
+  // This process's checkpoint plan, decided once (config/checkpoint_plan.h).
+  const std::optional<CheckpointPlan> checkpoints = PlanCheckpoints(config, out);
   // Under torchrun or a scheduler rank 0 prepares the folder (the other
   // ranks wait for it at rendezvous); under this binary's launcher the
   // launcher did.
   std::optional<PreparedRunFolder> folder;
   if (env.rank == 0 && !ParentHoldsRunFolderLock(out)) {
     absl::StatusOr<PreparedRunFolder> prepared =
-        PrepareRunFolder(FolderRequest(loaded, out, out, reference_dir));
+        PrepareRunFolder(FolderRequest(loaded, out, out, reference_dir, checkpoints));
     if (!prepared.ok()) return Fail(prepared.status());
     folder = *std::move(prepared);
   } else if (env.rank == 0) {
     // The launcher holds the lock and has decided; deciding again reads the
     // same folder (nothing was written since) and gives its decision.
     absl::StatusOr<RunFolderDecision> decision =
-        DecideRunFolder(out, config, FolderRules(loaded, PlanCheckpoints(config, out)));
+        DecideRunFolder(out, config, FolderRules(loaded, checkpoints));
     if (!decision.ok()) return Fail(decision.status());
     folder.emplace();
     folder->decision = *std::move(decision);
@@ -346,7 +352,7 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
     return 0;
   }
   TrainingRunOptions options;
-  if (absl::Status s = FillRunOptions(loaded, out, &options); !s.ok()) return Fail(s);
+  if (absl::Status s = FillRunOptions(loaded, checkpoints, &options); !s.ok()) return Fail(s);
   if (folder.has_value()) {
     options.attempt = folder->decision.attempt;
     options.folder = &folder->decision;
@@ -362,7 +368,7 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
       return EnsureWholeRunReferences(loaded, out, request);
     };
   }
-  options.preemptible = TakePreemption(config, out);
+  options.preemptible = TakePreemption(config, checkpoints);
   absl::StatusOr<TrainingOutcome> outcome = RunTraining(options);
   if (!outcome.ok()) return Fail(outcome.status());
   if (outcome->preempted) return kExitPreempted;
@@ -446,12 +452,12 @@ int LaunchExitCode(const LaunchResult& result, bool under_mpirun) {
   return kExitRunFailed;
 }
 
-int Launch(const LoadedConfig& loaded, const std::string& out, int argc,
-           char** argv) {
+int Launch(const LoadedConfig& loaded, const std::string& out,
+           const std::optional<CheckpointPlan>& checkpoints, int argc, char** argv) {
   const TrainingConfig& config = loaded.config;
   const std::string reference_dir = out + "/reference";
   absl::StatusOr<PreparedRunFolder> folder =
-      PrepareRunFolder(FolderRequest(loaded, out, out, reference_dir));
+      PrepareRunFolder(FolderRequest(loaded, out, out, reference_dir, checkpoints));
   if (!folder.ok()) return Fail(folder.status());
   if (folder->decision.finished) return ReportFinished(folder->decision);
   // The ranks started below are this run and its attempt: they do not lock
@@ -545,18 +551,19 @@ int Main(int argc, char** argv, const std::vector<std::string>& sets) {
     // One worker: this run is the reference (with its checkpoints, if
     // any), unless it takes up OUT's multi-worker run on one worker.
     const std::string run_dir = OneWorkerRunDir(*loaded, out);
+    const std::optional<CheckpointPlan> checkpoints = PlanCheckpoints(loaded->config, run_dir);
     TrainingRunOptions options;
-    if (absl::Status s = FillRunOptions(*loaded, run_dir, &options); !s.ok()) {
+    if (absl::Status s = FillRunOptions(*loaded, checkpoints, &options); !s.ok()) {
       return Fail(s);
     }
     absl::StatusOr<PreparedRunFolder> folder =
-        PrepareRunFolder(FolderRequest(*loaded, out, run_dir, ""));
+        PrepareRunFolder(FolderRequest(*loaded, out, run_dir, "", checkpoints));
     if (!folder.ok()) return Fail(folder.status());
     if (folder->decision.finished) return ReportFinished(folder->decision);
     options.attempt = folder->decision.attempt;
     options.folder = &folder->decision;
     options.artifact_dir = run_dir;
-    options.preemptible = TakePreemption(loaded->config, run_dir);
+    options.preemptible = TakePreemption(loaded->config, checkpoints);
     absl::StatusOr<TrainingOutcome> outcome = RunTraining(options);
     if (!outcome.ok()) return Fail(outcome.status());
     if (outcome->preempted) return kExitPreempted;
@@ -564,12 +571,14 @@ int Main(int argc, char** argv, const std::vector<std::string>& sets) {
               << std::endl;
     return 0;
   }
-  // Bad fault or record flags fail here, before any worker starts.
+  // The launcher's plan (its workers decide theirs, each once). Bad fault
+  // or record flags fail here, before any worker starts.
+  const std::optional<CheckpointPlan> checkpoints = PlanCheckpoints(loaded->config, out);
   TrainingRunOptions probe;
-  if (absl::Status s = FillRunOptions(*loaded, out, &probe); !s.ok()) {
+  if (absl::Status s = FillRunOptions(*loaded, checkpoints, &probe); !s.ok()) {
     return Fail(s);
   }
-  return Launch(*loaded, out, argc, argv);
+  return Launch(*loaded, out, checkpoints, argc, argv);
 }
 
 }  // namespace

@@ -152,7 +152,7 @@ class ReducerExampleTest(unittest.TestCase):
       self.assertEqual(manifest["plugin_libraries"], [expected], manifest_path)
 
   def test_the_old_example_names_keep_working(self):
-    # `bazel build //plugins/examples:libmy_sum_reducer.so` and
+    # `bazel build //examples/plugins:libmy_sum_reducer.so` and
     # --config=plugins/examples/my_sum_two_worker.pbtxt, from a workspace.
     self.assertEqual(os.path.basename(OLD_NAME_REDUCER_SO), "libmy_sum_reducer.so")
     tmp = os.path.realpath(support.temp_dir("old_names"))
