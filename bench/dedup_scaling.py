@@ -5,7 +5,7 @@ For each size N (default 1 M, 3 M and 10 M predictions, 1 % of them a
 receipt's second copy, as duplicate_pad deals) runs W ranks of
 //bench:dedup_worker (default 8) over a real c10d Gloo group, once with the
 sorted streaming merge and once gathered (the trainer's two validation
-paths, trainer/prediction_count.h), each in fresh processes, and prints per
+paths, metrics/prediction_count.h), each in fresh processes, and prints per
 run: rank 0's seconds (from a barrier), rank 0's memory above its start
 during the count (VmHWM, reset before), the predictions the streamed merge
 held at once, and the ranks' peak RSS summed (ru_maxrss from wait4); then

@@ -2,7 +2,7 @@
 // --predictions synthetic validation predictions dealt over the ranks of a
 // real c10d Gloo group (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, as
 // torchrun sets them) once per receipt id, by the gathered path or the
-// sorted streaming merge (trainer/prediction_count.h), the code the
+// sorted streaming merge (metrics/prediction_count.h), the code the
 // trainer's validation runs.
 //
 // The predictions: U = predictions - pads distinct receipts, dealt round
@@ -40,7 +40,7 @@
 #include "runtime/distributed_env.h"
 #include "runtime/heap_trim.h"
 #include "runtime/process_group.h"
-#include "trainer/prediction_count.h"
+#include "metrics/prediction_count.h"
 
 ABSL_FLAG(int64_t, predictions, 1000000, "Predictions in all (every rank's), pads included.");
 ABSL_FLAG(double, pad_fraction, 0.01,

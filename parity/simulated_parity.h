@@ -41,7 +41,7 @@ namespace receipt_parity {
 // A model with synchronized batch norm (model/sync_batch_norm.h): each
 // gradient's atol is at least this many times the fp32 reference's own
 // error against fp64 (two fp32 computations by different passes may differ
-// by twice it; twice that for slack, as trainer/bf16_tolerance.h).
+// by twice it; twice that for slack, as verdicts/bf16_tolerance.h).
 inline constexpr double kSyncBatchNormSafetyFactor = 4;
 
 // ParityReport.note of every simulated check.

@@ -76,7 +76,7 @@ absl::StatusOr<TensorListComparison> CompareTensors(
     double atol);
 
 // The same with tensor i judged by atols[i] (a derived budget per tensor,
-// trainer/bf16_tolerance.h); each TensorComparison records its atol.
+// verdicts/bf16_tolerance.h); each TensorComparison records its atol.
 // InvalidArgument also when atols.size() != actual.size().
 absl::StatusOr<TensorListComparison> CompareTensors(
     const NamedTensors& actual, const NamedTensors& reference, double rtol,

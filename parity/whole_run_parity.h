@@ -55,7 +55,7 @@ inline constexpr double kDriftSafetyFactor = 4.0;
 inline constexpr double kMostShareOfTraining = 0.5;
 // A tensor's budget above this share of what one update changed of it
 // cannot tell a mistake in that update from rounding: not judged (the same
-// gate as the first update's, trainer/bf16_tolerance.h).
+// gate as the first update's, verdicts/bf16_tolerance.h).
 inline constexpr double kMostShareOfOneUpdateChange = 0.1;
 
 // The updates checked when parity.check_updates is unset: the first, the

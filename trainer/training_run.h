@@ -25,7 +25,7 @@
 //             (trainer/validation_pass.h), every rank's report
 //             gathered on rank 0, run_summary.json
 //             (artifacts/run_summary_builder.h), parity against the reference
-//             (trainer/run_parity.h), the sampler audit, and the artifacts
+//             (verdicts/run_parity.h), the sampler audit, and the artifacts
 //             (artifacts/run_artifacts.h).
 //
 // Artifacts (rank 0 writes them into `artifact_dir`, each naming the config

@@ -17,7 +17,7 @@
 #include "runtime/process_group.h"
 #include "trainer/run_examples.h"
 #include "samplers/audit.h"
-#include "trainer/whole_run_references.h"
+#include "verdicts/whole_run_references.h"
 
 namespace receipt_parity {
 

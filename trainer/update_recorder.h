@@ -1,7 +1,7 @@
 // What a run records of its updates, for parity and recovery checks:
 //   first_step.json  the first update of a fresh run: parameters before,
 //                    reduced gradients, parameters after, the batch of
-//                    every rank (trainer/run_parity.h compares it with the
+//                    every rank (verdicts/run_parity.h compares it with the
 //                    one-worker reference);
 //   update-K.json    the same record of global update K, for every K the
 //                    caller asked for and for the first update of a

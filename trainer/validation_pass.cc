@@ -13,7 +13,7 @@
 #include "data/label_map.h"
 #include "collectives/collective_error.h"
 #include "model/autocast_scope.h"
-#include "trainer/prediction_count.h"
+#include "metrics/prediction_count.h"
 
 namespace receipt_parity {
 namespace {

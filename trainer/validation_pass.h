@@ -5,7 +5,7 @@
 // duplicate_pad really does hand some identity to two ranks); the
 // (dataset index, predicted class, label, valid) rows are gathered across
 // ranks and counted once as the metric dedup plugin says
-// (trainer/prediction_count.h: gathered with the process group's
+// (metrics/prediction_count.h: gathered with the process group's
 // allgather, or by a sorted streaming merge on rank 0); metrics come from
 // those.
 #ifndef RECEIPT_PARITY_TRAINER_VALIDATION_PASS_H_

@@ -1,9 +1,9 @@
 // What the whole-run parity verdict of a multi-worker run asks of its
-// references and gets back (parity/whole_run_parity.h): trainer/run_parity.h
+// references and gets back (parity/whole_run_parity.h): verdicts/run_parity.h
 // judges with it, trainer/run_folder_setup.h makes it, and the training run
 // (trainer/training_run_options.h) is handed the maker. Header only.
-#ifndef RECEIPT_PARITY_TRAINER_WHOLE_RUN_REFERENCES_H_
-#define RECEIPT_PARITY_TRAINER_WHOLE_RUN_REFERENCES_H_
+#ifndef RECEIPT_PARITY_VERDICTS_WHOLE_RUN_REFERENCES_H_
+#define RECEIPT_PARITY_VERDICTS_WHOLE_RUN_REFERENCES_H_
 
 #include <cstdint>
 #include <functional>
@@ -40,4 +40,4 @@ using WholeRunReferencesMaker =
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_WHOLE_RUN_REFERENCES_H_
+#endif  // RECEIPT_PARITY_VERDICTS_WHOLE_RUN_REFERENCES_H_

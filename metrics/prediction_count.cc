@@ -1,4 +1,4 @@
-#include "trainer/prediction_count.h"
+#include "metrics/prediction_count.h"
 
 #include <algorithm>
 #include <memory>

@@ -1,7 +1,7 @@
 // The two merges of validation predictions on a real Gloo group (ranks as
 // threads): the streamed merge gives rank 0 the report the gathered path
 // gives, and every rank fails when copies disagree.
-#include "trainer/prediction_count.h"
+#include "metrics/prediction_count.h"
 
 #include <mutex>
 #include <string>

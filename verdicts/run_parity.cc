@@ -1,4 +1,4 @@
-#include "trainer/run_parity.h"
+#include "verdicts/run_parity.h"
 
 #include <algorithm>
 #include <cmath>

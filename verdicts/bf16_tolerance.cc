@@ -1,4 +1,4 @@
-#include "trainer/bf16_tolerance.h"
+#include "verdicts/bf16_tolerance.h"
 
 #include <algorithm>
 #include <cmath>

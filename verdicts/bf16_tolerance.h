@@ -42,8 +42,8 @@
 // (model/sync_batch_norm_update.h).
 //
 // Thread safety: a pure function of its inputs (it builds its own model).
-#ifndef RECEIPT_PARITY_TRAINER_BF16_TOLERANCE_H_
-#define RECEIPT_PARITY_TRAINER_BF16_TOLERANCE_H_
+#ifndef RECEIPT_PARITY_VERDICTS_BF16_TOLERANCE_H_
+#define RECEIPT_PARITY_VERDICTS_BF16_TOLERANCE_H_
 
 #include <cstdint>
 #include <string>
@@ -95,4 +95,4 @@ absl::StatusOr<DerivedTolerance> DeriveBf16Tolerance(const Bf16UpdateInputs& in)
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_BF16_TOLERANCE_H_
+#endif  // RECEIPT_PARITY_VERDICTS_BF16_TOLERANCE_H_

@@ -1,8 +1,8 @@
 // parity.json for a REAL multi-worker run: rank 0's first update (the
 // reduced global gradients before stepping, and the parameters after the
 // step) against the one-worker reference's first_step.json.
-#ifndef RECEIPT_PARITY_TRAINER_RUN_PARITY_H_
-#define RECEIPT_PARITY_TRAINER_RUN_PARITY_H_
+#ifndef RECEIPT_PARITY_VERDICTS_RUN_PARITY_H_
+#define RECEIPT_PARITY_VERDICTS_RUN_PARITY_H_
 
 #include <functional>
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include "artifacts/first_step.pb.h"
 #include "config/config.pb.h"
 #include "parity/whole_run_parity.h"
-#include "trainer/whole_run_references.h"
+#include "verdicts/whole_run_references.h"
 
 namespace receipt_parity {
 
@@ -30,7 +30,7 @@ namespace receipt_parity {
 // unreadable (naming the file) or describes other parameters.
 //
 // `derive`, when set, derives the tolerance from the reference once it is
-// read (trainer/bf16_tolerance.h), given the floor above (the config's or
+// read (verdicts/bf16_tolerance.h), given the floor above (the config's or
 // the cross-device rtol and atol): each tensor's own rtol and atol, for its
 // gradient and for its step's change (the parameters after the step less
 // those before, which the run and the reference share), `derived` and
@@ -99,4 +99,4 @@ std::vector<std::string> ExplainRecipe(const TrainingConfig& config, const First
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_RUN_PARITY_H_
+#endif  // RECEIPT_PARITY_VERDICTS_RUN_PARITY_H_

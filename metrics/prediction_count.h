@@ -13,8 +13,8 @@
 //             rank 0's merge refuses the predictions.
 //
 // Both give rank 0 the same validation.json for the same predictions.
-#ifndef RECEIPT_PARITY_TRAINER_PREDICTION_COUNT_H_
-#define RECEIPT_PARITY_TRAINER_PREDICTION_COUNT_H_
+#ifndef RECEIPT_PARITY_METRICS_PREDICTION_COUNT_H_
+#define RECEIPT_PARITY_METRICS_PREDICTION_COUNT_H_
 
 #include <cstdint>
 #include <string>
@@ -73,4 +73,4 @@ absl::StatusOr<PredictionCount> CountPredictionsOnce(const at::Tensor& mine,
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_PREDICTION_COUNT_H_
+#endif  // RECEIPT_PARITY_METRICS_PREDICTION_COUNT_H_
