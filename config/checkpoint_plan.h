@@ -1,7 +1,7 @@
 // Whether a run saves checkpoint generations, where, how often and how many
 // it keeps: decided once per run folder, from its config (trainer/
 // train_main.cc), and passed down as it is to the resume at start
-// (trainer/run_checkpoints.h), the save cadence (trainer/checkpoint_cadence.h)
+// (checkpointing/run_checkpoints.h), the save cadence (checkpointing/checkpoint_cadence.h)
 // and retention (checkpoint/save_generation.h). No part of the run decides
 // it again.
 #ifndef RECEIPT_PARITY_CONFIG_CHECKPOINT_PLAN_H_

@@ -45,7 +45,7 @@ struct RunPluginSelections {
   // when none does: the sampler's order is world-size-independent, the loss
   // weighting split-independent and the reducer a sum. Then a generation
   // saved by W workers resumes on W' as if nothing changed
-  // (artifacts/run_folder.h, trainer/run_checkpoints.h).
+  // (artifacts/run_folder.h, checkpointing/run_checkpoints.h).
   std::string world_size_dependence;
   // The reducer's GradientReducer::chunk_slots(): > 0 in the ordered mode
   // (reducers/ordered_sum_reducer.h), whose chunks the loader checks

@@ -5,7 +5,7 @@
 // (in registration order) and turns that optimizer's per-parameter state
 // into named tensors and back: "<parameter name>/<buffer>". A checkpoint
 // splits those tensors over ranks like the parameters (prefixed
-// "optimizer/", trainer/run_checkpoints.h) and a resumed run restores them,
+// "optimizer/", checkpointing/run_checkpoints.h) and a resumed run restores them,
 // so it continues bitwise where the uninterrupted run would be.
 //
 // The learning rate a plugin builds with is each parameter group's base

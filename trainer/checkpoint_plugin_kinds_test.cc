@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "model/classifier.h"
 #include "config/config_loader.h"
-#include "trainer/run_checkpoints.h"
+#include "checkpointing/run_checkpoints.h"
 #include "artifacts/resume_record.pb.h"
 
 namespace receipt_parity {

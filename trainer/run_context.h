@@ -20,7 +20,7 @@
 #include "artifacts/resume_record.pb.h"
 #include "data/example_source.h"
 #include "data/receipt_tensors.h"
-#include "trainer/run_checkpoints.h"
+#include "checkpointing/run_checkpoints.h"
 #include "trainer/run_examples.h"
 #include "config/run_plugins.h"
 #include "trainer/training_run_options.h"

@@ -13,12 +13,12 @@
 //   start     data, plugins and model (as CheckRunnable), the manifest,
 //             start agreement across ranks, the optimizer
 //   resume    with a checkpoint plan, from the newest advertised
-//             generation in its folder (trainer/run_checkpoints.h);
+//             generation in its folder (checkpointing/run_checkpoints.h);
 //             world_size_change.json after a resume across world sizes
 //   train     trainer/update_loop.h: the update step
 //             (trainer/update_step.h), the recorder of first_step.json and
 //             update-K.json (trainer/update_recorder.h), the checkpoint
-//             cadence (trainer/checkpoint_cadence.h), progress logging
+//             cadence (checkpointing/checkpoint_cadence.h), progress logging
 //             (trainer/progress_log.h), this rank's report
 //             (trainer/rank_report_builder.h)
 //   finish    (trainer/run_finish.h) validation

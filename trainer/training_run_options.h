@@ -66,7 +66,7 @@ struct TrainingRunOptions {
   std::set<int64_t> record_updates;
   // --allow_recipe_change: a checkpoint generation written with another
   // recipe (the optimizer's settings, lr_schedule, clip_grad_norm) resumes
-  // with this one (trainer/run_checkpoints.h).
+  // with this one (checkpointing/run_checkpoints.h).
   bool allow_recipe_change = false;
   // With a reference: rank 0, at the run's end, gets the whole-run
   // references from this before judging the whole run. Unset: the whole

@@ -39,10 +39,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "samplers/sampler_policy.h"
-#include "trainer/checkpoint_cadence.h"
+#include "checkpointing/checkpoint_cadence.h"
 #include "trainer/progress_log.h"
 #include "trainer/rank_report_builder.h"
-#include "trainer/run_checkpoints.h"
+#include "checkpointing/run_checkpoints.h"
 #include "trainer/update_step.h"
 
 namespace receipt_parity {

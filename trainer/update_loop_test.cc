@@ -13,7 +13,7 @@
 #include "reducers/allreduce_sum_reducer.h"
 #include "collectives/local_process_group.h"
 #include "samplers/masked_tail.h"
-#include "trainer/loop_test_support.h"
+#include "model/training_test_support.h"
 #include "weighting/global_count_weighting.h"
 #include "artifacts/run_summary.pb.h"
 

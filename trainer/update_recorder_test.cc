@@ -9,7 +9,7 @@
 #include "artifacts/artifact_stamp.h"
 #include "gtest/gtest.h"
 #include "io/json_file.h"
-#include "trainer/loop_test_support.h"
+#include "model/training_test_support.h"
 
 namespace receipt_parity {
 namespace {

@@ -24,7 +24,7 @@
 #include "reducers/allreduce_sum_reducer.h"
 #include "reducers/ordered_sum_reducer.h"
 #include "reducers/rank_average_reducer.h"
-#include "trainer/loop_test_support.h"
+#include "model/training_test_support.h"
 #include "trainer/update_step.h"
 #include "weighting/global_count_weighting.h"
 #include "weighting/update_shares.h"

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "reducers/allreduce_sum_reducer.h"
 #include "collectives/local_process_group.h"
-#include "trainer/loop_test_support.h"
+#include "model/training_test_support.h"
 #include "weighting/global_count_weighting.h"
 #include "weighting/micro_batch_mean_weighting.h"
 

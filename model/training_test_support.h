@@ -1,7 +1,7 @@
 // Test support for the training loop's parts: a tiny classifier, a tiny
 // training set and the epoch plans over it, and a fresh folder per test.
-#ifndef RECEIPT_PARITY_TRAINER_LOOP_TEST_SUPPORT_H_
-#define RECEIPT_PARITY_TRAINER_LOOP_TEST_SUPPORT_H_
+#ifndef RECEIPT_PARITY_MODEL_TRAINING_TEST_SUPPORT_H_
+#define RECEIPT_PARITY_MODEL_TRAINING_TEST_SUPPORT_H_
 
 #include <cstdint>
 #include <memory>
@@ -47,4 +47,4 @@ std::string FreshTestFolder(const std::string& name);
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_LOOP_TEST_SUPPORT_H_
+#endif  // RECEIPT_PARITY_MODEL_TRAINING_TEST_SUPPORT_H_

@@ -1,4 +1,4 @@
-#include "trainer/checkpoint_cadence.h"
+#include "checkpointing/checkpoint_cadence.h"
 
 #include <chrono>
 #include <condition_variable>

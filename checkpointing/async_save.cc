@@ -1,4 +1,4 @@
-#include "trainer/async_save.h"
+#include "checkpointing/async_save.h"
 
 #include <utility>
 

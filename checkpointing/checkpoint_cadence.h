@@ -11,7 +11,7 @@
 // next_generation, +1 per save.
 //
 // The save itself is a callback (in a run: SaveCheckpoint of
-// trainer/run_checkpoints.h with the run's model and optimizer), so the
+// checkpointing/run_checkpoints.h with the run's model and optimizer), so the
 // cadence is a pure function of its inputs and the callback's results.
 // With checkpoint.async (InBackground) the callback copies the state and
 // returns the write, which the cadence's AsyncSaveWriter runs while the
@@ -21,8 +21,8 @@
 // the same generations at the same updates.
 //
 // Thread safety: not thread-safe.
-#ifndef RECEIPT_PARITY_TRAINER_CHECKPOINT_CADENCE_H_
-#define RECEIPT_PARITY_TRAINER_CHECKPOINT_CADENCE_H_
+#ifndef RECEIPT_PARITY_CHECKPOINTING_CHECKPOINT_CADENCE_H_
+#define RECEIPT_PARITY_CHECKPOINTING_CHECKPOINT_CADENCE_H_
 
 #include <cstdint>
 #include <functional>
@@ -33,8 +33,8 @@
 #include "absl/status/statusor.h"
 #include "artifacts/run_summary.pb.h"
 #include "config/checkpoint_plan.h"
-#include "trainer/async_save.h"
-#include "trainer/run_checkpoints.h"
+#include "checkpointing/async_save.h"
+#include "checkpointing/run_checkpoints.h"
 
 namespace receipt_parity {
 
@@ -115,4 +115,4 @@ class CheckpointCadence {
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_CHECKPOINT_CADENCE_H_
+#endif  // RECEIPT_PARITY_CHECKPOINTING_CHECKPOINT_CADENCE_H_

@@ -1,4 +1,4 @@
-#include "trainer/run_checkpoints.h"
+#include "checkpointing/run_checkpoints.h"
 
 #include <functional>
 #include <memory>
@@ -19,7 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "config/config_loader.h"
-#include "trainer/loop_test_support.h"
+#include "model/training_test_support.h"
 #include "io/atomic_file.h"
 #include "optimizers/builtin_optimizers.h"
 

@@ -1,6 +1,6 @@
 // Checkpoint generations written in the background (checkpoint { async:
 // true }): the update loop copies the state a save needs
-// (trainer/run_checkpoints.h, CopyForSave) and goes on while this writer's
+// (checkpointing/run_checkpoints.h, CopyForSave) and goes on while this writer's
 // thread writes, verifies and advertises it (WriteSaveCopy, the same
 // commit rule as a synchronous save: every shard durable and verified
 // before the MANIFEST).
@@ -15,8 +15,8 @@
 // Thread safety: one caller thread (the training thread); the write runs
 // on the writer's own thread and must touch nothing the training thread
 // changes.
-#ifndef RECEIPT_PARITY_TRAINER_ASYNC_SAVE_H_
-#define RECEIPT_PARITY_TRAINER_ASYNC_SAVE_H_
+#ifndef RECEIPT_PARITY_CHECKPOINTING_ASYNC_SAVE_H_
+#define RECEIPT_PARITY_CHECKPOINTING_ASYNC_SAVE_H_
 
 #include <atomic>
 #include <functional>
@@ -24,7 +24,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "trainer/run_checkpoints.h"
+#include "checkpointing/run_checkpoints.h"
 
 namespace receipt_parity {
 
@@ -59,4 +59,4 @@ class AsyncSaveWriter {
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_ASYNC_SAVE_H_
+#endif  // RECEIPT_PARITY_CHECKPOINTING_ASYNC_SAVE_H_

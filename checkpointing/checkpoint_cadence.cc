@@ -1,4 +1,4 @@
-#include "trainer/checkpoint_cadence.h"
+#include "checkpointing/checkpoint_cadence.h"
 
 #include <algorithm>
 #include <chrono>

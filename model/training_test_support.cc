@@ -1,4 +1,4 @@
-#include "trainer/loop_test_support.h"
+#include "model/training_test_support.h"
 
 #include <cstdio>
 #include <filesystem>

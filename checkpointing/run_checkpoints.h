@@ -14,8 +14,8 @@
 // verifies (sizes and checksums BEFORE anything is deserialised), removes
 // partial folders, and publishes its decision; every rank reads every
 // shard and rebuilds the whole state.
-#ifndef RECEIPT_PARITY_TRAINER_RUN_CHECKPOINTS_H_
-#define RECEIPT_PARITY_TRAINER_RUN_CHECKPOINTS_H_
+#ifndef RECEIPT_PARITY_CHECKPOINTING_RUN_CHECKPOINTS_H_
+#define RECEIPT_PARITY_CHECKPOINTING_RUN_CHECKPOINTS_H_
 
 #include <cstdint>
 #include <string>
@@ -84,7 +84,7 @@ struct SaveResult {
   SavePhases phases;
   // Rank 0: how long the update loop stood still for this save: the whole
   // save when synchronous; with checkpoint.async, the wait for the save
-  // before it and the copy (trainer/async_save.h books it).
+  // before it and the copy (checkpointing/async_save.h books it).
   double blocked_seconds = 0;
 };
 
@@ -153,4 +153,4 @@ absl::StatusOr<SaveResult> WriteSaveCopy(const RunCheckpointContext& context,
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_TRAINER_RUN_CHECKPOINTS_H_
+#endif  // RECEIPT_PARITY_CHECKPOINTING_RUN_CHECKPOINTS_H_

@@ -1,4 +1,4 @@
-#include "trainer/run_checkpoints.h"
+#include "checkpointing/run_checkpoints.h"
 
 #include <fcntl.h>
 #include <unistd.h>
