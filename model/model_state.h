@@ -1,6 +1,6 @@
 // A model's state as a checkpoint holds it: every named parameter as
 // "model/<name>" and every named buffer (running statistics and the like)
-// as "model_buffer/<name>". trainer/run_checkpoints.cc saves and restores
+// as "model_buffer/<name>". checkpointing/run_checkpoints.cc saves and restores
 // models through these two functions, and the model conformance suite
 // (conformance/model_conformance.h) round-trips a model through them.
 //
