@@ -459,6 +459,17 @@ absl::Status WriteTensorBoardCurves(const Run& run, const RunSummary& summary,
       TrainingCurvesFile(summary, validation, absl::ToDoubleSeconds(now - absl::UnixEpoch())));
 }
 
+// The attempt's summary from the gathered reports, placed at the run's
+// global updates (its first and the run's total after it): what the
+// finished and the preempted attempt both start from.
+RunSummary AttemptSummary(const Run& run, const RankReportBuilder& builder,
+                          const std::vector<RankReport>& reports) {
+  RunSummary summary = BuildRunSummary(builder.totals(), reports);
+  summary.set_first_update(static_cast<int32_t>(run.cursor.total_updates));
+  summary.set_total_updates(static_cast<int32_t>(run.cursor.total_updates + builder.updates()));
+  return summary;
+}
+
 // Rank 0: the summary, parity, the sampler audit and every artifact, the
 // curves, then the finish record.
 absl::StatusOr<TrainingOutcome> WriteArtifacts(
@@ -475,11 +486,9 @@ absl::StatusOr<TrainingOutcome> WriteArtifacts(
   for (int64_t accepted : builder.totals().accepted_per_update) {
     run.manifest.add_accepted_examples_per_update(static_cast<int32_t>(accepted));
   }
-  RunSummary summary = BuildRunSummary(builder.totals(), reports);
+  RunSummary summary = AttemptSummary(run, builder, reports);
   summary.set_final_parameter_hash(reports[0].final_parameter_hash());
   summary.set_resumed_from_generation(run.resume.generation());
-  summary.set_first_update(static_cast<int32_t>(run.cursor.total_updates));
-  summary.set_total_updates(static_cast<int32_t>(total_updates));
   summary.set_purpose(run.options->purpose);
   summary.set_loss_meaning(
       "the whole update's weighted loss, sum_i w_i * loss_i over every rank's "
@@ -553,10 +562,8 @@ absl::Status WritePreemptedCurves(Run& run, RankReportBuilder& report) {
   absl::StatusOr<std::vector<RankReport>> reports = FinishReports(run, report);
   if (!reports.ok()) return reports.status();
   if (!run.writer() || report.updates() == 0) return absl::OkStatus();
-  RunSummary summary = BuildRunSummary(report.totals(), *reports);
-  summary.set_first_update(static_cast<int32_t>(run.cursor.total_updates));
-  summary.set_total_updates(static_cast<int32_t>(run.cursor.total_updates + report.updates()));
-  return WriteTensorBoardCurves(run, summary, /*validation=*/nullptr);
+  return WriteTensorBoardCurves(run, AttemptSummary(run, report, *reports),
+                                /*validation=*/nullptr);
 }
 
 }  // namespace receipt_parity
