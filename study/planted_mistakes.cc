@@ -3,15 +3,13 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "cli/command_line.h"
 #include "runtime/subprocess.h"
 
 namespace receipt_parity {
 namespace {
 
 namespace fs = std::filesystem;
-
-// //trainer:train's exit when parity failed (trainer/train_main.cc).
-constexpr int kExitParityFailed = 3;
 
 struct Mistake {
   const char* key;
@@ -64,10 +62,10 @@ absl::Status TrainOne(const PlantedRun& run, const std::string& train,
     return absl::FailedPreconditionError(absl::StrCat(
         Describe(run), " passed: no verdict caught it; see ", parity));
   }
-  if (exit->exit_code() != kExitParityFailed) {
+  if (exit->exit_code() != kExitCheckFailed) {
     return absl::AbortedError(absl::StrCat(
         Describe(run), ": ", train, " ", exit->Describe(), ", not with status ",
-        kExitParityFailed, " (parity failed); last lines of ", log, ":\n", LastLines(log, 20)));
+        kExitCheckFailed, " (parity failed); last lines of ", log, ":\n", LastLines(log, 20)));
   }
   if (!fs::is_regular_file(parity)) {
     return absl::NotFoundError(

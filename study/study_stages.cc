@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "cli/command_line.h"
 #include "io/atomic_file.h"
 #include "runtime/mpirun_launcher.h"
 #include "runtime/subprocess.h"
@@ -33,8 +34,6 @@ constexpr char kDuplicatePadOnThreeConfig[] = "world_size_change_duplicate_pad_o
 // the middle of an epoch (15 updates each), so the rest of the epoch is
 // dealt to the new number of workers.
 constexpr int kPreemptAtUpdate = 25;
-// //trainer:train's exit after a preemption (trainer/train_main.cc).
-constexpr int kExitPreempted = 4;
 constexpr int kAuditIds = 47;
 constexpr int kAuditRanks = 3;
 constexpr int kAuditEpochs = 2;
