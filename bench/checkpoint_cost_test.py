@@ -15,7 +15,7 @@ import unittest
 
 SCRIPT, TRAIN = (os.path.abspath(p) for p in sys.argv[1:3])
 del sys.argv[1:3]
-sys.path.insert(0, os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"], "trainer"))
+sys.path.insert(0, os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"], "trainer", "integration"))
 import integration_support as support  # pylint: disable=wrong-import-position
 
 

@@ -9,8 +9,8 @@ import sys
 import tempfile
 import unittest
 
-# //trainer:integration_support, from this test's runfiles.
-sys.path.insert(0, os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"], "trainer"))
+# //trainer/integration:integration_support, from this test's runfiles.
+sys.path.insert(0, os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"], "trainer", "integration"))
 import integration_support as support  # pylint: disable=wrong-import-position
 
 DRILL = os.path.abspath(sys.argv.pop(1))

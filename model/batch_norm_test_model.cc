@@ -3,11 +3,11 @@
 // small CNN with batch norm, 3x3 conv (1 -> 4 channels, padding 1) "conv",
 // BatchNorm2d "bn" (training mode), ReLU, flatten, "out". What the layer
 // audit, parity and the buffer comparison do with such a model is tested
-// end to end through it (trainer/layer_audit_cli_test.py), selected as
+// end to end through it (trainer/integration/layer_audit_cli_test.py), selected as
 //   model { name: "test_batch_norm_cnn" }
 // With options { fp32_only: true } its forward refuses to run under
 // autocast, as a model that computes in fp32 only would (the refusal of
-// precision bf16 is tested with it, trainer/recipes_test.py).
+// precision bf16 is tested with it, trainer/integration/recipes_test.py).
 #include <memory>
 #include <string>
 

@@ -3,7 +3,7 @@
 // per bucket, no overlap), and from the run's update `from_update` on (it
 // counts the updates it reduced) it scales every reduced bucket by `scale`:
 // a mistake that leaves the first update exact and shows only later, which
-// the whole-run parity verdict must catch (trainer/whole_run_test.py).
+// the whole-run parity verdict must catch (trainer/integration/whole_run_test.py).
 #include <memory>
 #include <string>
 #include <utility>

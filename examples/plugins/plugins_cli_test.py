@@ -15,7 +15,7 @@ import subprocess
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"], "trainer"))
+sys.path.insert(0, os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"], "trainer", "integration"))
 import integration_support as support  # pylint: disable=wrong-import-position
 
 EXPECTED_PLUGINS = sys.argv.pop(1).split(",")

@@ -30,7 +30,7 @@ import tempfile
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"], "trainer"))
+sys.path.insert(0, os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"], "trainer", "integration"))
 import integration_support as support  # pylint: disable=wrong-import-position
 
 SBATCH_SCRIPT = os.path.abspath(sys.argv.pop(1))

@@ -5,7 +5,7 @@
 // multiplies that rate by `scale` (1.01: a 1 % drift an update). The run
 // and its one-worker reference drift alike, so numerics cannot see it; the
 // replay, which asks a fresh schedule for the factor of update K alone,
-// must (trainer/replay_test.py, the study's planted_mistakes stage).
+// must (trainer/integration/replay_test.py, the study's planted_mistakes stage).
 #include <memory>
 #include <string>
 
