@@ -27,7 +27,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "checkpoint/checksum.h"
+#include "io/checksum.h"
 #include "io/atomic_file.h"
 #include "artifacts/artifact_stamp.h"
 #include "cli/command_line.h"

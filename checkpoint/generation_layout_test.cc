@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "checkpoint/checksum.h"
+#include "io/checksum.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "checkpoint/checksum.h"
+#include "io/checksum.h"
 #include "checkpoint/generation_layout.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"

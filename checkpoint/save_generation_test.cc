@@ -14,7 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "checkpoint/checksum.h"
+#include "io/checksum.h"
 #include "checkpoint/generation_layout.h"
 #include "checkpoint/in_process_save.h"
 #include "checkpoint/manifest_file.h"

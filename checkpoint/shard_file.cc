@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "checkpoint/checksum.h"
+#include "io/checksum.h"
 #include "checkpoint/generation_layout.h"
 #include "io/atomic_file.h"
 #include "io/untrusted_file.h"

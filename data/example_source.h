@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "data/receipt_tensors.h"
-#include "samplers/epoch_plan.h"
+#include "data/slot.h"
 
 namespace receipt_parity {
 

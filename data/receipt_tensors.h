@@ -10,7 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "data/receipt_dataset.h"
-#include "samplers/epoch_plan.h"
+#include "data/slot.h"
 
 namespace receipt_parity {
 

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "checkpoint/checksum.h"
+#include "io/checksum.h"
 #include "io/atomic_file.h"
 #include "samplers/audit_slots_file.h"
 #include "samplers/micro_batches.h"

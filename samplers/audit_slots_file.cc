@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "checkpoint/checksum.h"
+#include "io/checksum.h"
 #include "io/little_endian.h"
 #include "io/untrusted_file.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/checksum.h"
+#include "io/checksum.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "samplers/audit.h"

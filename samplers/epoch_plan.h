@@ -30,17 +30,9 @@
 #include <iterator>
 #include <vector>
 
+#include "data/slot.h"
+
 namespace receipt_parity {
-
-struct Slot {
-  int64_t dataset_index = 0;
-  // false for a masked pad slot: it is computed but weighs zero.
-  bool valid = true;
-
-  bool operator==(const Slot& other) const {
-    return dataset_index == other.dataset_index && valid == other.valid;
-  }
-};
 
 // What a policy returns: the epoch's global order before dealing.
 struct GlobalOrder {

@@ -1,6 +1,6 @@
 // The checksum recorded for shards, manifests and audit side files.
-#ifndef RECEIPT_PARITY_CHECKPOINT_CHECKSUM_H_
-#define RECEIPT_PARITY_CHECKPOINT_CHECKSUM_H_
+#ifndef RECEIPT_PARITY_IO_CHECKSUM_H_
+#define RECEIPT_PARITY_IO_CHECKSUM_H_
 
 #include <string>
 
@@ -26,4 +26,4 @@ class Crc32Stream {
 
 }  // namespace receipt_parity
 
-#endif  // RECEIPT_PARITY_CHECKPOINT_CHECKSUM_H_
+#endif  // RECEIPT_PARITY_IO_CHECKSUM_H_

@@ -1,4 +1,4 @@
-#include "checkpoint/checksum.h"
+#include "io/checksum.h"
 
 #include <zlib.h>
 
