@@ -69,6 +69,39 @@ bool MustBeFinal(int shard_rank, KillPoint point, int killed) {
   return shard_rank < killed;
 }
 
+// The temporary file the killed rank left in generation 2's folder `gen2`
+// at `point`: none, half a shard, a whole one, or rank 0's part-written
+// MANIFEST.
+void ExpectTempFilesLeftAt(const fs::path& gen2, KillPoint point, int killed) {
+  const std::string killed_shard = ShardFileName(killed);
+  const uintmax_t full = TestShardBytes(2, killed).size();
+  switch (point) {
+    case KillPoint::kBeforeShard:
+      EXPECT_THAT(TempSizes(gen2, killed_shard), ElementsAre());
+      break;
+    case KillPoint::kMidShard:
+      EXPECT_THAT(TempSizes(gen2, killed_shard), ElementsAre(full / 2));
+      break;
+    case KillPoint::kAfterShardBeforeRename:
+      EXPECT_THAT(TempSizes(gen2, killed_shard), ElementsAre(full));
+      break;
+    case KillPoint::kBeforeManifest:
+      EXPECT_THAT(TempSizes(gen2, kManifestFileName), ElementsAre());
+      break;
+    case KillPoint::kMidManifest:
+      // Only rank 0 writes a MANIFEST; on rank 1 this point is "shard
+      // durable, not confirmed".
+      if (killed == 0) {
+        std::vector<uintmax_t> sizes = TempSizes(gen2, kManifestFileName);
+        ASSERT_EQ(sizes.size(), 1u);
+        EXPECT_GT(sizes[0], 0u);
+      } else {
+        EXPECT_THAT(TempSizes(gen2, kManifestFileName), ElementsAre());
+      }
+      break;
+  }
+}
+
 class KillPointTest
     : public ::testing::TestWithParam<std::tuple<KillPoint, int>> {};
 
@@ -103,33 +136,7 @@ TEST_P(KillPointTest, KilledSaveLeavesThePreviousGenerationRestorable) {
       EXPECT_FALSE(fs::exists(shard)) << shard;
     }
   }
-  const std::string killed_shard = ShardFileName(killed);
-  const uintmax_t full = TestShardBytes(2, killed).size();
-  switch (point) {
-    case KillPoint::kBeforeShard:
-      EXPECT_THAT(TempSizes(gen2, killed_shard), ElementsAre());
-      break;
-    case KillPoint::kMidShard:
-      EXPECT_THAT(TempSizes(gen2, killed_shard), ElementsAre(full / 2));
-      break;
-    case KillPoint::kAfterShardBeforeRename:
-      EXPECT_THAT(TempSizes(gen2, killed_shard), ElementsAre(full));
-      break;
-    case KillPoint::kBeforeManifest:
-      EXPECT_THAT(TempSizes(gen2, kManifestFileName), ElementsAre());
-      break;
-    case KillPoint::kMidManifest:
-      // Only rank 0 writes a MANIFEST; on rank 1 this point is "shard
-      // durable, not confirmed".
-      if (killed == 0) {
-        std::vector<uintmax_t> sizes = TempSizes(gen2, kManifestFileName);
-        ASSERT_EQ(sizes.size(), 1u);
-        EXPECT_GT(sizes[0], 0u);
-      } else {
-        EXPECT_THAT(TempSizes(gen2, kManifestFileName), ElementsAre());
-      }
-      break;
-  }
+  ExpectTempFilesLeftAt(gen2, point, killed);
 
   absl::StatusOr<RecoveryDecision> decision = FindRestorable(root);
   ASSERT_TRUE(decision.ok()) << decision.status();

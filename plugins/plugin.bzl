@@ -7,14 +7,14 @@ A cc_binary links every object of an alwayslink library, so the registrar
 runs even though nothing refers to it by name. Binaries link every
 built-in registration through //plugins/builtin:builtin_plugins (the list
 in plugins/builtin_plugins.bzl), never only :name. A _registration target
-is visible only to its own package (its tests), to //plugins and its
-subpackages (the list, and the plugin framework's tests), to //parity's
-tests and to the example plugins' hosts in //examples/plugins, so no other
-target can link a single plugin behind the list's back.
+is visible only to its own package (its tests), to //plugins/builtin (the
+list), to //parity's tests and to the example plugins' hosts in
+//examples/plugins, so no other target can link a single plugin behind the
+list's back.
 """
 
 REGISTRATION_VISIBILITY = [
-    "//plugins:__subpackages__",
+    "//plugins/builtin:__pkg__",
     "//parity:__pkg__",
     "//examples/plugins:__pkg__",
 ]

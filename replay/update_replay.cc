@@ -404,6 +404,51 @@ std::string ReplayMethod() {
          "run's own gradient, bit for bit";
 }
 
+namespace {
+
+// The recorded gradient and parameters after the step have the model's
+// tensors, names and shapes.
+absl::Status CheckRecordedLayouts(Classifier& model, const RunStateAtUpdate& state) {
+  if (absl::Status s = CheckSameLayout(NamedOf(model, false), state.gradient, "gradient");
+      !s.ok()) {
+    return s;
+  }
+  return CheckSameLayout(NamedOf(model, false), state.parameters_after, "parameters after");
+}
+
+// Steps `model` (its gradients set) by a fresh optimizer holding the run's
+// state before the update, at the update's rate, and compares the
+// parameters with the run's after it: whether they are its bits; the first
+// difference and its failure go into `out`. Throws LibTorch's exceptions.
+absl::StatusOr<bool> StepAndCompare(const RecordedUpdate& update,
+                                    const RunStateAtUpdate& state, const ReplayTools& tools,
+                                    Classifier& model, UpdateReplay* out) {
+  absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> optimizer =
+      tools.optimizer->Build(NamedParametersOf(model));
+  if (!optimizer.ok()) return optimizer.status();
+  const std::vector<double> base_rates = BaseRates(**optimizer);
+  if (absl::Status s = tools.optimizer->RestoreState(NamedParametersOf(model), **optimizer,
+                                                     state.optimizer_before);
+      !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("replay: the run's optimizer state: ",
+                                               s.message()));
+  }
+  absl::StatusOr<double> rate_factor = RateFactor(update, tools, out);
+  if (!rate_factor.ok()) return rate_factor.status();
+  StepAtRate(**optimizer, base_rates, *rate_factor);
+  const Compared parameters = CompareNamed(state.parameters_after, NamedOf(model, false),
+                                           at::Tensor(), "parameter after the step");
+  out->set_parameters_bitwise(parameters.bitwise);
+  out->set_parameters_max_abs_diff(parameters.max_abs_diff);
+  if (parameters.first.has_value()) {
+    if (!out->has_first_difference()) *out->mutable_first_difference() = *parameters.first;
+    out->add_failures(Describe(*parameters.first, update.total_update));
+  }
+  return parameters.bitwise;
+}
+
+}  // namespace
+
 absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
                                           const RunStateAtUpdate& state,
                                           const ReplayTools& tools) {
@@ -423,15 +468,7 @@ absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
     out.set_not_replayed(why);
     return out;
   }
-  if (absl::Status s = CheckSameLayout(NamedOf(model, false), state.gradient, "gradient");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s =
-          CheckSameLayout(NamedOf(model, false), state.parameters_after, "parameters after");
-      !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = CheckRecordedLayouts(model, state); !s.ok()) return s;
   const bool bitwise_mode = ordered || world <= 2;
   out.set_mode(bitwise_mode ? "bitwise" : "bound");
   Shares shares;
@@ -473,28 +510,9 @@ absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
     // bits, else from the run's, so that the step is judged exactly.
     if (!bitwise_mode) SetGradients(model, Flat(state.gradient).to(divided.scalar_type()));
     out.set_stepped_from(bitwise_mode ? "replay" : "run");
-    absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> optimizer =
-        tools.optimizer->Build(NamedParametersOf(model));
-    if (!optimizer.ok()) return optimizer.status();
-    const std::vector<double> base_rates = BaseRates(**optimizer);
-    if (absl::Status s = tools.optimizer->RestoreState(NamedParametersOf(model), **optimizer,
-                                                       state.optimizer_before);
-        !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("replay: the run's optimizer state: ",
-                                                 s.message()));
-    }
-    absl::StatusOr<double> rate_factor = RateFactor(update, tools, &out);
-    if (!rate_factor.ok()) return rate_factor.status();
-    StepAtRate(**optimizer, base_rates, *rate_factor);
-    const Compared parameters = CompareNamed(state.parameters_after, NamedOf(model, false),
-                                             at::Tensor(), "parameter after the step");
-    out.set_parameters_bitwise(parameters.bitwise);
-    out.set_parameters_max_abs_diff(parameters.max_abs_diff);
-    if (parameters.first.has_value()) {
-      if (!out.has_first_difference()) *out.mutable_first_difference() = *parameters.first;
-      out.add_failures(Describe(*parameters.first, update.total_update));
-    }
-    out.set_bitwise(gradient.bitwise && parameters.bitwise);
+    absl::StatusOr<bool> parameters_bitwise = StepAndCompare(update, state, tools, model, &out);
+    if (!parameters_bitwise.ok()) return parameters_bitwise.status();
+    out.set_bitwise(gradient.bitwise && *parameters_bitwise);
     for (TensorPower& p : StepResolution(state)) *out.add_power() = std::move(p);
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, absl::StrCat(Where(update.total_update), ": LibTorch"));

@@ -49,6 +49,56 @@ std::string EncodeRankRecord(int epoch, int rank, const DealtSlots& slots,
   return out;
 }
 
+namespace {
+
+absl::Status Bad(const std::string& path, const std::string& why) {
+  return absl::DataLossError(absl::StrCat(path, ": ", why));
+}
+
+// The record of epoch `e`, rank `r` at `in`'s position in the slots file
+// at `path` (`micro` micro-batches per update, `num_ids` receipts, `size`
+// bytes in all); DataLoss naming the byte or the slot where it is wrong.
+absl::StatusOr<RankSlots> ReadRankSlots(const std::string& path, int e, int r,
+                                        uint32_t micro, uint64_t num_ids, size_t size,
+                                        LittleEndianCursor* in) {
+  RankSlots record;
+  uint32_t epoch = 0, rank = 0;
+  uint64_t n = 0;
+  if (!in->U32(&epoch) || !in->U32(&rank) || !in->U64(&n)) {
+    return Bad(path,
+               absl::StrCat("ends at byte ", in->at(), ", inside epoch ", e, " rank ", r));
+  }
+  if (static_cast<int>(epoch) != e || static_cast<int>(rank) != r) {
+    return Bad(path, absl::StrCat("at byte ", in->at() - 16, ": a record of epoch ", epoch,
+                                  " rank ", rank, " where epoch ", e, " rank ", r,
+                                  " belongs"));
+  }
+  absl::string_view indices, bits, micro_batches;
+  if (n > size || !in->Take(4 * n, &indices) || !in->Take((n + 7) / 8, &bits) ||
+      (micro > 1 && !in->Take(n, &micro_batches))) {
+    return Bad(path, absl::StrCat("ends inside epoch ", e, " rank ", r, "'s ", n, " slots"));
+  }
+  record.epoch = e;
+  record.rank = r;
+  LittleEndianCursor each(indices);
+  for (uint64_t j = 0; j < n; ++j) {
+    uint32_t index = 0;
+    each.U32(&index);
+    if (static_cast<int64_t>(index) >= static_cast<int64_t>(num_ids)) {
+      return Bad(path, absl::StrCat("epoch ", e, " rank ", r, " slot ", j, ": index ",
+                                    index, " outside [0, ", num_ids, ")"));
+    }
+    record.indices.push_back(static_cast<int32_t>(index));
+    record.valid.push_back((static_cast<unsigned char>(bits[j / 8]) >> (j % 8)) & 1);
+    if (micro > 1) {
+      record.micro_batch.push_back(static_cast<unsigned char>(micro_batches[j]));
+    }
+  }
+  return record;
+}
+
+}  // namespace
+
 absl::StatusOr<SlotsFile> ReadSlotsFile(const std::string& path,
                                         const SlotsFileHeader& expected,
                                         int64_t expected_bytes,
@@ -65,9 +115,7 @@ absl::StatusOr<SlotsFile> ReadSlotsFile(const std::string& path,
                                             " (truncated, or another audit's file)"));
   }
   if (!bytes.ok()) return bytes.status();
-  auto bad = [&path](const std::string& why) {
-    return absl::DataLossError(absl::StrCat(path, ": ", why));
-  };
+  auto bad = [&path](const std::string& why) { return Bad(path, why); };
   if (const std::string checksum = Crc32Checksum(*bytes); checksum != expected_checksum) {
     return bad(absl::StrCat("checksum ", checksum, " != its sampler_audit.json's ",
                             expected_checksum));
@@ -96,39 +144,10 @@ absl::StatusOr<SlotsFile> ReadSlotsFile(const std::string& path,
   }
   for (int e = 0; e < static_cast<int>(epochs); ++e) {
     for (int r = 0; r < static_cast<int>(world); ++r) {
-      RankSlots record;
-      uint32_t epoch = 0, rank = 0;
-      uint64_t n = 0;
-      if (!in.U32(&epoch) || !in.U32(&rank) || !in.U64(&n)) {
-        return bad(absl::StrCat("ends at byte ", in.at(), ", inside epoch ", e, " rank ", r));
-      }
-      if (static_cast<int>(epoch) != e || static_cast<int>(rank) != r) {
-        return bad(absl::StrCat("at byte ", in.at() - 16, ": a record of epoch ", epoch,
-                                " rank ", rank, " where epoch ", e, " rank ", r,
-                                " belongs"));
-      }
-      absl::string_view indices, bits, micro_batches;
-      if (n > bytes->size() || !in.Take(4 * n, &indices) || !in.Take((n + 7) / 8, &bits) ||
-          (micro > 1 && !in.Take(n, &micro_batches))) {
-        return bad(absl::StrCat("ends inside epoch ", e, " rank ", r, "'s ", n, " slots"));
-      }
-      record.epoch = e;
-      record.rank = r;
-      LittleEndianCursor each(indices);
-      for (uint64_t j = 0; j < n; ++j) {
-        uint32_t index = 0;
-        each.U32(&index);
-        if (static_cast<int64_t>(index) >= static_cast<int64_t>(num_ids)) {
-          return bad(absl::StrCat("epoch ", e, " rank ", r, " slot ", j, ": index ", index,
-                                  " outside [0, ", num_ids, ")"));
-        }
-        record.indices.push_back(static_cast<int32_t>(index));
-        record.valid.push_back((static_cast<unsigned char>(bits[j / 8]) >> (j % 8)) & 1);
-        if (micro > 1) {
-          record.micro_batch.push_back(static_cast<unsigned char>(micro_batches[j]));
-        }
-      }
-      file.records.push_back(std::move(record));
+      absl::StatusOr<RankSlots> record =
+          ReadRankSlots(path, e, r, micro, num_ids, bytes->size(), &in);
+      if (!record.ok()) return record.status();
+      file.records.push_back(*std::move(record));
     }
   }
   if (!in.done()) return bad(absl::StrCat("goes on after its last record, at byte ", in.at()));

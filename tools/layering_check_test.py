@@ -2,7 +2,9 @@
 """tools/layering_check.py on small graphs and source trees made here: it
 finds an upward dependency, an upward include, a cycle on one floor and a
 package on no floor, exempts aliases and other repositories' headers, finds
-a document naming an alias target, and passes a clean graph. (./test.sh runs it on the real graph.)"""
+a document naming an alias target, a target visible below its floor, a
+stale tools/floors.bzl and a function over 80 lines, and passes a clean
+graph. (./test.sh runs it on the real graph.)"""
 import os
 import subprocess
 import sys
@@ -20,8 +22,11 @@ LAYERS = """\
 """
 
 
-def rule(name, kind="cc_library", inputs=()):
+def rule(name, kind="cc_library", inputs=(), visibility=()):
   lines = ['<rule class="%s" location="x" name="%s">' % (kind, name)]
+  if visibility:
+    lines += ['<list name="visibility">'] + [
+        '<label value="%s"/>' % v for v in visibility] + ["</list>"]
   lines += ['<rule-input name="%s"/>' % i for i in inputs]
   return "\n".join(lines + ["</rule>"])
 
@@ -123,6 +128,50 @@ class LayeringCheckTest(unittest.TestCase):
     self.assertEqual(result.returncode, 1, result.stdout)
     self.assertIn("docs/architecture.md does not name the package trainer", result.stdout)
     self.assertNotIn("package io", result.stdout)
+
+  def test_a_target_visible_below_its_floor_is_named(self):
+    result = self.run_check(query(
+        rule("//io:file", visibility=["//visibility:public"]),
+        rule("//data:reader", visibility=["//io:__pkg__", "//trainer:__pkg__"]),
+        rule("//model:net", visibility=["//visibility:public"]),
+        rule("//model:tool", "cc_binary", visibility=["//visibility:public"])))
+    self.assertEqual(result.returncode, 1, result.stdout)
+    self.assertIn("//data:reader (floor 1 mid) is visible to //io:__pkg__ (floor 0 low), "
+                  "a lower floor", result.stdout)
+    self.assertIn("//model:net (floor 1 mid) is //visibility:public", result.stdout)
+    self.assertNotIn("//io:file", result.stdout)  # floor 0: everyone may use it
+    self.assertNotIn("//model:tool", result.stdout)  # a program
+    self.assertNotIn("//trainer:__pkg__", result.stdout)
+
+  def test_floors_bzl_is_the_layers_file_or_named_stale(self):
+    graph = query(rule("//io:file"))
+    tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+    layers = os.path.join(tmp, "layers.txt")
+    with open(layers, "w") as f:
+      f.write(LAYERS)
+    bzl = os.path.join(tmp, "floors.bzl")
+    written = subprocess.run([sys.executable, CHECK, "--write_floors", layers, bzl])
+    self.assertEqual(written.returncode, 0)
+    with open(bzl) as f:
+      text = f.read()
+    self.assertIn('"data": 1,', text)
+    self.assertIn('"trainer": 2,', text)
+    self.assertEqual(self.run_check(graph, {"tools/floors.bzl": text}).returncode, 0)
+    stale = self.run_check(graph, {"tools/floors.bzl": text.replace('"data": 1', '"data": 0')})
+    self.assertEqual(stale.returncode, 1, stale.stdout)
+    self.assertIn("tools/floors.bzl is out of date", stale.stdout)
+
+  def test_a_function_over_80_lines_is_named(self):
+    graph = query(rule("//io:file"))
+    body = "".join("  x += %d;\n" % i for i in range(78))
+    short = "int Short(int x) {\n%s  return x;\n}\n" % body  # 81 lines
+    long = "int Long(\n    int x) {\n%s  return x;\n}\n" % body  # 82 lines
+    result = self.run_check(graph, {"io/file.cc": short.replace("Short", "Fits", 1)
+                                    .replace("  x += 77;\n", "", 1) + long})
+    self.assertEqual(result.returncode, 1, result.stdout)
+    self.assertIn("io/file.cc:", result.stdout)
+    self.assertIn("Long is 82 lines (at most 80)", result.stdout)
+    self.assertNotIn("Fits", result.stdout)
 
 
 if __name__ == "__main__":

@@ -295,6 +295,44 @@ int ReportFinished(const RunFolderDecision& decision) {
   return 0;
 }
 
+// This rank's view of the run folder: rank 0's prepared folder, or none on
+// the other ranks. Under torchrun or a scheduler rank 0 prepares the folder
+// (the other ranks wait for it at rendezvous); under this binary's launcher
+// the launcher did, holds the lock and has decided, and deciding again reads
+// the same folder (nothing was written since) and gives its decision.
+absl::StatusOr<std::optional<PreparedRunFolder>> RankRunFolder(
+    const LoadedConfig& loaded, int rank, const std::string& out,
+    const std::string& reference_dir, const std::optional<CheckpointPlan>& checkpoints) {
+  if (rank != 0) return std::optional<PreparedRunFolder>();
+  if (!ParentHoldsRunFolderLock(out)) {
+    absl::StatusOr<PreparedRunFolder> prepared =
+        PrepareRunFolder(FolderRequest(loaded, out, out, reference_dir, checkpoints));
+    if (!prepared.ok()) return prepared.status();
+    return std::optional<PreparedRunFolder>(*std::move(prepared));
+  }
+  absl::StatusOr<RunFolderDecision> decision =
+      DecideRunFolder(out, loaded.config, FolderRules(loaded, checkpoints));
+  if (!decision.ok()) return decision.status();
+  std::optional<PreparedRunFolder> folder;
+  folder.emplace();
+  folder->decision = *std::move(decision);
+  return folder;
+}
+
+// The rank's exit code for a training run that ended: preempted, its parity
+// failed (said on stderr), or 0 (the verdict said on stdout when judged).
+int ExitCodeOf(const TrainingOutcome& outcome, const std::string& out) {
+  if (outcome.preempted) return kExitPreempted;
+  if (outcome.parity_checked && !outcome.parity_pass) {
+    std::cerr << outcome.parity_verdict << "; see " << out << "/parity.json" << std::endl;
+    return kExitCheckFailed;
+  }
+  if (outcome.parity_checked) {
+    std::cout << outcome.parity_verdict << "; see " << out << "/parity.json" << std::endl;
+  }
+  return 0;
+}
+
 int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
             const std::string& out) {
   const TrainingConfig& config = loaded.config;
@@ -303,24 +341,9 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
   const std::string reference_dir = compares ? out + "/reference" : "";
   // This process's checkpoint plan, decided once (config/checkpoint_plan.h).
   const std::optional<CheckpointPlan> checkpoints = PlanCheckpoints(config, out);
-  // Under torchrun or a scheduler rank 0 prepares the folder (the other
-  // ranks wait for it at rendezvous); under this binary's launcher the
-  // launcher did.
-  std::optional<PreparedRunFolder> folder;
-  if (env.rank == 0 && !ParentHoldsRunFolderLock(out)) {
-    absl::StatusOr<PreparedRunFolder> prepared =
-        PrepareRunFolder(FolderRequest(loaded, out, out, reference_dir, checkpoints));
-    if (!prepared.ok()) return Fail(prepared.status());
-    folder = *std::move(prepared);
-  } else if (env.rank == 0) {
-    // The launcher holds the lock and has decided; deciding again reads the
-    // same folder (nothing was written since) and gives its decision.
-    absl::StatusOr<RunFolderDecision> decision =
-        DecideRunFolder(out, config, FolderRules(loaded, checkpoints));
-    if (!decision.ok()) return Fail(decision.status());
-    folder.emplace();
-    folder->decision = *std::move(decision);
-  }
+  absl::StatusOr<std::optional<PreparedRunFolder>> folder =
+      RankRunFolder(loaded, env.rank, out, reference_dir, checkpoints);
+  if (!folder.ok()) return Fail(folder.status());
   // NCCL binds each rank to the GPU current when it starts.
   if (config.device() == "cuda") {
     try {
@@ -343,19 +366,19 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
             << " process group at " << joining->master_addr << ":" << joining->master_port
             << (MpiStarted() ? "; gradients over MPI" : "");
   absl::StatusOr<bool> finished = AgreeRunFinished(
-      *group, env.rank, env.world_size, folder.has_value() && folder->decision.finished);
+      *group, env.rank, env.world_size, folder->has_value() && (*folder)->decision.finished);
   if (!finished.ok()) return Fail(finished.status());
   if (*finished) {
-    if (folder.has_value()) return ReportFinished(folder->decision);
+    if (folder->has_value()) return ReportFinished((*folder)->decision);
     std::cout << "rank " << env.rank << ": the run in " << out
               << " is finished; nothing to train" << std::endl;
     return 0;
   }
   TrainingRunOptions options;
   if (absl::Status s = FillRunOptions(loaded, checkpoints, &options); !s.ok()) return Fail(s);
-  if (folder.has_value()) {
-    options.attempt = folder->decision.attempt;
-    options.folder = &folder->decision;
+  if (folder->has_value()) {
+    options.attempt = (*folder)->decision.attempt;
+    options.folder = &(*folder)->decision;
   }
   options.rank = env.rank;
   options.local_rank = env.local_rank;
@@ -371,15 +394,7 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
   options.preemptible = TakePreemption(config, checkpoints);
   absl::StatusOr<TrainingOutcome> outcome = RunTraining(options);
   if (!outcome.ok()) return Fail(outcome.status());
-  if (outcome->preempted) return kExitPreempted;
-  if (outcome->parity_checked && !outcome->parity_pass) {
-    std::cerr << outcome->parity_verdict << "; see " << out << "/parity.json" << std::endl;
-    return kExitCheckFailed;
-  }
-  if (outcome->parity_checked) {
-    std::cout << outcome->parity_verdict << "; see " << out << "/parity.json" << std::endl;
-  }
-  return 0;
+  return ExitCodeOf(*outcome, out);
 }
 
 // The config this rank runs: `loaded`, or, when the launcher started

@@ -86,6 +86,37 @@ absl::StatusOr<int64_t> RunUpdateCount(const UpdateSchedule& schedule) {
   return total;
 }
 
+namespace {
+
+// After update `total` (update `u` of `epoch`'s `num_updates`): whether the
+// preemption gate stops the run here. When it does, the last update's
+// checks are settled first (a failure is the stop's reason), then the
+// generation the gate asks for is saved unless the cadence saved it;
+// `end` records why and whether.
+absl::StatusOr<bool> StopsAtGate(const UpdateLoopParts& parts, int64_t total, int epoch,
+                                 int64_t u, int64_t num_updates, UpdateLoopEnd* end) {
+  if (parts.gate == nullptr) return false;
+  absl::StatusOr<std::optional<GateStop>> gate_stop = parts.gate->AfterUpdate(total);
+  if (!gate_stop.ok()) return gate_stop.status();
+  if (!gate_stop->has_value()) return false;
+  end->stopped_by = (*gate_stop)->reason;
+  absl::StatusOr<bool> failed = SettleLastUpdate(parts);
+  if (!failed.ok()) return failed.status();
+  if (*failed) {
+    end->stopped_by = parts.failed_check_stop;
+    return true;
+  }
+  if ((*gate_stop)->save && !parts.cadence->SavesAfter(total)) {
+    if (absl::Status s = parts.cadence->SaveNow(total, epoch, u, num_updates); !s.ok()) {
+      return s;
+    }
+  }
+  end->saved_at_stop = (*gate_stop)->save && parts.cadence->saves();
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<UpdateLoopEnd> RunUpdateLoop(const UpdateSchedule& schedule,
                                             const UpdateLoopParts& parts) {
   CHECK(schedule.sampler != nullptr && parts.step != nullptr &&
@@ -144,30 +175,13 @@ absl::StatusOr<UpdateLoopEnd> RunUpdateLoop(const UpdateSchedule& schedule,
       parts.progress->AfterUpdate(total, plan->num_updates(), epoch,
                                   result->weighted_loss, parts.report->updates());
       if (total % kUpdatesBetweenHeapTrims == 0) ReturnFreeHeapPages();
-      if (parts.gate != nullptr) {
-        absl::StatusOr<std::optional<GateStop>> gate_stop = parts.gate->AfterUpdate(total);
-        if (!gate_stop.ok()) return gate_stop.status();
-        if (gate_stop->has_value()) {
-          end.stopped_by = (*gate_stop)->reason;
-          absl::StatusOr<bool> failed = SettleLastUpdate(parts);
-          if (!failed.ok()) return failed.status();
-          if (*failed) {
-            end.stopped_by = parts.failed_check_stop;
-            stop = true;
-            ++u;
-            break;
-          }
-          if ((*gate_stop)->save && !parts.cadence->SavesAfter(total)) {
-            if (absl::Status s = parts.cadence->SaveNow(total, epoch, u, plan->num_updates());
-                !s.ok()) {
-              return s;
-            }
-          }
-          end.saved_at_stop = (*gate_stop)->save && parts.cadence->saves();
-          stop = true;
-          ++u;  // this update is done
-          break;
-        }
+      absl::StatusOr<bool> stopped_at_gate =
+          StopsAtGate(parts, total, epoch, u, plan->num_updates(), &end);
+      if (!stopped_at_gate.ok()) return stopped_at_gate.status();
+      if (*stopped_at_gate) {
+        stop = true;
+        ++u;  // this update is done
+        break;
       }
     }
     parts.report->AddEpoch(*plan, first, u);
