@@ -5,9 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "config/run_optimizer.h"
 #include "data/data_config.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "model/model_forms.h"
 #include "model/model_options.pb.h"
 #include "reducers/reducer_options.pb.h"
 
@@ -64,6 +66,11 @@ absl::StatusOr<TrainingConfig> ParseBaseConfig(const std::string& text,
         errors.error().empty() ? absl::StrCat(name, ": not a TrainingConfig")
                                : errors.error());
   }
+  // The plugin form of the built-in model and optimizer, as the shipped
+  // configs write them, read in their short forms (the same model and
+  // optimizer).
+  if (config.has_model()) *config.mutable_model() = ArchitectureFormOf(config.model());
+  *config.mutable_optimizer() = OptimizerShortFormOf(config.optimizer());
   if (!config.data().has_synthetic()) {
     return absl::InvalidArgumentError(absl::StrCat(
         name, ": data: the benchmark needs the built-in synthetic receipts "
@@ -76,11 +83,12 @@ absl::StatusOr<TrainingConfig> ParseBaseConfig(const std::string& text,
   if (config.model().architecture().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": model: the compute-bound model is the base "
-                           "config's model; none is set"));
+                           "config's model, a built-in cnn, mlp or linear; none is set"));
   }
   if (!config.optimizer().has_sgd()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        name, ": optimizer: the baselines use SGD; set optimizer { sgd { ... } }"));
+        name, ": optimizer: the baselines use SGD; select optimizer { name: \"sgd\" } "
+              "(without dampening or parameter groups)"));
   }
   const int world = std::max(1, config.world_size());
   if (config.global_batch() < world || config.global_batch() % world != 0) {

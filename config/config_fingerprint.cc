@@ -8,6 +8,7 @@
 #include <c10/util/hash.h>
 
 #include "config/config_loader.h"
+#include "config/run_optimizer.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "model/model_forms.h"
@@ -36,6 +37,8 @@ TrainingConfig FingerprintedConfig(const TrainingConfig& config) {
   if (canonical.lr_schedule().name() == "constant" && !canonical.lr_schedule().has_options()) {
     canonical.clear_lr_schedule();
   }
+  // Both forms of the built-in sgd and adamw are one optimizer.
+  *canonical.mutable_optimizer() = OptimizerShortFormOf(canonical.optimizer());
   // Both forms of a built-in model are one model.
   if (canonical.has_model()) {
     *canonical.mutable_model() = ArchitectureFormOf(canonical.model());

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "config/config_loader.h"
 #include "config/config_overrides.h"
@@ -237,6 +238,47 @@ TEST(ConfigFingerprintPinTest, AManifestConfigHashesItsPathAsWrittenWhereverItSi
               "864a3335ddd7e6d09674f2aed9df4a1f3ecab3a3")
         << folder;
   }
+}
+
+// The plugin form of sgd and adamw is the form the docs write; the short
+// forms are its aliases: a config written either way is one config.
+TEST(ConfigFingerprintTest, BothFormsOfAnOptimizerAreOneConfig) {
+  struct Forms {
+    const char* short_form;
+    const char* plugin_form;
+  };
+  const Forms same[] = {
+      {"sgd { learning_rate: 0.01 momentum: 0.9 }",
+       "name: 'sgd' options { [type.googleapis.com/receipt_parity.SgdOptions] "
+       "{ lr: 0.01 momentum: 0.9 } }"},
+      {"sgd { learning_rate: 0.001 }", "name: 'sgd'"},
+      {"adamw { learning_rate: 0.002 weight_decay: 0.01 }",
+       "name: 'adamw' options { [type.googleapis.com/receipt_parity.AdamWOptions] "
+       "{ lr: 0.002 beta1: 0.9 } }"},
+      {"adamw { learning_rate: 0.001 beta2: 0.99 }",
+       "name: 'adamw' options { [type.googleapis.com/receipt_parity.AdamWOptions] "
+       "{ beta2: 0.99 weight_decay: 0 } }"},
+  };
+  auto fingerprint = [](const std::string& optimizer) {
+    TrainingConfig config;
+    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+        "world_size: 2 global_batch: 4 optimizer { " + optimizer + " }", &config));
+    return ConfigFingerprint(config);
+  };
+  for (const Forms& f : same) {
+    SCOPED_TRACE(f.plugin_form);
+    EXPECT_EQ(fingerprint(f.short_form), fingerprint(f.plugin_form));
+  }
+  // What the short form cannot say keeps the plugin form's own fingerprint:
+  // another optimizer than the short form's nearest.
+  EXPECT_NE(fingerprint("sgd { learning_rate: 0.01 }"),
+            fingerprint("name: 'sgd' options { [type.googleapis.com/receipt_parity.SgdOptions] "
+                        "{ lr: 0.01 dampening: 0.5 } }"));
+  EXPECT_NE(fingerprint("adamw { learning_rate: 0.001 }"),
+            fingerprint("name: 'adamw' options { "
+                        "[type.googleapis.com/receipt_parity.AdamWOptions] { beta1: 0 } }"));
+  // adamw { } without weight_decay has none; the plugin form's unset is 0.01.
+  EXPECT_NE(fingerprint("adamw { learning_rate: 0.001 }"), fingerprint("name: 'adamw'"));
 }
 
 }  // namespace

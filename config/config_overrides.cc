@@ -1,10 +1,12 @@
 #include "config/config_overrides.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -271,9 +273,58 @@ absl::Status ApplyPath(const ConfigOverride& o, const std::vector<std::string>& 
   return absl::OkStatus();
 }
 
+// The short form's option names inside the plugin form's options
+// ("learning_rate" is "lr"), for the optimizers that have both forms.
+std::string PluginOptionOf(const std::string& short_form_option) {
+  return short_form_option == "learning_rate" ? "lr" : short_form_option;
+}
+
+// Whether `parts` is a field of the model's architecture form
+// (model.conv_channels) on a config whose model is a built-in architecture
+// written in the plugin form, whose options hold the same field.
+bool IsArchitectureFieldOfPluginForm(const std::vector<std::string>& parts,
+                                     const TrainingConfig& config) {
+  static const auto* const kArchitectures = new std::set<std::string>{"cnn", "mlp", "linear"};
+  static const auto* const kFields =
+      new std::set<std::string>{"conv_channels", "hidden_units", "dropout", "batch_norm"};
+  return parts.size() == 2 && parts[0] == "model" && config.model().has_name() &&
+         kArchitectures->count(config.model().name()) > 0 && kFields->count(parts[1]) > 0;
+}
+
+// `o`'s path, or, for a path through a short form on a config that writes
+// the same thing in the plugin form, the same option inside its options:
+// optimizer.sgd.X or optimizer.adamw.X where the optimizer is selected by
+// that name (learning_rate is options.lr), model.X where the model is a
+// built-in architecture selected by name. The short forms are the plugin
+// form's aliases, so an override written for one sets the other. An AdamW
+// beta or eps of 0 (the short form's default) is refused there: in the
+// plugin form 0 means 0.
+absl::StatusOr<std::vector<std::string>> PathThroughAlias(const ConfigOverride& o,
+                                                          const TrainingConfig& config) {
+  std::vector<std::string> parts = absl::StrSplit(o.field_path, '.');
+  if (IsArchitectureFieldOfPluginForm(parts, config)) {
+    return std::vector<std::string>{"model", "options", parts[1]};
+  }
+  const OptimizerConfig& optimizer = config.optimizer();
+  if (parts.size() != 3 || parts[0] != "optimizer" || optimizer.name() != parts[1] ||
+      (parts[1] != "sgd" && parts[1] != "adamw")) {
+    return parts;
+  }
+  if (parts[1] == "adamw" && (parts[2] == "beta1" || parts[2] == "beta2" || parts[2] == "eps")) {
+    double value = 0;
+    if (absl::SimpleAtod(o.value, &value) && value == 0) {
+      return Refuse(o, absl::StrCat("optimizer selects adamw by name, where ", parts[2],
+                                    " 0 means 0, not the default: write optimizer.options.",
+                                    parts[2], " with the value meant"));
+    }
+  }
+  return std::vector<std::string>{"optimizer", "options", PluginOptionOf(parts[2])};
+}
+
 absl::Status ApplyOne(const ConfigOverride& o, TrainingConfig* config) {
-  const std::vector<std::string> parts = absl::StrSplit(o.field_path, '.');
-  return ApplyPath(o, parts, 0, "", config);
+  absl::StatusOr<std::vector<std::string>> parts = PathThroughAlias(o, *config);
+  if (!parts.ok()) return parts.status();
+  return ApplyPath(o, *parts, 0, "", config);
 }
 
 }  // namespace
@@ -285,7 +336,7 @@ absl::StatusOr<std::vector<ConfigOverride>> ParseConfigOverrides(
     const size_t equals = text.find('=');
     if (equals == std::string::npos || equals == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--set ", text, ": expected FIELD_PATH=VALUE, e.g. --set optimizer.sgd.learning_rate=0.1"));
+          "--set ", text, ": expected FIELD_PATH=VALUE, e.g. --set optimizer.options.lr=0.1"));
     }
     overrides.push_back({text.substr(0, equals), text.substr(equals + 1)});
   }

@@ -6,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "model/model_options.pb.h"
 #include "optimizers/optimizer_options.pb.h"
 #include "reducers/reducer_options.pb.h"
 
@@ -215,6 +216,43 @@ TEST(ConfigOverridesTest, APluginOptionThatDoesNotExistNamesTheRealFields) {
   EXPECT_THAT(std::string(refused.message()),
               HasSubstr("optimizer.options names no plugin whose options it could hold: set "
                         "optimizer.name first"));
+}
+
+// The short form is the plugin form's alias: an override written for
+// optimizer.sgd or optimizer.adamw sets the same option of a config that
+// selects that optimizer by name.
+TEST(ConfigOverridesTest, AShortFormPathSetsThePluginFormsOption) {
+  TrainingConfig config = PluginForms();
+  ASSERT_TRUE(Apply({"optimizer.adamw.learning_rate=0.02", "optimizer.adamw.beta2=0.99"},
+                    &config)
+                  .ok());
+  AdamWOptions adamw;
+  ASSERT_TRUE(config.optimizer().options().UnpackTo(&adamw));
+  EXPECT_EQ(adamw.lr(), 0.02);
+  EXPECT_EQ(adamw.beta2(), 0.99);
+  EXPECT_FALSE(config.optimizer().has_adamw());
+  // 0 is the short form's default but the plugin form's 0: refused.
+  absl::Status refused = Apply({"optimizer.adamw.beta1=0"}, &config);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("beta1 0 means 0, not the default: write optimizer.options.beta1"));
+  // A built-in model in the plugin form: model.X is its options' X.
+  TrainingConfig cnn;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      "model { name: 'cnn' options { [type.googleapis.com/receipt_parity.CnnModelOptions] "
+      "{ conv_channels: [8] hidden_units: [16] } } }",
+      &cnn));
+  ASSERT_TRUE(Apply({"model.batch_norm=sync", "model.conv_channels=[4, 6]"}, &cnn).ok());
+  CnnModelOptions options;
+  ASSERT_TRUE(cnn.model().options().UnpackTo(&options));
+  EXPECT_EQ(options.batch_norm(), "sync");
+  EXPECT_EQ(options.conv_channels_size(), 2);
+  EXPECT_EQ(options.hidden_units(0), 16);
+  EXPECT_TRUE(cnn.model().architecture().empty());
+  // On another optimizer the short path is the short form's, as before.
+  TrainingConfig sgd_config = File();
+  ASSERT_TRUE(Apply({"optimizer.sgd.learning_rate=0.5"}, &sgd_config).ok());
+  EXPECT_EQ(sgd_config.optimizer().sgd().learning_rate(), 0.5);
 }
 
 }  // namespace

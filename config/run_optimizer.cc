@@ -1,5 +1,6 @@
 #include "config/run_optimizer.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -45,7 +46,64 @@ absl::StatusOr<RunOptimizer> ConfigForm(const std::string& name, const Options& 
   return RunOptimizer{name, std::shared_ptr<const OptimizerPlugin>(*std::move(plugin))};
 }
 
+// The short form's value of an AdamW option whose 0 means `default_value`:
+// unset for the default, nullopt where the short form cannot say it (0).
+std::optional<double> ShortAdamWValue(bool has, double value, double default_value) {
+  if (!has || value == default_value) return 0.0;
+  if (value == 0) return std::nullopt;
+  return value;
+}
+
+std::optional<SgdConfig> SgdShortForm(const SgdOptions& o) {
+  if ((o.has_dampening() && o.dampening() != 0) ||
+      o.weight_decay_excludes_biases_and_norms()) {
+    return std::nullopt;
+  }
+  SgdConfig sgd;
+  sgd.set_learning_rate(o.has_lr() ? o.lr() : 0.001);
+  sgd.set_momentum(o.momentum());
+  sgd.set_weight_decay(o.weight_decay());
+  sgd.set_nesterov(o.nesterov());
+  return sgd;
+}
+
+std::optional<AdamWConfig> AdamWShortForm(const AdamWOptions& o) {
+  if (o.amsgrad() || o.weight_decay_excludes_biases_and_norms()) return std::nullopt;
+  const std::optional<double> beta1 = ShortAdamWValue(o.has_beta1(), o.beta1(), 0.9);
+  const std::optional<double> beta2 = ShortAdamWValue(o.has_beta2(), o.beta2(), 0.999);
+  const std::optional<double> eps = ShortAdamWValue(o.has_eps(), o.eps(), 1e-8);
+  if (!beta1.has_value() || !beta2.has_value() || !eps.has_value()) return std::nullopt;
+  AdamWConfig adamw;
+  adamw.set_learning_rate(o.has_lr() ? o.lr() : 0.001);
+  adamw.set_beta1(*beta1);
+  adamw.set_beta2(*beta2);
+  adamw.set_eps(*eps);
+  adamw.set_weight_decay(o.has_weight_decay() ? o.weight_decay() : 0.01);
+  return adamw;
+}
+
 }  // namespace
+
+OptimizerConfig OptimizerShortFormOf(const OptimizerConfig& config) {
+  OptimizerConfig short_form;
+  if (config.name() == SgdOptimizer::kName) {
+    SgdOptions options;
+    if (config.has_options() && !config.options().UnpackTo(&options)) return config;
+    const std::optional<SgdConfig> sgd = SgdShortForm(options);
+    if (!sgd.has_value()) return config;
+    *short_form.mutable_sgd() = *sgd;
+    return short_form;
+  }
+  if (config.name() == AdamOptimizer::kAdamWName) {
+    AdamWOptions options;
+    if (config.has_options() && !config.options().UnpackTo(&options)) return config;
+    const std::optional<AdamWConfig> adamw = AdamWShortForm(options);
+    if (!adamw.has_value()) return config;
+    *short_form.mutable_adamw() = *adamw;
+    return short_form;
+  }
+  return config;
+}
 
 absl::Status CheckOptimizerForm(const OptimizerConfig& config) {
   const bool config_form = config.kind_case() != OptimizerConfig::KIND_NOT_SET;

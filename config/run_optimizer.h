@@ -34,6 +34,16 @@ struct RunOptimizer {
 // "optimizer" when it is in none or in both.
 absl::Status CheckOptimizerForm(const OptimizerConfig& config);
 
+// The short form of a plugin-form `sgd` or `adamw` selection when it has
+// one (the same optimizer, every option the same), else `config` as it is:
+// what the config fingerprint hashes, so that a config keeps its
+// fingerprint whichever form it is written in (the plugin form is the one
+// the docs write; sgd { } and adamw { } are its aliases). The plugin form
+// has no short form when it sets what the short form cannot say:
+// dampening, amsgrad, weight_decay_excludes_biases_and_norms, or an AdamW
+// beta or eps of 0 (the short form reads 0 as the default).
+OptimizerConfig OptimizerShortFormOf(const OptimizerConfig& config);
+
 // Selects and checks the optimizer of `config`. Errors name the field:
 // "optimizer.name: no optimizer plugin named 'x'; registered: ...",
 // "optimizer.options: <the plugin's message>", "optimizer.sgd.<option>:

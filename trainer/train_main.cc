@@ -607,7 +607,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Trains the receipt classifier: --config=configs/NAME.pbtxt --out=DIR "
       "[--set FIELD_PATH=VALUE ...] (any field of the config, e.g. --set "
-      "optimizer.sgd.learning_rate=0.1 --set model.conv_channels=[8,16]; "
+      "optimizer.options.lr=0.1 --set model.options.conv_channels=[8,16]; "
       "config/config_overrides.h)");
   // --set is repeatable and its values may hold commas: taken out before
   // absl parses the rest. A launcher passes the whole command line on, so

@@ -60,6 +60,31 @@ class ConfigOverridesTest(unittest.TestCase):
     self.assertEqual(fingerprint(overridden), fingerprint(as_file))
     self.assertNotEqual(fingerprint(overridden), fingerprint(plain))
 
+  def test_a_path_through_an_alias_form_sets_the_plugin_forms_option(self):
+    # The shipped configs write the plugin forms; the README's sweep
+    # command (optimizer.options.lr) and the older one through the sgd
+    # alias (optimizer.sgd.learning_rate) set the same option, and both
+    # are the config that writes the value.
+    shipped = os.path.join(os.environ["TEST_SRCDIR"], os.environ["TEST_WORKSPACE"],
+                           "configs", "two_worker_masked_tail.pbtxt")
+    with open(shipped) as f:
+      text = f.read()
+    self.assertIn('name: "sgd"', text)
+    written = support.write_config(self.tmp, "written", text.replace("lr: 0.01", "lr: 0.02")
+                                   .replace("conv_channels: [32, 64, 128]",
+                                            "conv_channels: [16, 32]"))
+    new = support.run_train("--config=" + shipped, "--validate_only",
+                            "--set", "optimizer.options.lr=0.02",
+                            "--set", "model.options.conv_channels=[16,32]")
+    old = support.run_train("--config=" + shipped, "--validate_only",
+                            "--set", "optimizer.sgd.learning_rate=0.02",
+                            "--set", "model.conv_channels=[16,32]")
+    by_file = support.run_train("--config=" + written, "--validate_only")
+    for result in (new, old, by_file):
+      self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertEqual(fingerprint(new), fingerprint(by_file))
+    self.assertEqual(fingerprint(old), fingerprint(by_file))
+
   def test_a_folder_resumes_only_with_the_same_overrides(self):
     out = os.path.join(self.tmp, "resumed")
     lr = ("--set", "optimizer.sgd.learning_rate=0.07")
