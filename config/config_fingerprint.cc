@@ -37,8 +37,13 @@ TrainingConfig FingerprintedConfig(const TrainingConfig& config) {
   if (canonical.lr_schedule().name() == "constant" && !canonical.lr_schedule().has_options()) {
     canonical.clear_lr_schedule();
   }
-  // Both forms of the built-in sgd and adamw are one optimizer.
-  *canonical.mutable_optimizer() = OptimizerShortFormOf(canonical.optimizer());
+  // Both forms of the built-in sgd and adamw are one optimizer. A name
+  // without options stays as it is: it is what RecipeFreeConfig leaves of
+  // any optimizer, and the recipe-independent fingerprints that saved
+  // checkpoints hold were made of it.
+  if (canonical.optimizer().has_options()) {
+    *canonical.mutable_optimizer() = OptimizerShortFormOf(canonical.optimizer());
+  }
   // Both forms of a built-in model are one model.
   if (canonical.has_model()) {
     *canonical.mutable_model() = ArchitectureFormOf(canonical.model());
