@@ -66,12 +66,23 @@ std::vector<at::Tensor> RankGradients(int rank, int world_size, int update) {
   return gradients;
 }
 
-// Chunk rows of the ordered mode: row k where rank k % world_size computed
-// it, zeros elsewhere; rank -1: every row (one rank).
+// Which chunk rows each rank computes in the ordered mode: contiguous
+// shares, rank r the rows [bounds[r], bounds[r + 1]).
+std::vector<int64_t> ChunkBounds(int world_size) {
+  std::vector<int64_t> bounds;
+  for (int r = 0; r <= world_size; ++r) bounds.push_back(int64_t{kChunks} * r / world_size);
+  return bounds;
+}
+
+// Chunk rows of the ordered mode: the rows rank `rank` computed
+// (ChunkBounds), zeros elsewhere; rank -1: every row (one rank).
 at::Tensor ChunkRows(int rank, int world_size) {
   at::Tensor rows = at::zeros({kChunks, kChunkElements}, at::kFloat);
+  const std::vector<int64_t> bounds = ChunkBounds(world_size);
   for (int k = 0; k < kChunks; ++k) {
-    if (rank < 0 || k % world_size == rank) rows[k].copy_(RandomVector(kChunkElements, 5000 + k, 1.0));
+    if (rank < 0 || (bounds[rank] <= k && k < bounds[rank + 1])) {
+      rows[k].copy_(RandomVector(kChunkElements, 5000 + k, 1.0));
+    }
   }
   return rows;
 }
@@ -158,7 +169,7 @@ absl::Status SumScenario(const ReducerSuiteOptions& options, GradientReducer& re
                          RankResult* result) {
   if (reducer.chunk_slots() > 0) {
     at::Tensor rows = ChunkRows(rank, world_size);
-    absl::StatusOr<at::Tensor> total = reducer.SumChunks(rows, &group);
+    absl::StatusOr<at::Tensor> total = reducer.SumChunks(rows, ChunkBounds(world_size), &group);
     if (!total.ok()) return total.status();
     result->tensors["chunks/sum"] = *total;
     return absl::OkStatus();
@@ -179,7 +190,7 @@ absl::Status ReduceOnce(GradientReducer& reducer, c10d::ProcessGroup& group, int
                         int world_size) {
   if (reducer.chunk_slots() > 0) {
     at::Tensor rows = ChunkRows(rank, world_size);
-    return reducer.SumChunks(rows, &group).status();
+    return reducer.SumChunks(rows, ChunkBounds(world_size), &group).status();
   }
   std::vector<at::Tensor> flats = {RandomVector(16, 77 + rank, 1.0)};
   return ReduceAll(reducer, flats, group);
@@ -368,7 +379,7 @@ void JudgeChunks(GradientReducer& reducer, const std::map<int, std::vector<RankR
   std::vector<std::string> sums, bits;
   at::Tensor all_rows = ChunkRows(-1, 1);
   const at::Tensor want = all_rows.to(at::kDouble).sum(0);
-  absl::StatusOr<at::Tensor> one_rank = reducer.SumChunks(all_rows, nullptr);
+  absl::StatusOr<at::Tensor> one_rank = reducer.SumChunks(all_rows, ChunkBounds(1), nullptr);
   if (!one_rank.ok()) {
     report->Add("SumChunks on one rank", {std::string(one_rank.status().message())});
     return;

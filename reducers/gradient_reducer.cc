@@ -29,6 +29,7 @@ std::vector<GradientBucket> GradientReducer::PlanBuckets(
 }
 
 absl::StatusOr<at::Tensor> GradientReducer::SumChunks(at::Tensor& /*chunks*/,
+                                                      absl::Span<const int64_t> /*row_bounds*/,
                                                       c10d::ProcessGroup* /*group*/) {
   return absl::UnimplementedError(
       "this reducer reduces buckets; SumChunks is the ordered mode's (chunk_slots() > 0)");

@@ -29,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 
 namespace c10d {
 class ProcessGroup;
@@ -130,11 +131,15 @@ class GradientReducer {
 
   // Ordered mode only. `chunks` is [K, n] (K chunks of the global batch, n
   // gradient elements): row k is the flattened gradient of the update's
-  // chunk k where this rank computed it, zeros elsewhere; `group` is
-  // nullptr on one rank. Returns the update's gradient [n], the same bits
-  // on every rank and at every world size; `chunks` may be overwritten.
-  // Default: Unimplemented.
+  // chunk k where this rank computed it, zeros elsewhere. Rank r computed
+  // the rows [row_bounds[r], row_bounds[r + 1]) (world size + 1 bounds,
+  // from 0 to K: each rank's share is a contiguous run of whole chunks;
+  // rows past the update's last slot are zeros on every rank and count as
+  // their rank's). `group` is nullptr on one rank (row_bounds {0, K}).
+  // Returns the update's gradient [n], the same bits on every rank and at
+  // every world size; `chunks` may be overwritten. Default: Unimplemented.
   virtual absl::StatusOr<at::Tensor> SumChunks(at::Tensor& chunks,
+                                               absl::Span<const int64_t> row_bounds,
                                                c10d::ProcessGroup* group);
 
   // Totals since construction.

@@ -5,22 +5,30 @@
 // of fixed chunks of the global batch: chunk k is the update's slots
 // [k*C, (k+1)*C) in the plan's global order (C = chunk_slots), computed
 // alone, as one forward and backward, by the rank that holds it
-// (trainer/update_step.h). SumChunks then, on every rank:
-//   1. one all-reduce SUM over the [K, n] matrix of chunk gradients, in
-//      which each rank filled its own rows and left the others zero: x + 0
-//      is x, so the all-reduce moves the rows without rounding them;
-//   2. adds 0 to every element, so a -0 becomes +0 as the all-reduce makes
-//      it on two ranks or more (on one rank there is no all-reduce);
-//   3. adds the rows in chunk order 0, 1, ..., K-1.
-// A chunk's gradient does not depend on which rank computed it (the same
-// parameters, slots, weights and kernels), and the sum does not depend on
-// the number of ranks, so the parameters after any number of updates are
-// bitwise the same at every world size whose split keeps each chunk on one
-// rank (config/config_loader.h refuses the others).
+// (trainer/update_step.h). The update's gradient is the chunk rows added
+// along one fixed binary tree whose shape depends on the number of rows
+// only (reducers/chunk_tree.h), each node the float sum of its two
+// children. SumChunks, on every rank:
+//   1. adds the maximal subtrees inside the rows it computed (one when its
+//      share is a node of the tree, as for equal shares of a power-of-two
+//      number of chunks a rank; O(log K) otherwise);
+//   2. an all-to-all: piece s (1/W of the elements) of those sums to rank
+//      s; rank s adds the tree's nodes above every rank's subtrees, in the
+//      tree's order, for its piece;
+//   3. an all-gather of the pieces.
+// The collectives move bits without adding them; every node is added from
+// the same two operands wherever it is added, so the total is the tree's
+// sum of the rows, bit for bit, at every world size whose split keeps each
+// chunk on one rank (config/config_loader.h refuses the others), and so
+// are the parameters after any number of updates.
 //
-// Cost: each update moves K rows instead of one gradient (K times
-// allreduce_sum's bytes), and computes K forwards and backwards of C slots
-// instead of one per rank (bench/README.md gives the measured figures).
+// Cost: with one subtree a rank, the all-to-all and the all-gather carry
+// what a ring all-reduce carries (2 (W - 1) / W of the gradient a rank);
+// stats().bytes counts the subtree sums a rank puts into the reduction
+// (the gradient's bytes times its subtrees), as allreduce_sum counts its
+// gradient. A rank computes its chunks' forwards and backwards alone, C
+// slots each, instead of one over its share (bench/README.md gives the
+// measured figures).
 //
 // Thread safety: one reducer per rank; its calls must not run concurrently.
 #ifndef RECEIPT_PARITY_REDUCERS_ORDERED_SUM_REDUCER_H_
@@ -43,9 +51,11 @@ class OrderedSumReducer : public GradientReducer {
   bool world_size_independent() const override { return true; }
   int chunk_slots() const override { return chunk_slots_; }
   // As GradientReducer::SumChunks. REQUIRES: chunks is 2-D, contiguous.
-  // Errors: the all-reduce's (CollectiveErrorToStatus); Internal for
-  // anything else LibTorch throws.
-  absl::StatusOr<at::Tensor> SumChunks(at::Tensor& chunks, c10d::ProcessGroup* group) override;
+  // Errors: InvalidArgument for row bounds that are not the group's
+  // ascending bounds from 0 to K; the collectives' and LibTorch's
+  // (CollectiveErrorToStatus).
+  absl::StatusOr<at::Tensor> SumChunks(at::Tensor& chunks, absl::Span<const int64_t> row_bounds,
+                                       c10d::ProcessGroup* group) override;
   ReduceStats stats() const override { return stats_; }
 
  private:

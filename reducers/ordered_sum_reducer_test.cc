@@ -1,8 +1,11 @@
 // ordered_sum over a real Gloo group whose ranks are threads: the sum of
 // the chunk rows is bitwise the same at 1, 2, 3 and 4 ranks, however the
-// chunks are dealt, and equals the rows added in chunk order.
+// chunks are dealt, and is the rows added along the fixed tree
+// (reducers/chunk_tree.h); a rank puts one gradient's bytes into the
+// reduction when its share is a subtree.
 #include "reducers/ordered_sum_reducer.h"
 
+#include <cmath>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -10,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "collectives/local_process_group.h"
+#include "reducers/chunk_tree.h"
 
 namespace receipt_parity {
 namespace {
@@ -41,16 +45,25 @@ at::Tensor RankRows(int first, int count) {
   return rows;
 }
 
+// The row bounds of a deal: rank r holds deal[r] consecutive chunks.
+std::vector<int64_t> BoundsOf(const std::vector<int>& deal) {
+  std::vector<int64_t> bounds = {0};
+  for (int count : deal) bounds.push_back(bounds.back() + count);
+  return bounds;
+}
+
+// A float tensor's bits, so that -0 and +0 differ.
+at::Tensor Bits(const at::Tensor& t) { return t.contiguous().view(at::kInt); }
+
 // Every rank's sum when rank r holds `deal[r]` consecutive chunks.
 std::vector<at::Tensor> SumsOver(const std::vector<int>& deal) {
   const int world = static_cast<int>(deal.size());
   std::vector<at::Tensor> sums(world);
   std::vector<OrderedSumReducer> reducers(world, MakeReducer());
-  std::vector<int> first(world, 0);
-  for (int r = 1; r < world; ++r) first[r] = first[r - 1] + deal[r - 1];
+  const std::vector<int64_t> bounds = BoundsOf(deal);
   auto sum_on = [&](int rank, c10d::ProcessGroup* group) {
-    at::Tensor rows = RankRows(first[rank], deal[rank]);
-    absl::StatusOr<at::Tensor> sum = reducers[rank].SumChunks(rows, group);
+    at::Tensor rows = RankRows(bounds[rank], deal[rank]);
+    absl::StatusOr<at::Tensor> sum = reducers[rank].SumChunks(rows, bounds, group);
     if (!sum.ok()) return sum.status();
     sums[rank] = *sum;
     return absl::OkStatus();
@@ -65,39 +78,64 @@ std::vector<at::Tensor> SumsOver(const std::vector<int>& deal) {
   return sums;
 }
 
-at::Tensor InChunkOrder() {
-  at::Tensor total = ChunkGradient(0) + 0.0f;
-  for (int k = 1; k < kChunks; ++k) total = total + ChunkGradient(k);
-  return total;
-}
+at::Tensor AllRows() { return RankRows(0, kChunks); }
 
 TEST(OrderedSumReducerTest, TheSumIsBitwiseTheSameAtOneToFourRanksEvenOrUneven) {
-  const at::Tensor expected = InChunkOrder();
-  // Another order of the same additions rounds otherwise: the check below
-  // could fail.
-  at::Tensor reversed = ChunkGradient(kChunks - 1) + 0.0f;
-  for (int k = kChunks - 2; k >= 0; --k) reversed = reversed + ChunkGradient(k);
-  ASSERT_FALSE(at::equal(reversed, expected));
+  const at::Tensor expected = SumSubtree(AllRows(), 0, {0, kChunks});
+  // Another order of the same additions (row by row) rounds otherwise: the
+  // check below could fail.
+  at::Tensor in_row_order = ChunkGradient(0).clone();
+  for (int k = 1; k < kChunks; ++k) in_row_order = in_row_order + ChunkGradient(k);
+  ASSERT_FALSE(at::equal(Bits(in_row_order), Bits(expected)));
   for (const std::vector<int>& deal : std::vector<std::vector<int>>{
-           {12}, {6, 6}, {9, 3}, {4, 4, 4}, {5, 5, 2}, {3, 3, 3, 3}, {1, 2, 4, 5}}) {
+           {12}, {6, 6}, {9, 3}, {4, 4, 4}, {5, 5, 2}, {3, 3, 3, 3}, {1, 2, 4, 5}, {0, 12},
+           {7, 0, 5}}) {
     for (const at::Tensor& sum : SumsOver(deal)) {
-      EXPECT_TRUE(at::equal(sum, expected)) << "deal of " << deal.size() << " ranks";
-      // -0 comes out +0 at every world size.
-      EXPECT_FALSE(std::signbit(sum[3].item<float>()));
+      EXPECT_TRUE(at::equal(Bits(sum), Bits(expected))) << "deal of " << deal.size() << " ranks";
     }
   }
+  // -0 in every row stays -0, the same at every world size.
+  EXPECT_TRUE(std::signbit(expected[3].item<float>()));
 }
 
-TEST(OrderedSumReducerTest, OneCollectiveOfEveryChunkPerUpdate) {
+// Shares that are subtrees of the tree (12 rows: [0, 8) and [8, 12) on two
+// ranks, thirds on three) put one gradient's bytes each into the reduction,
+// as allreduce_sum does; an all-to-all and an all-gather per update.
+TEST(OrderedSumReducerTest, ARankWhoseShareIsASubtreeSendsOneGradient) {
+  for (const std::vector<int>& deal : std::vector<std::vector<int>>{{8, 4}, {4, 4, 4}}) {
+    const int world = static_cast<int>(deal.size());
+    std::vector<OrderedSumReducer> reducers(world, MakeReducer());
+    const std::vector<int64_t> bounds = BoundsOf(deal);
+    absl::Status status = RunOnLocalGroup(world, [&](int rank, c10d::ProcessGroup& group) {
+      at::Tensor rows = RankRows(bounds[rank], deal[rank]);
+      return reducers[rank].SumChunks(rows, bounds, &group).status();
+    });
+    ASSERT_TRUE(status.ok()) << status;
+    for (int rank = 0; rank < world; ++rank) {
+      EXPECT_EQ(reducers[rank].stats().collectives, 2);
+      EXPECT_EQ(reducers[rank].stats().bytes, int64_t{kElements} * 4) << "rank " << rank;
+      EXPECT_GT(reducers[rank].stats().seconds, 0);
+    }
+  }
+  // [0, 6) of 12 rows is [0, 4) and [4, 6): two gradients.
   std::vector<OrderedSumReducer> reducers(2, MakeReducer());
-  absl::Status status = RunOnLocalGroup(2, [&](int rank, c10d::ProcessGroup& group) {
-    at::Tensor rows = RankRows(rank * 6, 6);
-    return reducers[rank].SumChunks(rows, &group).status();
-  });
-  ASSERT_TRUE(status.ok()) << status;
-  EXPECT_EQ(reducers[0].stats().collectives, 1);
-  EXPECT_EQ(reducers[0].stats().bytes, int64_t{kChunks} * kElements * 4);
-  EXPECT_GT(reducers[0].stats().seconds, 0);
+  const std::vector<int64_t> halves = {0, 6, 12};
+  ASSERT_TRUE(RunOnLocalGroup(2, [&](int rank, c10d::ProcessGroup& group) {
+                at::Tensor rows = RankRows(halves[rank], 6);
+                return reducers[rank].SumChunks(rows, halves, &group).status();
+              }).ok());
+  EXPECT_EQ(reducers[0].stats().bytes, 2 * int64_t{kElements} * 4);
+}
+
+TEST(OrderedSumReducerTest, RowBoundsThatAreNotTheGroupsAreRefused) {
+  OrderedSumReducer reducer = MakeReducer();
+  at::Tensor rows = AllRows();
+  for (const std::vector<int64_t>& bounds :
+       std::vector<std::vector<int64_t>>{{0, 6, 12}, {0, 11}, {1, 12}, {}}) {
+    absl::StatusOr<at::Tensor> sum = reducer.SumChunks(rows, bounds, nullptr);
+    EXPECT_EQ(sum.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(sum.status().message(), HasSubstr("ascending bounds from 0 to the 12 chunk rows"));
+  }
 }
 
 TEST(OrderedSumReducerTest, ChunkSlotsBelowOneAreRefusedAndBucketsAreNotItsWay) {

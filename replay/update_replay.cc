@@ -22,6 +22,7 @@
 #include "model/model_state.h"
 #include "model/share_backward.h"
 #include "model/sync_batch_norm.h"
+#include "reducers/chunk_tree.h"
 
 namespace receipt_parity {
 namespace {
@@ -211,10 +212,9 @@ absl::StatusOr<at::Tensor> OrderedSum(const RecordedUpdate& update,
       at::Tensor row = rows[chunk.row];
       FlattenGradients(**model, row);
     }
-    rows.add_(0.0);
-    at::Tensor total = rows[0].clone();
-    for (int64_t k = 1; k < rows.size(0); ++k) total.add_(rows[k]);
-    return total;
+    // The ordered mode's tree over the rows, whichever rank added which of
+    // its nodes (reducers/chunk_tree.h).
+    return SumSubtree(rows, 0, {0, rows.size(0)});
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, absl::StrCat(parts.where, ": LibTorch"));
   }

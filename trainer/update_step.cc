@@ -211,6 +211,7 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::OrderedBackward(const EpochPl
     for (const at::Tensor& p : parameters) elements += p.numel();
     chunk_rows_ =
         at::zeros({ChunkRows(plan, chunk_slots_), elements}, parameters.front().options());
+    chunk_row_bounds_ = ChunkRowBounds(plan, chunk_slots_);
     for (const ChunkShare& chunk : OrderedChunks(plan, update, chunk_slots_, Weighting())) {
       if (chunk.rank != parts_.rank) continue;
       absl::StatusOr<WeightedBackwardResult> backward = ChunkBackward(chunk, share, on_chunk);
@@ -235,7 +236,7 @@ absl::Status UpdateStep::SumChunks(int64_t total_update) {
   try {
     const PhaseKillScope injected_kill(parts_.phase_kill, KillPhase::kAllReduce,
                                        parts_.rank, total_update);
-    sum = parts_.reducer->SumChunks(chunk_rows_, parts_.group);
+    sum = parts_.reducer->SumChunks(chunk_rows_, chunk_row_bounds_, parts_.group);
   } catch (const std::exception& e) {
     return LibTorchError(e, parts_.rank, total_update);
   }

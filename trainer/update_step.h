@@ -319,6 +319,8 @@ class UpdateStep {
   // The reducer's chunk_slots(): > 0 in the ordered mode.
   int chunk_slots_ = 0;
   at::Tensor chunk_rows_;
+  // Which rows of chunk_rows_ each rank computes (ChunkRowBounds).
+  std::vector<int64_t> chunk_row_bounds_;
   // The plan whose epoch the verifier began last.
   const EpochPlan* verified_plan_ = nullptr;
   int64_t verified_epoch_ = -1;

@@ -72,6 +72,17 @@ int64_t ChunkRows(const EpochPlan& plan, int chunk_slots) {
   return (plan.global_batch() + chunk_slots - 1) / chunk_slots;
 }
 
+std::vector<int64_t> ChunkRowBounds(const EpochPlan& plan, int chunk_slots) {
+  std::vector<int64_t> bounds = {0};
+  int64_t first = 0;
+  for (int r = 0; r + 1 < plan.world_size(); ++r) {
+    first += plan.local_batch()[r];
+    bounds.push_back(first / chunk_slots);
+  }
+  bounds.push_back(ChunkRows(plan, chunk_slots));
+  return bounds;
+}
+
 std::vector<ChunkShare> OrderedChunks(const EpochPlan& plan, int64_t update, int chunk_slots,
                                       const WeightingInputs& inputs) {
   const UpdateComposition composition = CompositionOf(plan, update, inputs);

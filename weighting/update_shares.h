@@ -81,6 +81,13 @@ std::vector<ChunkShare> OrderedChunks(const EpochPlan& plan, int64_t update, int
 // / chunk_slots), whatever the update holds.
 int64_t ChunkRows(const EpochPlan& plan, int chunk_slots);
 
+// Which rows of that matrix each rank computes: rank r the rows
+// [bounds[r], bounds[r + 1]), its share of the global batch in chunks
+// (world size + 1 bounds from 0 to ChunkRows; the rows past the global
+// batch's last chunk are the last rank's). REQUIRES: every rank's first
+// slot is a multiple of chunk_slots (the config loader's rule).
+std::vector<int64_t> ChunkRowBounds(const EpochPlan& plan, int chunk_slots);
+
 }  // namespace receipt_parity
 
 #endif  // RECEIPT_PARITY_WEIGHTING_UPDATE_SHARES_H_

@@ -89,6 +89,14 @@ TEST(UpdateSharesTest, OrderedChunksFollowTheGlobalOrder) {
       }
     }
     EXPECT_EQ(next, static_cast<int64_t>(order.size()));
+    // Each rank's chunks lie inside its row bounds, the bounds cover every
+    // row, and the rows past the update's last chunk are the last rank's.
+    const std::vector<int64_t> bounds = ChunkRowBounds(plan, 2);
+    EXPECT_EQ(bounds, (std::vector<int64_t>{0, 2, 4}));
+    for (const ChunkShare& chunk : chunks) {
+      EXPECT_LE(bounds[chunk.rank], chunk.row);
+      EXPECT_LT(chunk.row, bounds[chunk.rank + 1]);
+    }
   }
 }
 
