@@ -231,7 +231,7 @@ std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes) {
     return " over MPI, the every-update checks off";
   }
   if (how == TrainerVariant::kOrderedSum) {
-    return " (ordered_sum: chunks of half a rank's batch, summed in chunk order)";
+    return " (ordered_sum: chunks of half a rank's batch, summed along the ordered mode's tree)";
   }
   if (const int steps = AccumulationStepsOf(how); steps > 1) {
     return absl::StrCat(", ", steps, " micro-batches per update (accumulation_steps ",

@@ -92,7 +92,7 @@ std::vector<std::string> BareArguments(const BenchmarkModel& model,
 // with); or each update in 2 or 4 micro-batches per rank at the same
 // global batch (accumulation_steps); or the ordered mode (reducer
 // ordered_sum, chunks of OrderedSumChunkSlots slots: each chunk's gradient
-// computed alone, every chunk's all-reduced, summed in chunk order).
+// computed alone, summed along the ordered mode's tree).
 enum class TrainerVariant {
   kAsConfigured,
   kBucketsOverlapped,
