@@ -16,6 +16,9 @@
 //      s; rank s adds the tree's nodes above every rank's subtrees, in the
 //      tree's order, for its piece;
 //   3. an all-gather of the pieces.
+// On two ranks steps 2 and 3 are one all-gather of both ranks' subtree
+// sums, the nodes above them added on each rank (the same bytes on the
+// wire, one collective instead of two).
 // The collectives move bits without adding them; every node is added from
 // the same two operands wherever it is added, so the total is the tree's
 // sum of the rows, bit for bit, at every world size whose split keeps each
@@ -35,6 +38,7 @@
 #define RECEIPT_PARITY_REDUCERS_ORDERED_SUM_REDUCER_H_
 
 #include "absl/status/statusor.h"
+#include "reducers/chunk_tree.h"
 #include "reducers/gradient_reducer.h"
 
 namespace receipt_parity {
@@ -60,6 +64,20 @@ class OrderedSumReducer : public GradientReducer {
 
  private:
   explicit OrderedSumReducer(int chunk_slots) : chunk_slots_(chunk_slots) {}
+
+  // Two ranks: one all-gather of both ranks' subtree sums (padded to the
+  // larger count), the tree above them added on each. `own` is this rank's
+  // sums of `held[rank]`. Throws the collective's and LibTorch's errors.
+  absl::StatusOr<at::Tensor> SumOverTwoRanks(const at::Tensor& chunks,
+                                             const std::vector<std::vector<ChunkTreeNode>>& held,
+                                             const std::vector<at::Tensor>& own,
+                                             c10d::ProcessGroup& group);
+  // Three ranks or more: the all-to-all of pieces, each rank adding the
+  // tree above every rank's subtrees for its piece, then the all-gather.
+  absl::StatusOr<at::Tensor> SumByPieces(const at::Tensor& chunks,
+                                         const std::vector<std::vector<ChunkTreeNode>>& held,
+                                         const std::vector<at::Tensor>& own,
+                                         c10d::ProcessGroup& group);
 
   int chunk_slots_;
   ReduceStats stats_;
