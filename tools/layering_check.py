@@ -262,6 +262,26 @@ def visibility_problems(query_xml, floors):
   return found
 
 
+PRIVATE_DEFAULT = 'default_visibility = ["//visibility:private"]'
+
+
+def public_by_default(source_root, floors):
+  """'PACKAGE/BUILD does not declare ...' for each package of the layers
+  file (third_party/ aside: other repositories' BUILD files) whose BUILD
+  file does not make its targets private by default: a target without a
+  visibility of its own shows none in bazel query, so only this keeps the
+  floors from leaking through a package's default."""
+  found = []
+  for package in sorted(floors):
+    path = os.path.join(source_root, package, "BUILD")
+    if package.startswith("third_party") or not os.path.isfile(path):
+      continue
+    with open(path, errors="replace") as f:
+      if PRIVATE_DEFAULT not in f.read():
+        found.append("%s/BUILD does not declare package(%s)" % (package, PRIVATE_DEFAULT))
+  return found
+
+
 def floors_bzl(floors):
   """tools/floors.bzl's text: the layers file as Starlark, and
   floors_above(), the visibility of a target that packages on its floor and
@@ -363,6 +383,7 @@ def main(argv):
   problems += visibility_problems(argv[2], floors)
   if len(argv) == 4:
     problems += floors_bzl_problems(argv[3], floors)
+    problems += public_by_default(argv[3], floors)
     problems += long_functions(argv[3], rule_packages - {None})
     problems += documents_naming_aliases(argv[3], alias_labels(argv[2]))
     problems += packages_not_in_architecture(argv[3], floors)

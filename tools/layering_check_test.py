@@ -143,6 +143,18 @@ class LayeringCheckTest(unittest.TestCase):
     self.assertNotIn("//model:tool", result.stdout)  # a program
     self.assertNotIn("//trainer:__pkg__", result.stdout)
 
+  def test_a_package_public_by_default_is_named(self):
+    graph = query(rule("//io:file"), rule("//data:reader"))
+    private = 'package(default_visibility = ["//visibility:private"])\n'
+    sources = {"io/BUILD": private,
+               "data/BUILD": 'package(default_visibility = ["//visibility:public"])\n'}
+    result = self.run_check(graph, sources)
+    self.assertEqual(result.returncode, 1, result.stdout)
+    self.assertIn("data/BUILD does not declare package(default_visibility", result.stdout)
+    self.assertNotIn("io/BUILD", result.stdout)
+    sources["data/BUILD"] = private
+    self.assertEqual(self.run_check(graph, sources).returncode, 0)
+
   def test_floors_bzl_is_the_layers_file_or_named_stale(self):
     graph = query(rule("//io:file"))
     tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
