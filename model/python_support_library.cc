@@ -309,7 +309,16 @@ class PythonModuleClassifier : public Classifier, public LayerReporter {
                                                        SyncBatchNormState(python));
     mirror.register_module(name, layer);
     python.attr("_harness_forward") = py::cpp_function([layer](const py::object& x) {
-      return ToPython(layer->forward(ToTensor(x, "SyncBatchNorm2d's input")));
+      const at::Tensor input = ToTensor(x, "SyncBatchNorm2d's input");
+      at::Tensor output;
+      {
+        // Its synchronized forward waits for the other ranks' sums: the
+        // other ranks of a replay are this process's threads, whose
+        // forwards need the GIL meanwhile.
+        const py::gil_scoped_release unlocked;
+        output = layer->forward(input);
+      }
+      return ToPython(output);
     });
   }
 

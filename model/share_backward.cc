@@ -51,20 +51,21 @@ absl::StatusOr<WeightedBackwardResult> SyncBatchNormShare(
     if (parts.on_micro_batch) parts.on_micro_batch(share[m], batch->update_keys, m);
     batches.push_back(*std::move(batch));
   }
-  // `before_last` is not called: its several backward passes are not the
-  // share's gradient until the last is done.
-  if (parts.one_rank && batches.size() == 1) {
-    SyncBatchNormPass direct;
-    direct.phase = BatchNormPhase::kDirect;
-    direct.valid = batches[0].valid;
-    const SyncBatchNormPassScope scope(&direct);
-    return WeightedBackward(*parts.model, batches[0].images, batches[0].labels,
-                            batches[0].weights, GradientStart::kZero, parts.bf16,
-                            batches[0].update_keys);
+  absl::StatusOr<WeightedBackwardResult> loss;
+  if (parts.one_rank && batches.size() > 1) {
+    // One rank cut into micro-batches (a one-worker run with
+    // accumulation, the drift twin): one micro-batch's activations at a
+    // time, the parameters' gradient added up over them.
+    const RankSum identity = [](at::Tensor&) { return absl::OkStatus(); };
+    loss = SyncBatchNormPassesBackward(*parts.model, batches, parts.bf16, identity);
+  } else {
+    // One backward for the share: the buckets reduce during it. On one
+    // rank (no sum), the direct forward: the reference itself.
+    if (parts.before_last) parts.before_last();
+    const RankSum identity = [](at::Tensor&) { return absl::OkStatus(); };
+    const RankSum sum = parts.one_rank ? RankSum() : (parts.sum ? parts.sum : identity);
+    loss = SyncBatchNormBackward(*parts.model, batches, parts.bf16, sum);
   }
-  const RankSum identity = [](at::Tensor&) { return absl::OkStatus(); };
-  absl::StatusOr<WeightedBackwardResult> loss =
-      SyncBatchNormBackward(*parts.model, batches, parts.bf16, parts.sum ? parts.sum : identity);
   if (!loss.ok()) return Prefixed(loss.status(), parts.where);
   return loss;
 }

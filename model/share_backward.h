@@ -9,11 +9,13 @@
 //     backward (model/weighted_loss.h), from zero gradients for m = 0 (even
 //     an empty one), adding for later non-empty ones; `before_last` runs
 //     just before the last one (where a rank arms its buckets);
-//   - a model with synchronized batch norms: the passes of
-//     model/sync_batch_norm_update.h over every micro-batch, their
-//     statistics added over the ranks by `sum`; on one rank in one
-//     micro-batch, one direct forward whose statistics leave out the masked
-//     slots, as the one-worker reference computes it.
+//   - a model with synchronized batch norms (model/sync_batch_norm_update.h):
+//     on several ranks, its micro-batches as one forward and backward,
+//     their statistics added over the ranks by `sum` inside it,
+//     `before_last` run before it; on one rank in one micro-batch, one
+//     direct forward whose statistics leave out the masked slots, as the
+//     one-worker reference computes it; on one rank in several, the passes
+//     that hold one micro-batch's activations at a time.
 // Every micro-batch's examples are `examples`' rows of its slots, its keys
 // UpdateKeys(keys, total_update) (model/keyed_dropout.h).
 //
@@ -52,10 +54,10 @@ struct ShareBackwardParts {
   // backward (the every-update accounting records it); may be empty.
   std::function<void(const MicroBatchShare& part, const at::Tensor& update_keys, int m)>
       on_micro_batch;
-  // Without synchronized batch norms, called once, before the last
-  // micro-batch's backward (where a rank arms its buckets to reduce during
-  // it); may be empty. Not called with them: their several backward passes
-  // are not the share's gradient until the last is done.
+  // Called once, before the last micro-batch's backward (with synchronized
+  // batch norms on several ranks, before the share's one backward): where
+  // a rank arms its buckets to reduce during it; may be empty. Not called
+  // by the passes of one rank in several micro-batches.
   std::function<void()> before_last;
   // Prefixes every error ("rank 1, update 7").
   std::string where;

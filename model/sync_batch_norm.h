@@ -13,7 +13,7 @@
 //
 // How a training forward gets the update's statistics is the pass it runs
 // in (SyncBatchNormPass, set for the calling thread by a
-// SyncBatchNormPassScope; model/sync_batch_norm_update.h runs the passes):
+// SyncBatchNormPassScope; model/sync_batch_norm_update.h runs the update):
 //   no pass        the statistics of its own input, all rows (a forward
 //                  outside an update: the load-time shape check, the bf16
 //                  tolerance's derivation); running statistics unchanged
@@ -21,6 +21,17 @@
 //                  differentiable graph, running statistics updated: the
 //                  whole update in one forward (one rank, one micro-batch:
 //                  the reference)
+//   kSynchronized  this rank's share of the update in one forward: the
+//                  layer adds its valid rows' sums (double) over the ranks
+//                  (`sum`), normalizes by the update's statistics and moves
+//                  its running statistics; its backward adds the loss's
+//                  gradient with respect to those statistics over the ranks
+//                  and carries it to its input's valid rows, so the input's
+//                  gradient is the whole update's (torch's SyncBatchNorm,
+//                  with masked rows left out). One sum of 2C + 1 numbers in
+//                  the forward, one of 2C in the backward, per layer.
+// The passes of an update cut into micro-batches whose activations are
+// held one at a time (model/sync_batch_norm_update.h):
 //   kCollect       layer `target` adds its valid rows' sums to the pass;
 //                  earlier layers normalize by their update statistics,
 //                  later ones pass their input on
@@ -31,19 +42,27 @@
 //                  gradient back to its input; later ones pass on
 //
 // Thread safety: a module is used by one thread; the pass is per thread.
+// The backward of a kSynchronized forward may run on another thread (the
+// autograd engine's): it holds what it needs, not the pass.
 #ifndef RECEIPT_PARITY_MODEL_SYNC_BATCH_NORM_H_
 #define RECEIPT_PARITY_MODEL_SYNC_BATCH_NORM_H_
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include "absl/status/status.h"
+
 namespace receipt_parity {
 
-enum class BatchNormPhase { kDirect, kCollect, kApply, kSurrogate };
+enum class BatchNormPhase { kDirect, kSynchronized, kCollect, kApply, kSurrogate };
 
 // One layer's share of a pass. Tensors are per channel, [C].
 struct BatchNormLayerPass {
@@ -65,6 +84,26 @@ struct BatchNormLayerPass {
   at::Tensor var_adjoint;
 };
 
+// The sum across the ranks computing one update, shared by the forward and
+// the backward of every layer of a kSynchronized pass, and the first error
+// it gave (a layer that meets one throws; the caller reports the status).
+class StatisticsSum {
+ public:
+  using Sum = std::function<absl::Status(at::Tensor& tensor)>;
+  explicit StatisticsSum(Sum sum) : sum_(std::move(sum)) {}
+  // Replaces `tensor` by its sum over the ranks; on an error records it (the
+  // first one) and throws std::runtime_error with its message.
+  void Add(at::Tensor& tensor);
+  // Records `status` (if none is yet) and throws as Add does.
+  [[noreturn]] void Fail(const absl::Status& status);
+  absl::Status first_error() const;
+
+ private:
+  Sum sum_;
+  mutable std::mutex mutex_;
+  absl::Status first_error_;
+};
+
 // What the synchronized batch norms of one model do in the forwards of one
 // update, and what they leave.
 struct SyncBatchNormPass {
@@ -74,7 +113,9 @@ struct SyncBatchNormPass {
   // The valid rows (bool [N], the input's device) of the micro-batch the
   // next forward runs; undefined: every row.
   at::Tensor valid;
-  // By layer index.
+  // kSynchronized: the sum across the ranks.
+  std::shared_ptr<StatisticsSum> sum;
+  // kCollect, kApply, kSurrogate: by layer index.
   std::vector<BatchNormLayerPass> layers;
   // kSurrogate: the sum of the target layer's surrogates over the forwards
   // (a scalar with its graph); undefined until one is added.
@@ -138,6 +179,7 @@ class SyncBatchNorm2dImpl : public torch::nn::Module {
  private:
   at::Tensor Normalize(const at::Tensor& x, const at::Tensor& mean, const at::Tensor& var);
   at::Tensor Direct(const at::Tensor& x, const at::Tensor& valid, bool update_running);
+  at::Tensor Synchronized(const at::Tensor& x, const SyncBatchNormPass& pass);
   void Collect(const at::Tensor& x, SyncBatchNormPass& pass);
   void AddSurrogate(const at::Tensor& x, SyncBatchNormPass& pass);
 

@@ -83,19 +83,86 @@ void ExpectClose(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>
   }
 }
 
-TEST(SyncBatchNormTest, ThreeMicroBatchesOnOneRankGiveTheWholeBatchsGradient) {
+TEST(SyncBatchNormTest, WithoutASumThreeMicroBatchesAreTheDirectReferenceBitwise) {
   const Batch b = MakeBatch();
   std::shared_ptr<Classifier> reference = Cnn();
   const std::vector<at::Tensor> expected = ReferenceGradients(*reference, b);
   std::shared_ptr<Classifier> cut = Cnn();
-  auto loss = SyncBatchNormBackward(
+  auto loss = SyncBatchNormBackward(*cut, {Slice(b, 0, 4), Slice(b, 4, 4), Slice(b, 8, 4)},
+                                    false, RankSum());
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  const std::vector<at::Tensor> got = Gradients(*cut);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::equal(got[i], expected[i])) << i;
+  const std::vector<at::Tensor> buffers = Buffers(*cut);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    EXPECT_TRUE(at::equal(buffers[i], Buffers(*reference)[i])) << i;
+  }
+  // A batch norm's running statistics moved at all.
+  EXPECT_FALSE(at::equal(buffers[0], at::zeros_like(buffers[0])));
+}
+
+TEST(SyncBatchNormTest, ThePassesOverThreeMicroBatchesGiveTheWholeBatchsGradient) {
+  const Batch b = MakeBatch();
+  std::shared_ptr<Classifier> reference = Cnn();
+  const std::vector<at::Tensor> expected = ReferenceGradients(*reference, b);
+  std::shared_ptr<Classifier> cut = Cnn();
+  auto loss = SyncBatchNormPassesBackward(
       *cut, {Slice(b, 0, 4), Slice(b, 4, 4), Slice(b, 8, 4)}, false, RankSumOver(nullptr, "x"));
   ASSERT_TRUE(loss.ok()) << loss.status();
   ExpectClose(Gradients(*cut), expected, 1e-4, 1e-6);
-  // The running statistics took the same step from the same statistics.
   ExpectClose(Buffers(*cut), Buffers(*reference), 1e-5, 1e-6);
-  // A batch norm's running statistics moved at all.
   EXPECT_FALSE(at::equal(Buffers(*cut)[0], at::zeros_like(Buffers(*cut)[0])));
+}
+
+TEST(SyncBatchNormTest, TheSynchronizedBackwardOnOneRankGivesTheReference) {
+  // The statistics' sum over one rank (the identity): the layer's own
+  // backward, not autograd's, carries the statistics' gradient.
+  const Batch b = MakeBatch();
+  std::shared_ptr<Classifier> reference = Cnn();
+  const std::vector<at::Tensor> expected = ReferenceGradients(*reference, b);
+  std::shared_ptr<Classifier> cut = Cnn();
+  int sums = 0;
+  const RankSum counting = [&sums](at::Tensor&) {
+    ++sums;
+    return absl::OkStatus();
+  };
+  auto loss = SyncBatchNormBackward(*cut, {Slice(b, 0, 5), Slice(b, 5, 7)}, false, counting);
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  ExpectClose(Gradients(*cut), expected, 1e-4, 1e-6);
+  ExpectClose(Buffers(*cut), Buffers(*reference), 1e-5, 1e-6);
+  // One sum per layer in the forward and one in the backward.
+  EXPECT_EQ(sums, 4);
+}
+
+TEST(SyncBatchNormTest, ARankWithNoRowsStillSumsAndTheOtherGetsTheReference) {
+  const Batch b = MakeBatch();
+  std::shared_ptr<Classifier> reference = Cnn();
+  const std::vector<at::Tensor> expected = ReferenceGradients(*reference, b);
+  std::vector<std::shared_ptr<Classifier>> models = {Cnn(), Cnn()};
+  const std::vector<std::vector<UpdateMicroBatch>> shares = {
+      {Slice(b, 0, 6), Slice(b, 6, 6)}, {Slice(b, 12, 0)}};
+  absl::Status status = RunOnLocalGroup(2, [&](int rank, c10d::ProcessGroup& group) {
+    return SyncBatchNormBackward(*models[rank], shares[rank], false,
+                                 RankSumOver(&group, "statistics"))
+        .status();
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  ExpectClose(Gradients(*models[0]), expected, 1e-4, 1e-6);
+  for (const at::Tensor& g : Gradients(*models[1])) EXPECT_TRUE(at::equal(g, at::zeros_like(g)));
+  const std::vector<at::Tensor> rank0 = Buffers(*models[0]);
+  const std::vector<at::Tensor> rank1 = Buffers(*models[1]);
+  for (size_t i = 0; i < rank0.size(); ++i) EXPECT_TRUE(at::equal(rank0[i], rank1[i]));
+}
+
+TEST(SyncBatchNormTest, AnUpdateWithNoValidExampleIsRefusedNamingTheLayer) {
+  Batch b = MakeBatch();
+  b.valid = at::zeros({kExamples}, at::kBool);
+  std::shared_ptr<Classifier> model = Cnn();
+  auto loss = SyncBatchNormBackward(*model, {Slice(b, 0, 4)}, false, RankSumOver(nullptr, "x"));
+  ASSERT_FALSE(loss.ok());
+  EXPECT_EQ(loss.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(loss.status().message(), ::testing::HasSubstr("layer 0 saw no valid example"));
 }
 
 TEST(SyncBatchNormTest, TwoRanksWithUnevenSharesAndMicroBatchesGiveTheReference) {

@@ -1,6 +1,7 @@
 #include "model/sync_batch_norm_update.h"
 
 #include <exception>
+#include <memory>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
@@ -140,9 +141,9 @@ void SurrogatePass(Classifier& model, const std::vector<UpdateMicroBatch>& micro
   pass.surrogate = at::Tensor();
 }
 
-absl::StatusOr<WeightedBackwardResult> Run(Classifier& model,
-                                           const std::vector<UpdateMicroBatch>& micro_batches,
-                                           bool bf16, const RankSum& sum) {
+absl::StatusOr<WeightedBackwardResult> RunPasses(Classifier& model,
+                                                 const std::vector<UpdateMicroBatch>& micro_batches,
+                                                 bool bf16, const RankSum& sum) {
   const Layers layers = SyncBatchNorms(model);
   const at::Tensor like = model.parameters().front();
   PrepareGradients(model, GradientStart::kZero);
@@ -172,13 +173,71 @@ absl::StatusOr<WeightedBackwardResult> Run(Classifier& model,
   return loss;
 }
 
+// The micro-batches' rows in order, as one.
+UpdateMicroBatch Concatenated(const std::vector<UpdateMicroBatch>& micro_batches) {
+  if (micro_batches.size() == 1) return micro_batches[0];
+  std::vector<at::Tensor> images, labels, keys, valid;
+  UpdateMicroBatch whole;
+  bool keyed = true;
+  for (const UpdateMicroBatch& mb : micro_batches) {
+    images.push_back(mb.images);
+    labels.push_back(mb.labels);
+    valid.push_back(mb.valid);
+    keyed = keyed && mb.update_keys.defined();
+    if (mb.update_keys.defined()) keys.push_back(mb.update_keys);
+    whole.weights.insert(whole.weights.end(), mb.weights.begin(), mb.weights.end());
+  }
+  whole.images = at::cat(images);
+  whole.labels = at::cat(labels);
+  whole.valid = at::cat(valid);
+  if (keyed) whole.update_keys = at::cat(keys);
+  return whole;
+}
+
+WeightedBackwardResult Backward(Classifier& model, const UpdateMicroBatch& whole, bool bf16) {
+  PrepareGradients(model, GradientStart::kZero);
+  WeightedLoss loss =
+      WeightedLossOf(model, whole.images, whole.labels, whole.weights, bf16, whole.update_keys);
+  loss.weighted.backward();
+  WeightedBackwardResult result;
+  result.weighted_loss = loss.weighted.item<double>();
+  result.accepted_loss_sum = loss.accepted_loss_sum;
+  return result;
+}
+
 }  // namespace
 
 absl::StatusOr<WeightedBackwardResult> SyncBatchNormBackward(
     Classifier& model, const std::vector<UpdateMicroBatch>& micro_batches, bool bf16,
     const RankSum& sum) {
+  if (micro_batches.empty()) {
+    return absl::InvalidArgumentError("synchronized batch norm: an update without micro-batches");
+  }
+  SyncBatchNormPass pass;
+  std::shared_ptr<StatisticsSum> statistics;
+  if (sum) {
+    statistics = std::make_shared<StatisticsSum>(sum);
+    pass.phase = BatchNormPhase::kSynchronized;
+    pass.sum = statistics;
+  }
   try {
-    return Run(model, micro_batches, bf16, sum);
+    const UpdateMicroBatch whole = Concatenated(micro_batches);
+    pass.valid = whole.valid;
+    const SyncBatchNormPassScope scope(&pass);
+    return Backward(model, whole, bf16);
+  } catch (const std::exception& e) {
+    if (statistics != nullptr && !statistics->first_error().ok()) {
+      return statistics->first_error();
+    }
+    return LibTorchErrorToStatus(e, "synchronized batch norm: LibTorch");
+  }
+}
+
+absl::StatusOr<WeightedBackwardResult> SyncBatchNormPassesBackward(
+    Classifier& model, const std::vector<UpdateMicroBatch>& micro_batches, bool bf16,
+    const RankSum& sum) {
+  try {
+    return RunPasses(model, micro_batches, bf16, sum);
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, "synchronized batch norm: LibTorch");
   }

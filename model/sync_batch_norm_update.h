@@ -1,11 +1,25 @@
 // One rank's forward and backward passes of a training update of a model
-// with synchronized batch norms (model/sync_batch_norm.h), when the update
-// is cut across ranks or micro-batches: every layer normalizes by the
-// statistics of the whole update's valid examples, and the gradient is the
-// one of the whole update's loss through those statistics, as the
-// one-worker reference's single backward gives it.
+// with synchronized batch norms (model/sync_batch_norm.h): every layer
+// normalizes by the statistics of the whole update's valid examples, and
+// the gradient is the one of the whole update's loss through those
+// statistics, as the one-worker reference's single backward gives it. Two
+// ways, one activation memory each:
 //
-// With layers 0..S-1 and the update's micro-batches M on this rank:
+// SyncBatchNormBackward: the rank's micro-batches as one forward and one
+// backward over their rows in order (a layer's statistics need every
+// micro-batch's input to the layer before any is normalized, and its
+// backward every micro-batch's gradient above it, so a forward layer by
+// layer over the micro-batches would hold every micro-batch's graph at
+// once anyway): the activation memory of the rank's whole share.
+//   - no `sum`: one direct forward whose statistics are its valid rows'
+//     (kDirect), the reference itself;
+//   - a `sum`: each layer adds its 2C + 1 sums over the ranks in the
+//     forward and the 2C sums of its statistics' gradient in the backward
+//     (kSynchronized), inside autograd, in the order the graph reaches
+//     the layers, the same on every rank: torch's SyncBatchNorm's cost.
+//
+// SyncBatchNormPassesBackward: one micro-batch's activations at a time,
+// with layers 0..S-1 and the update's micro-batches M on this rank:
 //   collect   for t = 0..S-1: a forward (no graph) of every micro-batch, layers
 //             below t normalizing by their update statistics, layer t
 //             summing its valid elements; the sums added over the ranks
@@ -21,9 +35,12 @@
 //             gradient back to the parameters below t and to the earlier
 //             layers' statistics (added over the ranks)
 // so an update costs about 2S + 1 forwards and S + 1 backwards, and 2S
-// small sums across ranks, all between passes (none inside autograd). The
-// parameters' gradients are left for the reducer as usual: every rank's
-// hold its own examples' share.
+// small sums across ranks, all between passes (none inside autograd); the
+// parameters' gradient is added up over the micro-batches, as a plain
+// model's is.
+//
+// Either way the parameters' gradients are left for the reducer as usual:
+// every rank's hold its own examples' share.
 //
 // Thread safety: one call per thread; `sum` must be a collective over the
 // same ranks running this update.
@@ -50,15 +67,20 @@ struct UpdateMicroBatch {
   std::vector<double> weights;  // n loss weights
 };
 
-// Sets every parameter's gradient to this rank's share of the update's
-// gradient (zeroing what was there) and returns this rank's share of the
+// Both set every parameter's gradient to this rank's share of the update's
+// gradient (zeroing what was there) and return this rank's share of the
 // loss, sum_i w_i * loss_i, and its accepted examples' loss sum
 // (model/weighted_loss.h). With `bf16`, forwards under bfloat16 autocast.
-// REQUIRES: the model has synchronized batch norms (SyncBatchNorms), is in
-// training mode; every rank calls with the same model and micro-batch
-// count. Errors: `sum`'s; Internal "synchronized batch norm: ..." for what
-// LibTorch throws.
+// A rank whose share has no rows still takes part in every sum. REQUIRES:
+// the model has synchronized batch norms (SyncBatchNorms), is in training
+// mode; every rank calls the same one with the same model (and, for the
+// passes, the same micro-batch count). Errors: `sum`'s; InvalidArgument for
+// a layer that saw no valid example in the update; Internal "synchronized
+// batch norm: ..." for what LibTorch throws.
 absl::StatusOr<WeightedBackwardResult> SyncBatchNormBackward(
+    Classifier& model, const std::vector<UpdateMicroBatch>& micro_batches, bool bf16,
+    const RankSum& sum);
+absl::StatusOr<WeightedBackwardResult> SyncBatchNormPassesBackward(
     Classifier& model, const std::vector<UpdateMicroBatch>& micro_batches, bool bf16,
     const RankSum& sum);
 
