@@ -260,6 +260,9 @@ int Main(int argc, char** argv, const std::vector<std::string>& sets) {
   for (TargetCheck& check : CheckIssue46Targets(models)) {
     *report.add_targets() = std::move(check);
   }
+  for (TargetCheck& check : CheckIssue49Targets(models)) {
+    *report.add_targets() = std::move(check);
+  }
   report.set_wall_seconds(std::chrono::duration<double>(Clock::now() - start).count());
   report.set_load_average_after(LoadAverage());
   const std::string json_path = (fs::path(settings.out_dir) / "scaling.json").string();

@@ -209,16 +209,51 @@ std::string VariantTag(TrainerVariant how) {
     case TrainerVariant::kOrderedSum: return "_ordered_sum";
     case TrainerVariant::kChecksOff: return "_checks_off";
     case TrainerVariant::kChecksOffOverMpi: return "_mpi_checks_off";
+    case TrainerVariant::kPerRankBatchNorm: return "_per_rank_batch_norm";
+    case TrainerVariant::kSyncBatchNorm: return "_sync_batch_norm";
+    case TrainerVariant::kPerRankBatchNormAccumulation2:
+      return "_per_rank_batch_norm_accumulation_2";
+    case TrainerVariant::kSyncBatchNormAccumulation2: return "_sync_batch_norm_accumulation_2";
+    case TrainerVariant::kPerRankBatchNormAccumulation4:
+      return "_per_rank_batch_norm_accumulation_4";
+    case TrainerVariant::kSyncBatchNormAccumulation4: return "_sync_batch_norm_accumulation_4";
   }
   return "";
 }
+
+std::string BatchNormOf(TrainerVariant how) {
+  switch (how) {
+    case TrainerVariant::kPerRankBatchNorm:
+    case TrainerVariant::kPerRankBatchNormAccumulation2:
+    case TrainerVariant::kPerRankBatchNormAccumulation4:
+      return "per_rank";
+    case TrainerVariant::kSyncBatchNorm:
+    case TrainerVariant::kSyncBatchNormAccumulation2:
+    case TrainerVariant::kSyncBatchNormAccumulation4:
+      return "sync";
+    default:
+      return "";
+  }
+}
+
+bool TakesBatchNorm(const BenchmarkModel& model) {
+  return model.model.architecture() == "cnn" && model.model.conv_channels_size() > 0;
+}
+
+int ExpectedExitCode(TrainerVariant how) { return BatchNormOf(how) == "per_rank" ? 3 : 0; }
 
 int OrderedSumChunkSlots(int batch_per_rank) { return std::max(1, batch_per_rank / 2); }
 
 int AccumulationStepsOf(TrainerVariant how) {
   switch (how) {
-    case TrainerVariant::kAccumulation2: return 2;
-    case TrainerVariant::kAccumulation4: return 4;
+    case TrainerVariant::kAccumulation2:
+    case TrainerVariant::kPerRankBatchNormAccumulation2:
+    case TrainerVariant::kSyncBatchNormAccumulation2:
+      return 2;
+    case TrainerVariant::kAccumulation4:
+    case TrainerVariant::kPerRankBatchNormAccumulation4:
+    case TrainerVariant::kSyncBatchNormAccumulation4:
+      return 4;
     default: return 1;
   }
 }
@@ -233,6 +268,10 @@ std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes) {
   if (how == TrainerVariant::kOrderedSum) {
     return " (ordered_sum: chunks of half a rank's batch, summed along the ordered mode's tree)";
   }
+  if (const std::string norm = BatchNormOf(how); !norm.empty()) {
+    return absl::StrCat(", batch_norm \"", norm, "\", ", AccumulationStepsOf(how),
+                        " micro-batch(es) per update");
+  }
   if (const int steps = AccumulationStepsOf(how); steps > 1) {
     return absl::StrCat(", ", steps, " micro-batches per update (accumulation_steps ",
                         steps, ", the same global batch)");
@@ -246,6 +285,12 @@ std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes) {
 TrainingConfig WithTrainerVariant(TrainingConfig config, TrainerVariant how,
                                   int64_t bucket_cap_bytes) {
   if (how == TrainerVariant::kAsConfigured) return config;
+  if (const std::string norm = BatchNormOf(how); !norm.empty()) {
+    config.mutable_model()->set_batch_norm(norm);
+    if (AccumulationStepsOf(how) > 1) config.set_accumulation_steps(AccumulationStepsOf(how));
+    if (norm == "per_rank") config.mutable_parity()->set_stop_on_failure(false);
+    return config;
+  }
   if (const int steps = AccumulationStepsOf(how); steps > 1) {
     config.set_accumulation_steps(steps);
     return config;

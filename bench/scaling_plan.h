@@ -104,8 +104,29 @@ enum class TrainerVariant {
   // parity { every_update: false }: what the every-update checks cost
   // (docs/parity.md), as configured and over MPI.
   kChecksOff,
-  kChecksOffOverMpi
+  kChecksOffOverMpi,
+  // Issue 49: a batch norm after each conv layer, synchronized or per rank
+  // (torch's BatchNorm2d, parity.stop_on_failure false: it fails parity),
+  // in 1, 2 or 4 micro-batches per update.
+  kPerRankBatchNorm,
+  kSyncBatchNorm,
+  kPerRankBatchNormAccumulation2,
+  kSyncBatchNormAccumulation2,
+  kPerRankBatchNormAccumulation4,
+  kSyncBatchNormAccumulation4
 };
+
+// The batch norm a variant puts after each conv layer: "sync", "per_rank",
+// or "" (the base config's model as it is).
+std::string BatchNormOf(TrainerVariant how);
+
+// Whether the benchmark can run the batch-norm variants on `model`: a cnn
+// (a batch norm follows a conv layer).
+bool TakesBatchNorm(const BenchmarkModel& model);
+
+// The exit code a run of `how` ends with when it trains to its end: 3 for
+// per-rank batch norm (its parity fails, as it should), else 0.
+int ExpectedExitCode(TrainerVariant how);
 
 // The ordered_sum variant's chunk_slots for a per-rank batch: half of it
 // (at least 1), so that each rank computes two chunks alone per update,
@@ -114,7 +135,7 @@ enum class TrainerVariant {
 int OrderedSumChunkSlots(int batch_per_rank);
 
 // The micro-batches per update of `how`: 2 or 4 for the accumulation
-// variants, 1 otherwise.
+// variants (with or without a batch norm), 1 otherwise.
 int AccumulationStepsOf(TrainerVariant how);
 
 // The largest accumulation_steps a benchmark variant uses: the base
@@ -123,7 +144,8 @@ inline constexpr int kLargestBenchmarkAccumulation = 4;
 
 // The suffix of a variant's run names ("" for kAsConfigured,
 // "_buckets_overlap", "_buckets_no_overlap", "_mpi", "_accumulation_2",
-// "_accumulation_4", "_ordered_sum").
+// "_accumulation_4", "_ordered_sum", "_sync_batch_norm_accumulation_2",
+// ...).
 std::string VariantTag(TrainerVariant how);
 
 // The variant as the benchmark announces it ("" for kAsConfigured).
@@ -134,7 +156,10 @@ std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes);
 // mpi_allreduce (no options) with run.launcher "mpirun"; or its
 // accumulation_steps 2 or 4 (global_batch unchanged); or its reducer
 // ordered_sum with chunk_slots OrderedSumChunkSlots(its per-rank batch)
-// (sampler and loss weighting unchanged: only the reducer differs).
+// (sampler and loss weighting unchanged: only the reducer differs); or its
+// model's batch_norm BatchNormOf(how) and accumulation_steps
+// AccumulationStepsOf(how) (per rank: parity.stop_on_failure false).
+// REQUIRES for the batch-norm variants: TakesBatchNorm of the model.
 TrainingConfig WithTrainerVariant(TrainingConfig config, TrainerVariant how,
                                   int64_t bucket_cap_bytes);
 

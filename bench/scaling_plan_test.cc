@@ -256,13 +256,56 @@ TEST(ScalingPlanTest, OrderedSumVariantChunksHalfARanksBatch) {
   EXPECT_EQ(VariantTag(TrainerVariant::kOrderedSum), "_ordered_sum");
 }
 
+TEST(ScalingPlanTest, BatchNormVariantsSetTheNormAndTheMicroBatchesOnly) {
+  TrainingConfig base;
+  base.set_global_batch(64);
+  base.set_world_size(2);
+  base.mutable_model()->set_architecture("cnn");
+  base.mutable_model()->add_conv_channels(8);
+  base.mutable_reducer()->set_name("allreduce_sum");
+  const struct {
+    TrainerVariant how;
+    const char* norm;
+    int steps;
+  } cases[] = {{TrainerVariant::kPerRankBatchNorm, "per_rank", 1},
+               {TrainerVariant::kSyncBatchNorm, "sync", 1},
+               {TrainerVariant::kPerRankBatchNormAccumulation2, "per_rank", 2},
+               {TrainerVariant::kSyncBatchNormAccumulation2, "sync", 2},
+               {TrainerVariant::kPerRankBatchNormAccumulation4, "per_rank", 4},
+               {TrainerVariant::kSyncBatchNormAccumulation4, "sync", 4}};
+  for (const auto& c : cases) {
+    const TrainingConfig normed = WithTrainerVariant(base, c.how, 1000);
+    EXPECT_EQ(normed.model().batch_norm(), c.norm);
+    EXPECT_EQ(normed.has_accumulation_steps(), c.steps > 1);
+    if (c.steps > 1) EXPECT_EQ(normed.accumulation_steps(), c.steps);
+    EXPECT_EQ(AccumulationStepsOf(c.how), c.steps);
+    EXPECT_EQ(normed.global_batch(), 64);
+    EXPECT_EQ(normed.reducer().SerializeAsString(), base.reducer().SerializeAsString());
+    // Per-rank batch norm fails parity, as it should: trained to its end.
+    const bool per_rank = std::string(c.norm) == "per_rank";
+    EXPECT_EQ(normed.parity().has_stop_on_failure(), per_rank);
+    EXPECT_EQ(ExpectedExitCode(c.how), per_rank ? 3 : 0);
+  }
+  EXPECT_EQ(BatchNormOf(TrainerVariant::kAccumulation2), "");
+  EXPECT_EQ(ExpectedExitCode(TrainerVariant::kOrderedSum), 0);
+  EXPECT_EQ(VariantLabel(TrainerVariant::kSyncBatchNormAccumulation2, 8),
+            ", batch_norm \"sync\", 2 micro-batch(es) per update");
+  BenchmarkModel cnn;
+  cnn.model = base.model();
+  EXPECT_TRUE(TakesBatchNorm(cnn));
+  EXPECT_FALSE(TakesBatchNorm(CommunicationBoundMlp()));
+}
+
 TEST(ScalingPlanTest, VariantsHaveDistinctRunNames) {
   const std::vector<TrainerVariant> all = {
       TrainerVariant::kAsConfigured, TrainerVariant::kBucketsOverlapped,
       TrainerVariant::kBucketsNotOverlapped, TrainerVariant::kOverMpi,
       TrainerVariant::kAccumulation2, TrainerVariant::kAccumulation4,
       TrainerVariant::kOrderedSum, TrainerVariant::kChecksOff,
-      TrainerVariant::kChecksOffOverMpi};
+      TrainerVariant::kChecksOffOverMpi, TrainerVariant::kPerRankBatchNorm,
+      TrainerVariant::kSyncBatchNorm, TrainerVariant::kPerRankBatchNormAccumulation2,
+      TrainerVariant::kSyncBatchNormAccumulation2, TrainerVariant::kPerRankBatchNormAccumulation4,
+      TrainerVariant::kSyncBatchNormAccumulation4};
   std::set<std::string> tags;
   for (TrainerVariant how : all) tags.insert(VariantTag(how));
   EXPECT_EQ(tags.size(), all.size());

@@ -129,6 +129,32 @@ void KeepFastestAllreduce(const DdpBaselineResult& round, ModelScaling* m) {
       fastest(m->allreduce_seconds_1kib(), round.allreduce_seconds_1kib()));
 }
 
+namespace {
+
+// Synchronized over per-rank batch norm at the same micro-batches.
+void FillBatchNormRatios(ModelScaling* m) {
+  m->set_sync_batch_norm_examples_per_second_ratio(
+      Ratio(m->ours_two_workers_sync_batch_norm().examples_per_second(),
+            m->ours_two_workers_per_rank_batch_norm().examples_per_second()));
+  m->set_sync_batch_norm_accumulation_2_examples_per_second_ratio(
+      Ratio(m->ours_two_workers_sync_batch_norm_accumulation_2().examples_per_second(),
+            m->ours_two_workers_per_rank_batch_norm_accumulation_2().examples_per_second()));
+  m->set_sync_batch_norm_accumulation_4_examples_per_second_ratio(
+      Ratio(m->ours_two_workers_sync_batch_norm_accumulation_4().examples_per_second(),
+            m->ours_two_workers_per_rank_batch_norm_accumulation_4().examples_per_second()));
+  m->set_sync_batch_norm_peak_rss_ratio(
+      Ratio(LargestRss(m->ours_two_workers_sync_batch_norm()),
+            LargestRss(m->ours_two_workers_per_rank_batch_norm())));
+  m->set_sync_batch_norm_accumulation_2_peak_rss_ratio(
+      Ratio(LargestRss(m->ours_two_workers_sync_batch_norm_accumulation_2()),
+            LargestRss(m->ours_two_workers_per_rank_batch_norm_accumulation_2())));
+  m->set_sync_batch_norm_accumulation_4_peak_rss_ratio(
+      Ratio(LargestRss(m->ours_two_workers_sync_batch_norm_accumulation_4()),
+            LargestRss(m->ours_two_workers_per_rank_batch_norm_accumulation_4())));
+}
+
+}  // namespace
+
 void FillRatios(ModelScaling* m) {
   m->set_ours_scaling(Ratio(m->ours_two_workers().examples_per_second(),
                             m->ours_one_worker().examples_per_second()));
@@ -186,6 +212,7 @@ void FillRatios(ModelScaling* m) {
               m->ours_two_workers_mpi_checks_off().examples_per_second()));
   }
   if (m->has_ours_two_workers_mpi()) FillMpiRatios(m);
+  if (m->has_ours_two_workers_sync_batch_norm()) FillBatchNormRatios(m);
 }
 
 RoundSpread SpreadOf(const std::vector<double>& values) {
@@ -283,11 +310,40 @@ const std::vector<RatioField>& RatioFields() {
   return *fields;
 }
 
+// Issue 49's: synchronized over per-rank batch norm.
+const std::vector<RatioField>& BatchNormRatioFields() {
+  static const auto* fields = new std::vector<RatioField>{
+      {&ModelScaling::sync_batch_norm_examples_per_second_ratio,
+       &ModelScaling::set_sync_batch_norm_examples_per_second_ratio,
+       &ModelScaling::mutable_sync_batch_norm_examples_per_second_ratio_spread},
+      {&ModelScaling::sync_batch_norm_accumulation_2_examples_per_second_ratio,
+       &ModelScaling::set_sync_batch_norm_accumulation_2_examples_per_second_ratio,
+       &ModelScaling::mutable_sync_batch_norm_accumulation_2_examples_per_second_ratio_spread},
+      {&ModelScaling::sync_batch_norm_accumulation_4_examples_per_second_ratio,
+       &ModelScaling::set_sync_batch_norm_accumulation_4_examples_per_second_ratio,
+       &ModelScaling::mutable_sync_batch_norm_accumulation_4_examples_per_second_ratio_spread},
+      {&ModelScaling::sync_batch_norm_peak_rss_ratio,
+       &ModelScaling::set_sync_batch_norm_peak_rss_ratio,
+       &ModelScaling::mutable_sync_batch_norm_peak_rss_ratio_spread},
+      {&ModelScaling::sync_batch_norm_accumulation_2_peak_rss_ratio,
+       &ModelScaling::set_sync_batch_norm_accumulation_2_peak_rss_ratio,
+       &ModelScaling::mutable_sync_batch_norm_accumulation_2_peak_rss_ratio_spread},
+      {&ModelScaling::sync_batch_norm_accumulation_4_peak_rss_ratio,
+       &ModelScaling::set_sync_batch_norm_accumulation_4_peak_rss_ratio,
+       &ModelScaling::mutable_sync_batch_norm_accumulation_4_peak_rss_ratio_spread},
+  };
+  return *fields;
+}
+
 }  // namespace
 
 void FillRoundRatios(const std::vector<ModelScaling>& rounds, ModelScaling* m) {
   const bool mpi_measured = rounds.front().has_ours_two_workers_mpi();
-  for (const RatioField& field : RatioFields()) {
+  std::vector<RatioField> fields = RatioFields();
+  if (rounds.front().has_ours_two_workers_sync_batch_norm()) {
+    fields.insert(fields.end(), BatchNormRatioFields().begin(), BatchNormRatioFields().end());
+  }
+  for (const RatioField& field : fields) {
     if (field.mpi_only && !mpi_measured) continue;
     std::vector<double> values;
     for (const ModelScaling& round : rounds) values.push_back((round.*field.get)());
@@ -381,6 +437,25 @@ std::vector<TargetCheck> CheckIssue46Targets(const std::vector<ModelScaling>& mo
     }
   }
   for (TargetCheck& check : checks) check.set_issue(46);
+  return checks;
+}
+
+std::vector<TargetCheck> CheckIssue49Targets(const std::vector<ModelScaling>& models) {
+  std::vector<TargetCheck> checks;
+  for (const ModelScaling& m : models) {
+    if (!m.has_ours_two_workers_sync_batch_norm()) continue;
+    const std::pair<const char*, double> rows[] = {
+        {"synchronized / per-rank batch norm examples/s, 1 micro-batch",
+         m.sync_batch_norm_examples_per_second_ratio()},
+        {"synchronized / per-rank batch norm examples/s, 2 micro-batches",
+         m.sync_batch_norm_accumulation_2_examples_per_second_ratio()},
+        {"synchronized / per-rank batch norm examples/s, 4 micro-batches",
+         m.sync_batch_norm_accumulation_4_examples_per_second_ratio()}};
+    for (const auto& [target, measured] : rows) {
+      checks.push_back(Check(target, m.name(), measured, ">=", kSyncBatchNormTarget));
+    }
+  }
+  for (TargetCheck& check : checks) check.set_issue(49);
   return checks;
 }
 

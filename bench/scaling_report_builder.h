@@ -91,6 +91,12 @@ std::vector<TargetCheck> CheckIssue13Targets(const std::vector<ModelScaling>& mo
 // them over without, each against kEveryUpdateShareTarget.
 std::vector<TargetCheck> CheckIssue46Targets(const std::vector<ModelScaling>& models);
 
+// Issue 49's: synchronized over per-rank batch norm examples/s at 1, 2 and
+// 4 micro-batches per update >= kSyncBatchNormTarget, where measured
+// (has_ours_two_workers_sync_batch_norm()), each with issue 49.
+inline constexpr double kSyncBatchNormTarget = 0.8;
+std::vector<TargetCheck> CheckIssue49Targets(const std::vector<ModelScaling>& models);
+
 }  // namespace receipt_parity
 
 #endif  // RECEIPT_PARITY_BENCH_SCALING_REPORT_BUILDER_H_

@@ -548,5 +548,33 @@ TEST(CheckTargetsTest, ThresholdItselfCountsAsMet) {
   for (const TargetCheck& c : CheckTargets({m})) EXPECT_TRUE(c.met()) << c.target();
 }
 
+TEST(CheckIssue49TargetsTest, SyncOverPerRankBatchNormAtEachMicroBatchCount) {
+  ModelScaling compute = Issue13Models(false)[0];
+  EXPECT_TRUE(CheckIssue49Targets({compute}).empty());  // not measured
+  *compute.mutable_ours_two_workers_per_rank_batch_norm() = receipt_parity::Run(1000, 0, {300});
+  *compute.mutable_ours_two_workers_sync_batch_norm() = receipt_parity::Run(850, 0, {360});
+  *compute.mutable_ours_two_workers_per_rank_batch_norm_accumulation_2() =
+      receipt_parity::Run(1000, 0, {300});
+  *compute.mutable_ours_two_workers_sync_batch_norm_accumulation_2() =
+      receipt_parity::Run(800, 0, {300});
+  *compute.mutable_ours_two_workers_per_rank_batch_norm_accumulation_4() =
+      receipt_parity::Run(1000, 0, {300});
+  *compute.mutable_ours_two_workers_sync_batch_norm_accumulation_4() =
+      receipt_parity::Run(790, 0, {300});
+  FillRatios(&compute);
+  EXPECT_DOUBLE_EQ(compute.sync_batch_norm_examples_per_second_ratio(), 0.85);
+  EXPECT_DOUBLE_EQ(compute.sync_batch_norm_accumulation_4_examples_per_second_ratio(), 0.79);
+  EXPECT_DOUBLE_EQ(compute.sync_batch_norm_peak_rss_ratio(), 1.2);
+  const std::vector<TargetCheck> checks = CheckIssue49Targets({compute});
+  ASSERT_EQ(checks.size(), 3u);
+  EXPECT_TRUE(checks[0].met());
+  EXPECT_TRUE(checks[1].met());  // 0.8 itself is met
+  EXPECT_FALSE(checks[2].met());
+  for (const TargetCheck& c : checks) {
+    EXPECT_EQ(c.issue(), 49);
+    EXPECT_EQ(c.threshold(), kSyncBatchNormTarget);
+  }
+}
+
 }  // namespace
 }  // namespace receipt_parity

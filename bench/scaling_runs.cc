@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "bench/receipt_pool.h"
 #include "bench/scaling_plan.h"
 #include "bench/scaling_report.pb.h"
@@ -46,16 +47,26 @@ using Clock = std::chrono::steady_clock;
 
 // Runs one child to success; returns its wall time. The run's folder or
 // file from an earlier benchmark is removed first, so nothing stale is read.
+// Runs the child to its end, which must be exit `expected_exit` (0 unless
+// a run is expected to report a failed verdict); its wall seconds.
 absl::StatusOr<double> RunChild(std::vector<std::string> argv,
                                 const std::string& log_path,
-                                const std::string& result_path) {
+                                const std::string& result_path, int expected_exit = 0) {
   std::error_code ignored;
   fs::remove_all(result_path, ignored);
   fs::remove(log_path, ignored);
   fs::create_directories(fs::path(result_path).parent_path(), ignored);
   const Clock::time_point start = Clock::now();
-  if (absl::Status s = RunProcessToSuccess({std::move(argv), log_path}); !s.ok()) {
-    return s;
+  if (expected_exit == 0) {
+    if (absl::Status s = RunProcessToSuccess({argv, log_path}); !s.ok()) return s;
+  } else {
+    absl::StatusOr<ProcessExit> exit = RunProcess({argv, log_path});
+    if (!exit.ok()) return exit.status();
+    if (exit->exit_code() != expected_exit) {
+      return absl::AbortedError(absl::StrCat(
+          "`", absl::StrJoin(argv, " "), "` ", exit->Describe(), ", where this run ends with ",
+          expected_exit, "; last lines of ", log_path, ":\n", LastLines(log_path, 20)));
+    }
   }
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -139,7 +150,7 @@ class ScalingRunner::Impl {
             std::max<int64_t>(1, int64_t{4} * bare->result.parameter_count() /
                                      kOverlapBuckets);
       }
-      for (const Variant& variant : Variants(&m)) {
+      for (const Variant& variant : Variants(model, &m)) {
         absl::StatusOr<SystemRun> run = variant.run(inputs);
         if (!run.ok()) return run.status();
         *variant.field(&this_round) = *run;
@@ -156,7 +167,7 @@ class ScalingRunner::Impl {
  private:
   // Every run of a round after the bare step, in the order they run.
   // `m` receives the DDP two-worker all-reduce figures.
-  std::vector<Variant> Variants(ModelScaling* m) {
+  std::vector<Variant> Variants(const BenchmarkModel& model, ModelScaling* m) {
     auto ours = [this](int world, TrainerVariant how) {
       return [this, world, how](const RoundInputs& in) {
         return RunOurs(*in.model, world, in.updates, in.suffix, how, in.bucket_cap_bytes);
@@ -207,6 +218,7 @@ class ScalingRunner::Impl {
         {[](ModelScaling* s) { return s->mutable_ours_two_workers_python_module(); },
          routed(ModelRoute::kPythonModule)},
     };
+    if (TakesBatchNorm(model)) AddBatchNormVariants(ours, &variants);
     // Where mpirun is installed; --smoke: only where communication binds.
     if (MpirunInstalled() && (!settings_.smoke || m->name() == "communication_bound")) {
       variants.push_back({[](ModelScaling* s) { return s->mutable_ours_two_workers_mpi(); },
@@ -218,6 +230,34 @@ class ScalingRunner::Impl {
       }
     }
     return variants;
+  }
+
+  // Synchronized and per-rank batch norm, side by side at 1, 2 and 4
+  // micro-batches per update.
+  template <typename Ours>
+  static void AddBatchNormVariants(const Ours& ours, std::vector<Variant>* variants) {
+    variants->insert(
+        variants->end(),
+        {{[](ModelScaling* s) { return s->mutable_ours_two_workers_per_rank_batch_norm(); },
+          ours(2, TrainerVariant::kPerRankBatchNorm)},
+         {[](ModelScaling* s) { return s->mutable_ours_two_workers_sync_batch_norm(); },
+          ours(2, TrainerVariant::kSyncBatchNorm)},
+         {[](ModelScaling* s) {
+            return s->mutable_ours_two_workers_per_rank_batch_norm_accumulation_2();
+          },
+          ours(2, TrainerVariant::kPerRankBatchNormAccumulation2)},
+         {[](ModelScaling* s) {
+            return s->mutable_ours_two_workers_sync_batch_norm_accumulation_2();
+          },
+          ours(2, TrainerVariant::kSyncBatchNormAccumulation2)},
+         {[](ModelScaling* s) {
+            return s->mutable_ours_two_workers_per_rank_batch_norm_accumulation_4();
+          },
+          ours(2, TrainerVariant::kPerRankBatchNormAccumulation4)},
+         {[](ModelScaling* s) {
+            return s->mutable_ours_two_workers_sync_batch_norm_accumulation_4();
+          },
+          ours(2, TrainerVariant::kSyncBatchNormAccumulation4)}});
   }
 
   std::string Path(const std::string& folder, const std::string& name) const {
@@ -378,7 +418,7 @@ class ScalingRunner::Impl {
     absl::StatusOr<double> wall = RunChild(
         {programs_.train, "--config=" + config_path, "--out=" + run_dir,
          "--whole_run_parity=false"},
-        log_path, run_dir);
+        log_path, run_dir, ExpectedExitCode(how));
     if (!wall.ok()) return wall.status();
     // One worker: the trainer writes the one-worker reference.
     const std::string summary_path =

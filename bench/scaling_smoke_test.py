@@ -167,6 +167,27 @@ class SmokeTest(unittest.TestCase):
         with open(os.path.join(os.path.dirname(routed["result_path"]),
                                "run_manifest.json")) as f:
           self.assertTrue(json.load(f)["model_revision"]["revision"].startswith(plugin + "("))
+      # Synchronized against per-rank batch norm (issue 49), on the CNN
+      # only: per-rank batch norm fails parity and trains to its end.
+      if m["name"] == "compute_bound":
+        for k, acc in ((1, ""), (2, "_accumulation_2"), (4, "_accumulation_4")):
+          sync = m[f"ours_two_workers_sync_batch_norm{acc}"]
+          per_rank = m[f"ours_two_workers_per_rank_batch_norm{acc}"]
+          self.assertEqual(sync["updates"], per_rank["updates"])
+          self.assertAlmostEqual(m[f"sync_batch_norm{acc}_examples_per_second_ratio"], ratio(
+              sync["examples_per_second"], per_rank["examples_per_second"]))
+          self.assertAlmostEqual(m[f"sync_batch_norm{acc}_peak_rss_ratio"], ratio(
+              max(sync["peak_rss_mib"]), max(per_rank["peak_rss_mib"])))
+          for norm, run in (("sync", sync), ("per_rank", per_rank)):
+            with open(os.path.join(self.out, "configs",
+                                   f"compute_bound_ours_2w_{norm}_batch_norm{acc}_r0.pbtxt")) as f:
+              text = f.read()
+            self.assertIn(f'batch_norm: "{norm}"', text)
+            self.assertEqual(f"accumulation_steps: {k}\n" in text, k > 1)
+            with open(os.path.join(os.path.dirname(run["result_path"]), "parity.json")) as f:
+              self.assertEqual(json.load(f)["pass"], norm == "sync", norm + acc)
+      else:
+        self.assertNotIn("ours_two_workers_sync_batch_norm", m)
       # One round: each ratio's spread is that one round.
       self.assertEqual(m["ours_scaling_spread"]["rounds"], [m["ours_scaling"]])
       # The reducer's all-reduces ran, so the two-worker run spent time in them.
@@ -202,8 +223,13 @@ class SmokeTest(unittest.TestCase):
     self.assertEqual(len(issue7), 7)
     self.assertEqual(report["targets"][:7], issue7)
     issue13 = [(t["model"], t["target"]) for t in report["targets"] if t["issue"] == 13]
-    self.assertEqual(len(issue7) + len(issue13) + sum(t["issue"] == 46 for t in report["targets"]),
-                     len(report["targets"]))
+    issue49 = [(t["model"], t["target"]) for t in report["targets"] if t["issue"] == 49]
+    self.assertEqual(len(issue7) + len(issue13) + len(issue49) +
+                     sum(t["issue"] == 46 for t in report["targets"]), len(report["targets"]))
+    self.assertEqual(issue49, [
+        ("compute_bound", "synchronized / per-rank batch norm examples/s, 1 micro-batch"),
+        ("compute_bound", "synchronized / per-rank batch norm examples/s, 2 micro-batches"),
+        ("compute_bound", "synchronized / per-rank batch norm examples/s, 4 micro-batches")])
     rss = "peak RSS per rank / bare LibTorch step's (two workers)"
     harness = "harness per-update time / bare LibTorch step"
     self.assertEqual(issue13, [
@@ -248,6 +274,8 @@ class SmokeTest(unittest.TestCase):
         [f"{m}_ours_2w_{route}_r0.pbtxt"
          for m in ("compute_bound", "communication_bound")
          for route in ("torchscript", "python_module")] +
+        [f"compute_bound_ours_2w_{norm}_batch_norm{acc}_r0.pbtxt"
+         for norm in ("sync", "per_rank") for acc in ("", "_accumulation_2", "_accumulation_4")] +
         [f"communication_bound_ours_2w_{v}_r0.pbtxt"
          for v in ("mpi", "mpi_checks_off")] * int(HAS_MPIRUN)))
     # The overlap runs: allreduce_sum over a quarter of the gradient's bytes.

@@ -1,5 +1,6 @@
 #include "bench/scaling_table.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -76,6 +77,12 @@ std::string SystemRows(const ModelScaling& m) {
             m.ours_two_workers_accumulation_4()),
       RowIf(m.has_ours_two_workers_ordered_sum(), "this project, ordered_sum",
             m.ours_two_workers_ordered_sum()),
+      RowIf(m.has_ours_two_workers_per_rank_batch_norm(), "this project, per-rank BN",
+            m.ours_two_workers_per_rank_batch_norm()),
+      RowIf(m.has_ours_two_workers_sync_batch_norm(), "this project, sync BN",
+            m.ours_two_workers_sync_batch_norm()),
+      RowIf(m.has_ours_two_workers_sync_batch_norm_accumulation_4(),
+            "this project, sync BN, acc. 4", m.ours_two_workers_sync_batch_norm_accumulation_4()),
       RowIf(m.has_ours_two_workers_torchscript(), "this project, TorchScript",
             m.ours_two_workers_torchscript()),
       RowIf(m.has_ours_two_workers_python_module(), "this project, Python",
@@ -151,6 +158,19 @@ std::string OrderedAndChecksLines(const ModelScaling& m) {
   return out;
 }
 
+// Synchronized against per-rank batch norm, where measured.
+std::string BatchNormLines(const ModelScaling& m) {
+  if (!m.has_ours_two_workers_sync_batch_norm()) return "";
+  return absl::StrFormat(
+      "  2w, synchronized over per-rank batch norm at 1 / 2 / 4 micro-batches per update: "
+      "examples/s %.2fx / %.2fx / %.2fx, peak RSS %.2fx / %.2fx / %.2fx\n",
+      m.sync_batch_norm_examples_per_second_ratio(),
+      m.sync_batch_norm_accumulation_2_examples_per_second_ratio(),
+      m.sync_batch_norm_accumulation_4_examples_per_second_ratio(),
+      m.sync_batch_norm_peak_rss_ratio(), m.sync_batch_norm_accumulation_2_peak_rss_ratio(),
+      m.sync_batch_norm_accumulation_4_peak_rss_ratio());
+}
+
 // The model as TorchScript and as a Python module, and Gloo's own
 // all-reduce, where measured.
 std::string ModelFormAndGlooLines(const ModelScaling& m) {
@@ -180,14 +200,23 @@ std::string FormatScalingTable(const ScalingReport& report) {
   std::string out = Preamble(report);
   for (const ModelScaling& m : report.models()) {
     absl::StrAppend(&out, SystemRows(m), ScalingLines(m), MpiAndAccumulationLines(m),
-                    OrderedAndChecksLines(m), ModelFormAndGlooLines(m));
+                    OrderedAndChecksLines(m), BatchNormLines(m), ModelFormAndGlooLines(m));
   }
   absl::StrAppend(&out, "\ntargets (issue 7):\n",
-                  TargetLines(report, [](int issue) { return issue != 13 && issue != 46; }),
+                  TargetLines(report,
+                              [](int issue) {
+                                return issue != 13 && issue != 46 && issue != 49;
+                              }),
                   "targets (issue 13):\n",
                   TargetLines(report, [](int issue) { return issue == 13; }),
                   "targets (issue 46):\n",
                   TargetLines(report, [](int issue) { return issue == 46; }));
+  const bool measured_49 = std::any_of(report.targets().begin(), report.targets().end(),
+                                       [](const TargetCheck& c) { return c.issue() == 49; });
+  if (measured_49) {
+    absl::StrAppend(&out, "targets (issue 49):\n",
+                    TargetLines(report, [](int issue) { return issue == 49; }));
+  }
   return out;
 }
 

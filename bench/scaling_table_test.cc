@@ -78,6 +78,32 @@ TEST(FormatScalingTableTest, EveryRunRatioAndTargetIsShown) {
   EXPECT_EQ(table.back(), '\n');
 }
 
+TEST(FormatScalingTableTest, BatchNormLinesAndIssue49TargetsWhereMeasured) {
+  ScalingReport report = Report();
+  EXPECT_THAT(FormatScalingTable(report), Not(HasSubstr("batch norm")));
+  EXPECT_THAT(FormatScalingTable(report), Not(HasSubstr("issue 49")));
+  ModelScaling* m = report.mutable_models(0);
+  *m->mutable_ours_two_workers_sync_batch_norm() = receipt_parity::Run("this project", 2, 850, 0.07, {300});
+  m->set_sync_batch_norm_examples_per_second_ratio(0.85);
+  m->set_sync_batch_norm_accumulation_2_examples_per_second_ratio(0.875);
+  m->set_sync_batch_norm_accumulation_4_examples_per_second_ratio(0.79);
+  m->set_sync_batch_norm_peak_rss_ratio(1.25);
+  TargetCheck* missed = report.add_targets();
+  missed->set_target("synchronized / per-rank batch norm examples/s, 4 micro-batches");
+  missed->set_model("compute_bound");
+  missed->set_measured(0.79);
+  missed->set_comparison(">=");
+  missed->set_threshold(0.8);
+  missed->set_issue(49);
+  const std::string table = FormatScalingTable(report);
+  EXPECT_THAT(table, HasSubstr("synchronized over per-rank batch norm at 1 / 2 / 4 "
+                               "micro-batches per update: examples/s 0.85x / 0.88x / 0.79x, "
+                               "peak RSS 1.25x"));
+  EXPECT_THAT(table, HasSubstr("targets (issue 49):\n  MISSED compute_bound        "
+                               "synchronized / per-rank batch norm examples/s, 4 "
+                               "micro-batches: 0.790 >= 0.80"));
+}
+
 TEST(FormatScalingTableTest, Issue13TargetsAreListedAfterIssue7s) {
   ScalingReport report = Report();
   for (TargetCheck& t : *report.mutable_targets()) t.set_issue(7);
