@@ -233,8 +233,9 @@ absl::Status BackwardOneByOne(const SimulatedParityRequest& request,
   return absl::OkStatus();
 }
 
-// A model with synchronized batch norms: each rank's passes on its own
-// thread, their statistics summed over the real Gloo group of threads.
+// A model with synchronized batch norms: each rank's forward and backward
+// on its own thread, their statistics summed over the real Gloo group of
+// threads.
 absl::Status BackwardSynchronized(const SimulatedParityRequest& request,
                                   const std::vector<Shard>& shards,
                                   const std::vector<std::vector<double>>& weights,

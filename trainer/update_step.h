@@ -9,10 +9,11 @@
 //              masked slots are computed and weigh zero; with
 //              accumulation, one forward and backward per micro-batch
 //              (samplers/micro_batches.h), their gradients added; a model
-//              with synchronized batch norms runs its passes over every
-//              micro-batch (model/sync_batch_norm_update.h), its statistics'
-//              sums crossing the ranks between passes, and its buckets are
-//              reduced after them
+//              with synchronized batch norms on several ranks runs its
+//              micro-batches as one forward and backward
+//              (model/sync_batch_norm_update.h), its statistics' sums
+//              crossing the ranks inside them, its buckets armed before
+//              that backward as before a plain model's last one
 //   in the ordered mode (a reducer with chunk_slots() > 0, e.g.
 //   ordered_sum), instead: every chunk of the update's global order that
 //   this rank's share covers is its own forward and backward, and the
