@@ -213,6 +213,9 @@ void FillRatios(ModelScaling* m) {
   }
   if (m->has_ours_two_workers_mpi()) FillMpiRatios(m);
   if (m->has_ours_two_workers_sync_batch_norm()) FillBatchNormRatios(m);
+  m->set_replay_over_update_compute(
+      Ratio(m->ours_two_workers().replay_seconds_per_checked_update(),
+            2 * m->ours_one_worker().median_update_seconds()));
 }
 
 RoundSpread SpreadOf(const std::vector<double>& values) {
@@ -297,6 +300,9 @@ const std::vector<RatioField>& RatioFields() {
       {&ModelScaling::every_update_examples_per_second_ratio,
        &ModelScaling::set_every_update_examples_per_second_ratio,
        &ModelScaling::mutable_every_update_examples_per_second_ratio_spread},
+      {&ModelScaling::replay_over_update_compute,
+       &ModelScaling::set_replay_over_update_compute,
+       &ModelScaling::mutable_replay_over_update_compute_spread},
       {&ModelScaling::every_update_mpi_examples_per_second_ratio,
        &ModelScaling::set_every_update_mpi_examples_per_second_ratio,
        &ModelScaling::mutable_every_update_mpi_examples_per_second_ratio_spread, true},
@@ -454,6 +460,11 @@ std::vector<TargetCheck> CheckIssue49Targets(const std::vector<ModelScaling>& mo
     for (const auto& [target, measured] : rows) {
       checks.push_back(Check(target, m.name(), measured, ">=", kSyncBatchNormTarget));
     }
+  }
+  for (const ModelScaling& m : models) {
+    checks.push_back(Check("replay of a checked update / the update's compute (two workers)",
+                           m.name(), m.replay_over_update_compute(), "<=",
+                           kReplayOverUpdateTarget));
   }
   for (TargetCheck& check : checks) check.set_issue(49);
   return checks;

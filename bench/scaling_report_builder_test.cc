@@ -550,7 +550,8 @@ TEST(CheckTargetsTest, ThresholdItselfCountsAsMet) {
 
 TEST(CheckIssue49TargetsTest, SyncOverPerRankBatchNormAtEachMicroBatchCount) {
   ModelScaling compute = Issue13Models(false)[0];
-  EXPECT_TRUE(CheckIssue49Targets({compute}).empty());  // not measured
+  // Without batch-norm runs: the replay's check alone.
+  ASSERT_EQ(CheckIssue49Targets({compute}).size(), 1u);
   *compute.mutable_ours_two_workers_per_rank_batch_norm() = receipt_parity::Run(1000, 0, {300});
   *compute.mutable_ours_two_workers_sync_batch_norm() = receipt_parity::Run(850, 0, {360});
   *compute.mutable_ours_two_workers_per_rank_batch_norm_accumulation_2() =
@@ -566,14 +567,29 @@ TEST(CheckIssue49TargetsTest, SyncOverPerRankBatchNormAtEachMicroBatchCount) {
   EXPECT_DOUBLE_EQ(compute.sync_batch_norm_accumulation_4_examples_per_second_ratio(), 0.79);
   EXPECT_DOUBLE_EQ(compute.sync_batch_norm_peak_rss_ratio(), 1.2);
   const std::vector<TargetCheck> checks = CheckIssue49Targets({compute});
-  ASSERT_EQ(checks.size(), 3u);
+  ASSERT_EQ(checks.size(), 4u);
   EXPECT_TRUE(checks[0].met());
   EXPECT_TRUE(checks[1].met());  // 0.8 itself is met
   EXPECT_FALSE(checks[2].met());
-  for (const TargetCheck& c : checks) {
-    EXPECT_EQ(c.issue(), 49);
-    EXPECT_EQ(c.threshold(), kSyncBatchNormTarget);
-  }
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(checks[i].threshold(), kSyncBatchNormTarget);
+  for (const TargetCheck& c : checks) EXPECT_EQ(c.issue(), 49);
+}
+
+TEST(CheckIssue49TargetsTest, TheReplayOverTwoOneWorkerUpdates) {
+  ModelScaling comm = Issue13Models(false)[1];
+  comm.mutable_ours_one_worker()->set_median_update_seconds(0.004);
+  comm.mutable_ours_two_workers()->set_replay_seconds_per_checked_update(0.010);
+  FillRatios(&comm);
+  EXPECT_DOUBLE_EQ(comm.replay_over_update_compute(), 1.25);
+  std::vector<TargetCheck> checks = CheckIssue49Targets({comm});
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].comparison(), "<=");
+  EXPECT_EQ(checks[0].threshold(), kReplayOverUpdateTarget);
+  EXPECT_FALSE(checks[0].met());
+  comm.mutable_ours_two_workers()->set_replay_seconds_per_checked_update(0.008);
+  FillRatios(&comm);
+  checks = CheckIssue49Targets({comm});
+  EXPECT_TRUE(checks[0].met());  // 1.0 itself is met
 }
 
 }  // namespace

@@ -22,7 +22,9 @@
 #include "google/protobuf/text_format.h"
 #include "io/atomic_file.h"
 #include "artifacts/artifact_stamp.h"
+#include "artifacts/run_summary_builder.h"
 #include "io/json_file.h"
+#include "parity/parity_report.pb.h"
 #include "runtime/cpu_pinning.h"
 #include "runtime/mpirun_launcher.h"
 #include "runtime/subprocess.h"
@@ -69,6 +71,20 @@ absl::StatusOr<double> RunChild(std::vector<std::string> argv,
     }
   }
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The median seconds of the checked updates the run at `parity_path`
+// replayed (parity.json replay); 0 when it replayed none.
+absl::StatusOr<double> ReplaySecondsPerCheckedUpdate(const std::string& parity_path) {
+  ParityReport parity;
+  if (absl::Status s = ReadArtifact(parity_path, &parity); !s.ok()) return s;
+  std::vector<double> seconds;
+  for (const UpdateReplay& update : parity.replay().updates()) {
+    if (update.mode() != "not_replayed" && update.seconds() > 0) {
+      seconds.push_back(update.seconds());
+    }
+  }
+  return Median(seconds);
 }
 
 // A baseline's own result and the report's view of the same run.
@@ -434,6 +450,12 @@ class ScalingRunner::Impl {
           updates, " on ", world, " (see ", config_path, ")"));
     }
     SystemRun run = FromRunSummary(summary);
+    if (world > 1) {
+      absl::StatusOr<double> replay =
+          ReplaySecondsPerCheckedUpdate((fs::path(run_dir) / "parity.json").string());
+      if (!replay.ok()) return replay.status();
+      run.set_replay_seconds_per_checked_update(*replay);
+    }
     run.set_wall_seconds(*wall);
     run.set_log_path(log_path);
     run.set_result_path(summary_path);

@@ -188,6 +188,18 @@ class SmokeTest(unittest.TestCase):
               self.assertEqual(json.load(f)["pass"], norm == "sync", norm + acc)
       else:
         self.assertNotIn("ours_two_workers_sync_batch_norm", m)
+      # The replay of a checked update (issue 49, item 3): parity.json's
+      # seconds, over two one-worker updates.
+      with open(os.path.join(os.path.dirname(ours2["result_path"]), "parity.json")) as f:
+        replayed = sorted(u["seconds"] for u in json.load(f)["replay"]["updates"]
+                          if u["mode"] != "not_replayed")
+      self.assertTrue(replayed)
+      middle = len(replayed) // 2
+      median = (replayed[middle] if len(replayed) % 2
+                else (replayed[middle - 1] + replayed[middle]) / 2)
+      self.assertAlmostEqual(ours2["replay_seconds_per_checked_update"], median)
+      self.assertAlmostEqual(m["replay_over_update_compute"], ratio(
+          median, 2 * ours1["median_update_seconds"]))
       # One round: each ratio's spread is that one round.
       self.assertEqual(m["ours_scaling_spread"]["rounds"], [m["ours_scaling"]])
       # The reducer's all-reduces ran, so the two-worker run spent time in them.
@@ -226,10 +238,12 @@ class SmokeTest(unittest.TestCase):
     issue49 = [(t["model"], t["target"]) for t in report["targets"] if t["issue"] == 49]
     self.assertEqual(len(issue7) + len(issue13) + len(issue49) +
                      sum(t["issue"] == 46 for t in report["targets"]), len(report["targets"]))
+    replay = "replay of a checked update / the update's compute (two workers)"
     self.assertEqual(issue49, [
         ("compute_bound", "synchronized / per-rank batch norm examples/s, 1 micro-batch"),
         ("compute_bound", "synchronized / per-rank batch norm examples/s, 2 micro-batches"),
-        ("compute_bound", "synchronized / per-rank batch norm examples/s, 4 micro-batches")])
+        ("compute_bound", "synchronized / per-rank batch norm examples/s, 4 micro-batches"),
+        ("compute_bound", replay), ("communication_bound", replay)])
     rss = "peak RSS per rank / bare LibTorch step's (two workers)"
     harness = "harness per-update time / bare LibTorch step"
     self.assertEqual(issue13, [

@@ -143,6 +143,13 @@ std::string OrderedAndChecksLines(const ModelScaling& m) {
                               m.ours_two_workers().bytes_reduced_per_update(),
                               m.ordered_sum_peak_rss_ratio()));
   }
+  if (m.ours_two_workers().replay_seconds_per_checked_update() > 0) {
+    absl::StrAppend(&out, absl::StrFormat("  2w, the replay of a checked update: %.1f ms, %.2fx "
+                                          "the update's compute (two one-worker updates)\n",
+                                          1e3 * m.ours_two_workers()
+                                                    .replay_seconds_per_checked_update(),
+                                          m.replay_over_update_compute()));
+  }
   if (m.has_ours_two_workers_checks_off()) {
     absl::StrAppend(&out, absl::StrFormat("  2w, the every-update checks: %.1f%% of an update, "
                                           "examples/s with / without %.2fx",
