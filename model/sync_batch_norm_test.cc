@@ -140,8 +140,9 @@ TEST(SyncBatchNormTest, ARankWithNoRowsStillSumsAndTheOtherGetsTheReference) {
   std::shared_ptr<Classifier> reference = Cnn();
   const std::vector<at::Tensor> expected = ReferenceGradients(*reference, b);
   std::vector<std::shared_ptr<Classifier>> models = {Cnn(), Cnn()};
+  // Rank 0's empty micro-batch adds no row; rank 1 has none at all.
   const std::vector<std::vector<UpdateMicroBatch>> shares = {
-      {Slice(b, 0, 6), Slice(b, 6, 6)}, {Slice(b, 12, 0)}};
+      {Slice(b, 0, 6), Slice(b, 12, 0), Slice(b, 6, 6)}, {Slice(b, 12, 0)}};
   absl::Status status = RunOnLocalGroup(2, [&](int rank, c10d::ProcessGroup& group) {
     return SyncBatchNormBackward(*models[rank], shares[rank], false,
                                  RankSumOver(&group, "statistics"))
@@ -153,6 +154,17 @@ TEST(SyncBatchNormTest, ARankWithNoRowsStillSumsAndTheOtherGetsTheReference) {
   const std::vector<at::Tensor> rank0 = Buffers(*models[0]);
   const std::vector<at::Tensor> rank1 = Buffers(*models[1]);
   for (size_t i = 0; i < rank0.size(); ++i) EXPECT_TRUE(at::equal(rank0[i], rank1[i]));
+}
+
+TEST(SyncBatchNormTest, MicroBatchesWithAndWithoutKeysAreRefused) {
+  const Batch b = MakeBatch();
+  UpdateMicroBatch keyed = Slice(b, 0, 6);
+  keyed.update_keys = at::arange(6, at::kLong);
+  std::shared_ptr<Classifier> model = Cnn();
+  auto loss = SyncBatchNormBackward(*model, {keyed, Slice(b, 6, 6)}, false,
+                                    RankSumOver(nullptr, "x"));
+  ASSERT_FALSE(loss.ok());
+  EXPECT_THAT(loss.status().message(), ::testing::HasSubstr("with and without update keys"));
 }
 
 TEST(SyncBatchNormTest, AnUpdateWithNoValidExampleIsRefusedNamingTheLayer) {

@@ -173,18 +173,26 @@ absl::StatusOr<WeightedBackwardResult> RunPasses(Classifier& model,
   return loss;
 }
 
-// The micro-batches' rows in order, as one.
+// The micro-batches' rows in order, as one (an empty micro-batch adds no
+// row, and its keys, defined or not, say nothing).
 UpdateMicroBatch Concatenated(const std::vector<UpdateMicroBatch>& micro_batches) {
-  if (micro_batches.size() == 1) return micro_batches[0];
+  std::vector<const UpdateMicroBatch*> with_rows;
+  for (const UpdateMicroBatch& mb : micro_batches) {
+    if (mb.images.size(0) > 0) with_rows.push_back(&mb);
+  }
+  if (with_rows.empty()) return micro_batches[0];
+  if (with_rows.size() == 1) return *with_rows[0];
   std::vector<at::Tensor> images, labels, keys, valid;
   UpdateMicroBatch whole;
-  bool keyed = true;
-  for (const UpdateMicroBatch& mb : micro_batches) {
+  bool keyed = with_rows[0]->update_keys.defined();
+  for (const UpdateMicroBatch* part : with_rows) {
+    const UpdateMicroBatch& mb = *part;
+    TORCH_CHECK(mb.update_keys.defined() == keyed,
+                "synchronized batch norm: micro-batches with and without update keys");
     images.push_back(mb.images);
     labels.push_back(mb.labels);
     valid.push_back(mb.valid);
-    keyed = keyed && mb.update_keys.defined();
-    if (mb.update_keys.defined()) keys.push_back(mb.update_keys);
+    if (keyed) keys.push_back(mb.update_keys);
     whole.weights.insert(whole.weights.end(), mb.weights.begin(), mb.weights.end());
   }
   whole.images = at::cat(images);
