@@ -131,26 +131,31 @@ void KeepFastestAllreduce(const DdpBaselineResult& round, ModelScaling* m) {
 
 namespace {
 
-// Synchronized over per-rank batch norm at the same micro-batches.
+// Synchronized over per-rank batch norm at the same micro-batches: the
+// examples/s and the largest per-rank peak RSS.
 void FillBatchNormRatios(ModelScaling* m) {
-  m->set_sync_batch_norm_examples_per_second_ratio(
-      Ratio(m->ours_two_workers_sync_batch_norm().examples_per_second(),
-            m->ours_two_workers_per_rank_batch_norm().examples_per_second()));
-  m->set_sync_batch_norm_accumulation_2_examples_per_second_ratio(
-      Ratio(m->ours_two_workers_sync_batch_norm_accumulation_2().examples_per_second(),
-            m->ours_two_workers_per_rank_batch_norm_accumulation_2().examples_per_second()));
-  m->set_sync_batch_norm_accumulation_4_examples_per_second_ratio(
-      Ratio(m->ours_two_workers_sync_batch_norm_accumulation_4().examples_per_second(),
-            m->ours_two_workers_per_rank_batch_norm_accumulation_4().examples_per_second()));
-  m->set_sync_batch_norm_peak_rss_ratio(
-      Ratio(LargestRss(m->ours_two_workers_sync_batch_norm()),
-            LargestRss(m->ours_two_workers_per_rank_batch_norm())));
-  m->set_sync_batch_norm_accumulation_2_peak_rss_ratio(
-      Ratio(LargestRss(m->ours_two_workers_sync_batch_norm_accumulation_2()),
-            LargestRss(m->ours_two_workers_per_rank_batch_norm_accumulation_2())));
-  m->set_sync_batch_norm_accumulation_4_peak_rss_ratio(
-      Ratio(LargestRss(m->ours_two_workers_sync_batch_norm_accumulation_4()),
-            LargestRss(m->ours_two_workers_per_rank_batch_norm_accumulation_4())));
+  const struct {
+    const SystemRun& sync;
+    const SystemRun& per_rank;
+    void (ModelScaling::*set_examples_per_second)(double);
+    void (ModelScaling::*set_peak_rss)(double);
+  } pairs[] = {
+      {m->ours_two_workers_sync_batch_norm(), m->ours_two_workers_per_rank_batch_norm(),
+       &ModelScaling::set_sync_batch_norm_examples_per_second_ratio,
+       &ModelScaling::set_sync_batch_norm_peak_rss_ratio},
+      {m->ours_two_workers_sync_batch_norm_accumulation_2(),
+       m->ours_two_workers_per_rank_batch_norm_accumulation_2(),
+       &ModelScaling::set_sync_batch_norm_accumulation_2_examples_per_second_ratio,
+       &ModelScaling::set_sync_batch_norm_accumulation_2_peak_rss_ratio},
+      {m->ours_two_workers_sync_batch_norm_accumulation_4(),
+       m->ours_two_workers_per_rank_batch_norm_accumulation_4(),
+       &ModelScaling::set_sync_batch_norm_accumulation_4_examples_per_second_ratio,
+       &ModelScaling::set_sync_batch_norm_accumulation_4_peak_rss_ratio}};
+  for (const auto& pair : pairs) {
+    (m->*pair.set_examples_per_second)(
+        Ratio(pair.sync.examples_per_second(), pair.per_rank.examples_per_second()));
+    (m->*pair.set_peak_rss)(Ratio(LargestRss(pair.sync), LargestRss(pair.per_rank)));
+  }
 }
 
 }  // namespace

@@ -51,18 +51,17 @@ absl::StatusOr<WeightedBackwardResult> SyncBatchNormShare(
     if (parts.on_micro_batch) parts.on_micro_batch(share[m], batch->update_keys, m);
     batches.push_back(*std::move(batch));
   }
+  const RankSum identity = [](at::Tensor&) { return absl::OkStatus(); };
   absl::StatusOr<WeightedBackwardResult> loss;
   if (parts.one_rank && batches.size() > 1) {
     // One rank cut into micro-batches (a one-worker run with
     // accumulation, the drift twin): one micro-batch's activations at a
     // time, the parameters' gradient added up over them.
-    const RankSum identity = [](at::Tensor&) { return absl::OkStatus(); };
     loss = SyncBatchNormPassesBackward(*parts.model, batches, parts.bf16, identity);
   } else {
     // One backward for the share: the buckets reduce during it. On one
     // rank (no sum), the direct forward: the reference itself.
     if (parts.before_last) parts.before_last();
-    const RankSum identity = [](at::Tensor&) { return absl::OkStatus(); };
     const RankSum sum = parts.one_rank ? RankSum() : (parts.sum ? parts.sum : identity);
     loss = SyncBatchNormBackward(*parts.model, batches, parts.bf16, sum);
   }

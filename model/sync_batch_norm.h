@@ -22,13 +22,13 @@
 //                  whole update in one forward (one rank, one micro-batch:
 //                  the reference)
 //   kSynchronized  this rank's share of the update in one forward: the
-//                  layer adds its valid rows' sums (double) over the ranks
-//                  (`sum`), normalizes by the update's statistics and moves
+//                  layer adds its valid rows' moments (double) over the
+//                  ranks (`sum`), normalizes by the update's statistics and moves
 //                  its running statistics; its backward adds the loss's
 //                  gradient with respect to those statistics over the ranks
 //                  and carries it to its input's valid rows, so the input's
 //                  gradient is the whole update's (torch's SyncBatchNorm,
-//                  with masked rows left out). One sum of 2C + 1 numbers in
+//                  with masked rows left out). One sum of 3C + 1 numbers in
 //                  the forward, one of 2C in the backward, per layer.
 // The passes of an update cut into micro-batches whose activations are
 // held one at a time (model/sync_batch_norm_update.h):
@@ -48,7 +48,6 @@
 #define RECEIPT_PARITY_MODEL_SYNC_BATCH_NORM_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -59,6 +58,7 @@
 #include <torch/nn/pimpl.h>
 
 #include "absl/status/status.h"
+#include "collectives/sum_across_ranks.h"
 
 namespace receipt_parity {
 
@@ -89,8 +89,7 @@ struct BatchNormLayerPass {
 // it gave (a layer that meets one throws; the caller reports the status).
 class StatisticsSum {
  public:
-  using Sum = std::function<absl::Status(at::Tensor& tensor)>;
-  explicit StatisticsSum(Sum sum) : sum_(std::move(sum)) {}
+  explicit StatisticsSum(RankSum sum) : sum_(std::move(sum)) {}
   // Replaces `tensor` by its sum over the ranks; on an error records it (the
   // first one) and throws std::runtime_error with its message.
   void Add(at::Tensor& tensor);
@@ -99,7 +98,7 @@ class StatisticsSum {
   absl::Status first_error() const;
 
  private:
-  Sum sum_;
+  RankSum sum_;
   mutable std::mutex mutex_;
   absl::Status first_error_;
 };

@@ -13,7 +13,7 @@
 // once anyway): the activation memory of the rank's whole share.
 //   - no `sum`: one direct forward whose statistics are its valid rows'
 //     (kDirect), the reference itself;
-//   - a `sum`: each layer adds its 2C + 1 sums over the ranks in the
+//   - a `sum`: each layer adds its 3C + 1 moments over the ranks in the
 //     forward and the 2C sums of its statistics' gradient in the backward
 //     (kSynchronized), inside autograd, in the order the graph reaches
 //     the layers, the same on every rank: torch's SyncBatchNorm's cost.
