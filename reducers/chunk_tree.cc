@@ -27,11 +27,36 @@ using RootIndex = std::map<std::pair<int64_t, int64_t>, size_t>;
 
 // The sum of `node` from the roots at or below it; nullopt-like undefined
 // tensor and `*missing` set when a leaf under it is in no root.
+absl::Status NotACover(int64_t rows, size_t roots) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "chunk tree: the ", roots, " roots given are not subtrees covering the ", rows,
+      " rows exactly"));
+}
+
+// Counts the roots at or below `node` that a sum would use; `*missing`
+// when a leaf under it is in no root.
+void CountCover(ChunkTreeNode node, const RootIndex& index, size_t* used, bool* missing) {
+  if (index.count({node.lo, node.hi}) > 0) {
+    ++*used;
+    return;
+  }
+  if (node.hi - node.lo < 2) {
+    *missing = true;
+    return;
+  }
+  const int64_t split = ChunkTreeSplit(node);
+  CountCover({node.lo, split}, index, used, missing);
+  CountCover({split, node.hi}, index, used, missing);
+}
+
+// With `out` defined, the node's sum is written there (the root's call).
 at::Tensor SumAbove(ChunkTreeNode node, const RootIndex& index,
-                    const std::vector<at::Tensor>& sums, size_t* used, bool* missing) {
+                    const std::vector<at::Tensor>& sums, size_t* used, bool* missing,
+                    at::Tensor out = at::Tensor()) {
   const auto found = index.find({node.lo, node.hi});
   if (found != index.end()) {
     ++*used;
+    if (out.defined()) return out.copy_(sums[found->second]);
     return sums[found->second];
   }
   if (node.hi - node.lo < 2) {
@@ -42,7 +67,26 @@ at::Tensor SumAbove(ChunkTreeNode node, const RootIndex& index,
   at::Tensor left = SumAbove({node.lo, split}, index, sums, used, missing);
   at::Tensor right = SumAbove({split, node.hi}, index, sums, used, missing);
   if (*missing) return at::Tensor();
+  if (out.defined()) return at::add_out(out, left, right);
   return at::add(left, right);
+}
+
+// The index of `roots`, or InvalidArgument for a count that is not `sums`'.
+absl::StatusOr<RootIndex> IndexRoots(int64_t rows, const std::vector<ChunkTreeNode>& roots,
+                                     const std::vector<at::Tensor>& sums) {
+  if (rows < 1 || roots.size() != sums.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk tree: ", roots.size(), " roots and ",
+                                                   sums.size(), " sums over ", rows, " rows"));
+  }
+  RootIndex index;
+  for (size_t i = 0; i < roots.size(); ++i) index[{roots[i].lo, roots[i].hi}] = i;
+  if (index.size() != roots.size()) return NotACover(rows, roots.size());
+  // Every leaf under some root, each root used once: checked without adding.
+  size_t used = 0;
+  bool missing = false;
+  CountCover({0, rows}, index, &used, &missing);
+  if (missing || used != roots.size()) return NotACover(rows, roots.size());
+  return index;
 }
 
 }  // namespace
@@ -68,24 +112,35 @@ at::Tensor SumSubtree(const at::Tensor& chunks, int64_t offset, ChunkTreeNode no
   return sum;
 }
 
+void SumSubtreeInto(const at::Tensor& chunks, int64_t offset, ChunkTreeNode node, at::Tensor out) {
+  if (node.hi - node.lo == 1) {
+    out.copy_(chunks[node.lo - offset]);
+    return;
+  }
+  const int64_t split = ChunkTreeSplit(node);
+  SumSubtreeInto(chunks, offset, {node.lo, split}, out);
+  out.add_(SumSubtree(chunks, offset, {split, node.hi}));
+}
+
 absl::StatusOr<at::Tensor> SumFromRoots(int64_t rows, const std::vector<ChunkTreeNode>& roots,
                                         const std::vector<at::Tensor>& sums) {
-  if (rows < 1 || roots.size() != sums.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk tree: ", roots.size(), " roots and ",
-                                                   sums.size(), " sums over ", rows, " rows"));
-  }
-  RootIndex index;
-  for (size_t i = 0; i < roots.size(); ++i) index[{roots[i].lo, roots[i].hi}] = i;
+  absl::StatusOr<RootIndex> index = IndexRoots(rows, roots, sums);
+  if (!index.ok()) return index.status();
   size_t used = 0;
   bool missing = false;
-  at::Tensor total = SumAbove({0, rows}, index, sums, &used, &missing);
-  if (missing || used != roots.size() || index.size() != roots.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "chunk tree: the ", roots.size(), " roots given are not subtrees covering the ", rows,
-        " rows exactly"));
-  }
+  at::Tensor total = SumAbove({0, rows}, *index, sums, &used, &missing);
   // A single root is the caller's tensor: the total is a tensor of its own.
   return roots.size() == 1 ? total.clone() : total;
+}
+
+absl::Status SumFromRootsInto(int64_t rows, const std::vector<ChunkTreeNode>& roots,
+                              const std::vector<at::Tensor>& sums, at::Tensor out) {
+  absl::StatusOr<RootIndex> index = IndexRoots(rows, roots, sums);
+  if (!index.ok()) return index.status();
+  size_t used = 0;
+  bool missing = false;
+  SumAbove({0, rows}, *index, sums, &used, &missing, out);
+  return absl::OkStatus();
 }
 
 }  // namespace receipt_parity

@@ -52,6 +52,9 @@ std::vector<ChunkTreeNode> HeldSubtrees(int64_t rows, int64_t first, int64_t las
 // REQUIRES: node is a node of the tree, offset <= node.lo, node.hi -
 // offset <= chunks.size(0).
 at::Tensor SumSubtree(const at::Tensor& chunks, int64_t offset, ChunkTreeNode node);
+// The same sum written into `out` ([n], not overlapping `chunks`): the same
+// bits, without a tensor of its own.
+void SumSubtreeInto(const at::Tensor& chunks, int64_t offset, ChunkTreeNode node, at::Tensor out);
 
 // The sum of the whole tree over `rows` rows from sums of subtrees that
 // cover [0, rows) exactly, given in row order (`roots[i]` summed to
@@ -60,6 +63,10 @@ at::Tensor SumSubtree(const at::Tensor& chunks, int64_t offset, ChunkTreeNode no
 // are thrown.
 absl::StatusOr<at::Tensor> SumFromRoots(int64_t rows, const std::vector<ChunkTreeNode>& roots,
                                         const std::vector<at::Tensor>& sums);
+// The same sum written into `out` ([n], not overlapping `sums`). Errors as
+// SumFromRoots (`out` then unchanged).
+absl::Status SumFromRootsInto(int64_t rows, const std::vector<ChunkTreeNode>& roots,
+                              const std::vector<at::Tensor>& sums, at::Tensor out);
 
 }  // namespace receipt_parity
 

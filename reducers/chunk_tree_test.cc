@@ -105,11 +105,18 @@ TEST(ChunkTreeTest, EverySplitGivesTheWholeTreesBits) {
           for (const ChunkTreeNode& node : HeldSubtrees(rows, bounds[r], bounds[r + 1])) {
             roots.push_back(node);
             sums.push_back(SumSubtree(own, bounds[r], node));
+            // Written into a tensor given: the same bits.
+            at::Tensor into = at::full({33}, 7.0f);
+            SumSubtreeInto(own, bounds[r], node, into);
+            ASSERT_TRUE(at::equal(Bits(into), Bits(sums.back())));
           }
         }
         absl::StatusOr<at::Tensor> total = SumFromRoots(rows, roots, sums);
         ASSERT_TRUE(total.ok()) << total.status();
         ASSERT_TRUE(at::equal(Bits(*total), Bits(whole))) << rows << " rows on " << world << " ranks";
+        at::Tensor into = at::full({33}, 7.0f);
+        ASSERT_TRUE(SumFromRootsInto(rows, roots, sums, into).ok());
+        ASSERT_TRUE(at::equal(Bits(into), Bits(whole))) << rows << " rows on " << world << " ranks";
       }
     }
   }
@@ -143,6 +150,9 @@ TEST(ChunkTreeTest, RootsThatAreNotAnExactCoverAreRefused) {
     absl::StatusOr<at::Tensor> total = SumFromRoots(4, c.roots, sums);
     EXPECT_EQ(total.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(total.status().message()), HasSubstr("covering the 4 rows"));
+    at::Tensor into = at::zeros({3});
+    EXPECT_EQ(SumFromRootsInto(4, c.roots, sums, into).code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(at::equal(into, at::zeros({3})));
   }
   absl::StatusOr<at::Tensor> one = SumFromRoots(4, {{0, 4}}, {sum({0, 4})});
   ASSERT_TRUE(one.ok());

@@ -35,6 +35,13 @@ absl::StatusOr<at::Tensor> GradientReducer::SumChunks(at::Tensor& /*chunks*/,
       "this reducer reduces buckets; SumChunks is the ordered mode's (chunk_slots() > 0)");
 }
 
+absl::Status GradientReducer::BeginChunkBuckets(const at::Tensor& /*rows*/,
+                                                int64_t /*buckets_row*/,
+                                                absl::Span<const int64_t> /*row_bounds*/) {
+  return absl::UnimplementedError(
+      "this reducer reduces buckets; BeginChunkBuckets is the ordered mode's (chunk_slots() > 0)");
+}
+
 absl::StatusOr<int64_t> BucketCapBytes(int64_t bucket_cap_bytes) {
   if (bucket_cap_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat(

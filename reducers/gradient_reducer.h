@@ -142,6 +142,26 @@ class GradientReducer {
                                                absl::Span<const int64_t> row_bounds,
                                                c10d::ProcessGroup* group);
 
+  // Ordered mode on a group, through the buckets: the reduction starts
+  // bucket by bucket inside the backward of the last chunk this rank
+  // computes, and the every-update reports ride in the last bucket. Once
+  // per update, before that backward, the trainer calls
+  //   BeginChunkBuckets(rows, buckets_row, row_bounds)
+  // `rows` ([R, n], R = row_bounds[rank + 1] - row_bounds[rank]) holds this
+  // rank's chunk rows in the buckets' layout (n: the buckets' gradients
+  // laid end to end, no rider), the rows it computed already, zeros for the
+  // rows it computes none of; the row `buckets_row` of it (-1: none, the
+  // rank computes no chunk and its buckets hold zeros) is the one the
+  // buckets will hold when they start. Then StartBucket(flat) for every
+  // bucket in order (each copies its gradients into that row) and
+  // FinishBuckets(): every bucket's gradients hold the update's gradient
+  // for their elements, SumChunks' bits, and a rider (the last bucket's
+  // values after the gradients) the ranks' riders summed in rank order.
+  // `rows` must live, unchanged but for those copies, until
+  // FinishBuckets() returns. Default: Unimplemented.
+  virtual absl::Status BeginChunkBuckets(const at::Tensor& rows, int64_t buckets_row,
+                                         absl::Span<const int64_t> row_bounds);
+
   // Totals since construction.
   virtual ReduceStats stats() const = 0;
 };

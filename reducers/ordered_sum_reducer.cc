@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -48,20 +50,117 @@ at::Tensor PiecesByDestination(const at::Tensor& sums, int world, int64_t piece)
   return padded.view({sums.size(0), world, piece}).transpose(0, 1).contiguous().view(-1);
 }
 
+// Adds the ranks' tails, laid at `at` in each of `received`, in rank order.
+void AddTailsInRankOrder(const std::vector<at::Tensor>& received, int64_t at, int64_t tail,
+                         at::Tensor out) {
+  if (tail == 0) return;
+  at::Tensor sum = received[0].narrow(0, at, tail).clone();
+  for (size_t q = 1; q < received.size(); ++q) sum.add_(received[q].narrow(0, at, tail));
+  out.narrow(0, out.numel() - tail, tail).copy_(sum);
+}
+
 }  // namespace
 
-absl::StatusOr<OrderedSumReducer> OrderedSumReducer::Create(int chunk_slots) {
+absl::StatusOr<OrderedSumReducer> OrderedSumReducer::Create(int chunk_slots,
+                                                           int64_t bucket_cap_bytes) {
   if (chunk_slots < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("chunk_slots: must be >= 1, got ", chunk_slots));
   }
-  return OrderedSumReducer(chunk_slots);
+  absl::StatusOr<int64_t> cap = BucketCapBytes(bucket_cap_bytes);
+  if (!cap.ok()) return cap.status();
+  return OrderedSumReducer(chunk_slots, *cap);
+}
+
+std::vector<GradientBucket> OrderedSumReducer::PlanBuckets(
+    const std::vector<at::Tensor>& gradients) const {
+  return receipt_parity::PlanBuckets(gradients, bucket_cap_bytes_);
 }
 
 absl::Status OrderedSumReducer::ReduceBucket(at::Tensor& /*flat*/,
                                              c10d::ProcessGroup& /*group*/) {
   return absl::UnimplementedError(
-      "ordered_sum reduces the update's chunk gradients (SumChunks), not buckets");
+      "ordered_sum reduces the update's chunk gradients (SumChunks, or BeginChunkBuckets "
+      "then the buckets), not a bucket alone");
+}
+
+absl::Status OrderedSumReducer::BeginChunkBuckets(const at::Tensor& rows, int64_t buckets_row,
+                                                  absl::Span<const int64_t> row_bounds) {
+  if (!in_flight_.empty()) {
+    return absl::FailedPreconditionError(
+        "ordered_sum: BeginChunkBuckets while the last update's buckets are in flight");
+  }
+  rows_ = rows;
+  buckets_row_ = buckets_row;
+  row_bounds_.assign(row_bounds.begin(), row_bounds.end());
+  total_rows_ = row_bounds.empty() ? 0 : row_bounds.back();
+  next_element_ = 0;
+  held_.clear();
+  start_seconds_ = 0;
+  begun_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status OrderedSumReducer::StartBucket(at::Tensor& flat, c10d::ProcessGroup& group) {
+  if (!begun_) {
+    return absl::FailedPreconditionError(
+        "ordered_sum: a bucket started without BeginChunkBuckets (the update's chunk rows)");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  if (held_.empty()) {
+    world_ = group.getSize();
+    rank_ = group.getRank();
+    if (absl::Status s = CheckRowBounds(row_bounds_, world_, total_rows_); !s.ok()) {
+      return s;
+    }
+    const int64_t own_rows = row_bounds_[rank_ + 1] - row_bounds_[rank_];
+    if (rows_.dim() != 2 || rows_.size(0) != own_rows || buckets_row_ >= own_rows) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ordered_sum: rank ", rank_, " holds ", own_rows, " chunk rows, given ",
+          rows_.dim() == 2 ? rows_.size(0) : -1, " and the buckets' row ", buckets_row_));
+    }
+    held_ = HeldByRank(total_rows_, row_bounds_);
+    first_row_ = row_bounds_[rank_];
+  }
+  const int64_t n = rows_.size(1);
+  const int64_t len = std::min<int64_t>(flat.numel(), n - next_element_);
+  try {
+    if (buckets_row_ >= 0) {
+      rows_[buckets_row_].narrow(0, next_element_, len).copy_(flat.narrow(0, 0, len));
+    }
+    Start(rows_.narrow(1, next_element_, len), flat.narrow(0, len, flat.numel() - len), flat,
+          group);
+  } catch (const std::exception& e) {
+    return CollectiveErrorToStatus(e, absl::StrCat("ordered_sum: a bucket of ", flat.numel(),
+                                                   " elements"));
+  }
+  next_element_ += len;
+  start_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return absl::OkStatus();
+}
+
+absl::Status OrderedSumReducer::FinishBuckets() {
+  if (!begun_) return absl::OkStatus();
+  begun_ = false;
+  const int64_t covered = next_element_;
+  const int64_t n = rows_.size(1);
+  rows_ = at::Tensor();
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    FinishAll();
+  } catch (const std::exception& e) {
+    in_flight_.clear();
+    return CollectiveErrorToStatus(e, "ordered_sum: the buckets' sums");
+  }
+  stats_.seconds +=
+      start_seconds_ +
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (covered != n) {
+    return absl::InternalError(absl::StrCat("ordered_sum: the buckets held ", covered,
+                                            " gradient elements of the rows' ", n));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<at::Tensor> OrderedSumReducer::SumChunks(at::Tensor& chunks,
@@ -77,87 +176,141 @@ absl::StatusOr<at::Tensor> OrderedSumReducer::SumChunks(at::Tensor& chunks,
       return absl::InternalError(absl::StrCat("ordered_sum: LibTorch: ", e.what()));
     }
   }
-  const std::vector<std::vector<ChunkTreeNode>> held = HeldByRank(rows, row_bounds);
   const int rank = group->getRank();
-  const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<at::Tensor> total;
+  at::Tensor own = chunks.narrow(0, row_bounds[rank], row_bounds[rank + 1] - row_bounds[rank]);
+  if (absl::Status s = BeginChunkBuckets(own, -1, row_bounds); !s.ok()) return s;
+  at::Tensor total;
   try {
-    std::vector<at::Tensor> own;
-    for (const ChunkTreeNode& node : held[rank]) own.push_back(SumSubtree(chunks, 0, node));
-    total = world == 2 ? SumOverTwoRanks(chunks, held, own, *group)
-                       : SumByPieces(chunks, held, own, *group);
-    stats_.bytes += static_cast<int64_t>(own.size()) * chunks.size(1) * chunks.element_size();
+    total = at::empty({chunks.size(1)}, chunks.options());
   } catch (const std::exception& e) {
-    return CollectiveErrorToStatus(
-        e, absl::StrCat("ordered_sum: ", held[rank].size(), " subtree sums of ",
-                        chunks.size(1), " elements over ", rows, " chunk rows"));
+    return absl::InternalError(absl::StrCat("ordered_sum: LibTorch: ", e.what()));
   }
-  stats_.seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (absl::Status s = StartBucket(total, *group); !s.ok()) {
+    begun_ = false;
+    in_flight_.clear();
+    return s;
+  }
+  if (absl::Status s = FinishBuckets(); !s.ok()) return s;
   return total;
 }
 
-absl::StatusOr<at::Tensor> OrderedSumReducer::SumOverTwoRanks(
-    const at::Tensor& chunks, const std::vector<std::vector<ChunkTreeNode>>& held,
-    const std::vector<at::Tensor>& own, c10d::ProcessGroup& group) {
-  const int64_t n = chunks.size(1);
-  const int64_t most = static_cast<int64_t>(std::max(held[0].size(), held[1].size()));
-  at::Tensor mine = at::zeros({most, n}, chunks.options());
-  for (size_t i = 0; i < own.size(); ++i) mine[static_cast<int64_t>(i)].copy_(own[i]);
-  std::vector<std::vector<at::Tensor>> gathered(1);
-  for (int q = 0; q < 2; ++q) gathered[0].push_back(at::empty({most, n}, chunks.options()));
-  std::vector<at::Tensor> contribution = {mine};
-  group.allgather(gathered, contribution)->wait();
+void OrderedSumReducer::Start(const at::Tensor& rows, const at::Tensor& tail, at::Tensor out,
+                              c10d::ProcessGroup& group) {
+  const int64_t len = rows.size(1);
+  InFlight stretch;
+  stretch.out = out;
+  stretch.len = len;
+  stretch.tail = tail.numel();
+  const std::vector<ChunkTreeNode>& mine = held_[rank_];
+  const auto held = static_cast<int64_t>(mine.size());
+  stats_.bytes += (held * len + stretch.tail) * out.element_size();
   ++stats_.collectives;
-  std::vector<ChunkTreeNode> roots;
-  std::vector<at::Tensor> sums;
-  for (int q = 0; q < 2; ++q) {
-    for (size_t i = 0; i < held[q].size(); ++i) {
-      roots.push_back(held[q][i]);
-      sums.push_back(gathered[0][q][static_cast<int64_t>(i)]);
+  if (world_ == 2) {
+    // One all-gather of both ranks' subtree sums (padded to the larger
+    // count) and tails.
+    const int64_t most = static_cast<int64_t>(std::max(held_[0].size(), held_[1].size()));
+    at::Tensor contribution = at::empty({most * len + stretch.tail}, out.options());
+    for (int64_t i = 0; i < held; ++i) {
+      SumSubtreeInto(rows, first_row_, mine[static_cast<size_t>(i)],
+                     contribution.narrow(0, i * len, len));
     }
+    contribution.narrow(0, held * len, (most - held) * len).zero_();
+    contribution.narrow(0, most * len, stretch.tail).copy_(tail);
+    std::vector<std::vector<at::Tensor>> received(1);
+    for (int q = 0; q < 2; ++q) received[0].push_back(at::empty_like(contribution));
+    std::vector<at::Tensor> input = {contribution};
+    stretch.work = group.allgather(received, input);
+    stretch.received = received[0];
+  } else {
+    // The all-to-all: piece s of this rank's subtree sums to rank s.
+    const int64_t piece = (len + world_ - 1) / world_;
+    at::Tensor sums = at::empty({held, len}, out.options());
+    for (int64_t i = 0; i < held; ++i) {
+      SumSubtreeInto(rows, first_row_, mine[static_cast<size_t>(i)], sums[i]);
+    }
+    at::Tensor input = PiecesByDestination(sums, world_, piece);
+    std::vector<int64_t> input_splits(world_, held * piece);
+    std::vector<int64_t> output_splits;
+    int64_t received = 0;
+    for (int q = 0; q < world_; ++q) {
+      output_splits.push_back(static_cast<int64_t>(held_[q].size()) * piece);
+      received += output_splits.back();
+    }
+    at::Tensor output = at::empty({received}, out.options());
+    stretch.work = group.alltoall_base(output, input, output_splits, input_splits);
+    stretch.received = {output};
+    stretch.own_tail = tail.clone();
+    ++stats_.collectives;
   }
-  return SumFromRoots(chunks.size(0), roots, sums);
+  group_ = &group;
+  in_flight_.push_back(std::move(stretch));
 }
 
-absl::StatusOr<at::Tensor> OrderedSumReducer::SumByPieces(
-    const at::Tensor& chunks, const std::vector<std::vector<ChunkTreeNode>>& held,
-    const std::vector<at::Tensor>& own, c10d::ProcessGroup& group) {
-  const int world = group.getSize();
-  const int64_t n = chunks.size(1);
-  const int64_t piece = (n + world - 1) / world;
-  // This rank's subtree sums, each piece to the rank that adds it.
-  at::Tensor sums = own.empty() ? at::zeros({0, n}, chunks.options()) : at::stack(own);
-  at::Tensor input = PiecesByDestination(sums, world, piece);
-  std::vector<int64_t> input_splits(world, static_cast<int64_t>(own.size()) * piece);
-  std::vector<int64_t> output_splits;
-  int64_t received = 0;
-  for (int q = 0; q < world; ++q) {
-    output_splits.push_back(static_cast<int64_t>(held[q].size()) * piece);
-    received += output_splits.back();
+std::vector<ChunkTreeNode> OrderedSumReducer::RootsInRowOrder() const {
+  std::vector<ChunkTreeNode> roots;
+  for (const std::vector<ChunkTreeNode>& of_rank : held_) {
+    roots.insert(roots.end(), of_rank.begin(), of_rank.end());
   }
-  at::Tensor output = at::empty({received}, chunks.options());
-  group.alltoall_base(output, input, output_splits, input_splits)->wait();
+  return roots;
+}
+
+void OrderedSumReducer::FinishAll() {
+  std::vector<InFlight> stretches = std::move(in_flight_);
+  in_flight_.clear();
+  if (world_ == 2) {
+    for (InFlight& stretch : stretches) FinishTwoRanks(stretch);
+    return;
+  }
+  for (InFlight& stretch : stretches) StartGather(stretch);
+  for (InFlight& stretch : stretches) FinishGathered(stretch);
+}
+
+void OrderedSumReducer::FinishTwoRanks(InFlight& stretch) {
+  stretch.work->wait();
+  const int64_t len = stretch.len;
+  std::vector<at::Tensor> sums;
+  for (int q = 0; q < 2; ++q) {
+    for (size_t i = 0; i < held_[q].size(); ++i) {
+      sums.push_back(stretch.received[q].narrow(0, static_cast<int64_t>(i) * len, len));
+    }
+  }
+  absl::Status summed =
+      SumFromRootsInto(total_rows_, RootsInRowOrder(), sums, stretch.out.narrow(0, 0, len));
+  if (!summed.ok()) throw std::runtime_error(std::string(summed.message()));
+  const int64_t most = static_cast<int64_t>(std::max(held_[0].size(), held_[1].size()));
+  AddTailsInRankOrder(stretch.received, most * len, stretch.tail, stretch.out);
+}
+
+void OrderedSumReducer::StartGather(InFlight& stretch) {
+  stretch.work->wait();
+  const int64_t piece = (stretch.len + world_ - 1) / world_;
   // Every rank's subtrees of this rank's piece, in row order: the tree
   // above them added here, in its order.
-  std::vector<ChunkTreeNode> roots;
   std::vector<at::Tensor> root_pieces;
   int64_t at = 0;
-  for (int q = 0; q < world; ++q) {
-    for (const ChunkTreeNode& node : held[q]) {
-      roots.push_back(node);
-      root_pieces.push_back(output.narrow(0, at, piece));
+  for (int q = 0; q < world_; ++q) {
+    for (size_t i = 0; i < held_[q].size(); ++i) {
+      root_pieces.push_back(stretch.received[0].narrow(0, at, piece));
       at += piece;
     }
   }
-  absl::StatusOr<at::Tensor> mine = SumFromRoots(chunks.size(0), roots, root_pieces);
-  if (!mine.ok()) return mine.status();
+  absl::StatusOr<at::Tensor> mine = SumFromRoots(total_rows_, RootsInRowOrder(), root_pieces);
+  if (!mine.ok()) throw std::runtime_error(std::string(mine.status().message()));
+  at::Tensor contribution = at::cat({*mine, stretch.own_tail});
   std::vector<std::vector<at::Tensor>> gathered(1);
-  for (int q = 0; q < world; ++q) gathered[0].push_back(at::empty({piece}, chunks.options()));
-  std::vector<at::Tensor> contribution = {*mine};
-  group.allgather(gathered, contribution)->wait();
-  stats_.collectives += 2;
-  return at::cat(gathered[0]).narrow(0, 0, n).clone();
+  for (int q = 0; q < world_; ++q) gathered[0].push_back(at::empty_like(contribution));
+  std::vector<at::Tensor> input = {contribution};
+  stretch.work = group_->allgather(gathered, input);
+  stretch.received = gathered[0];
+}
+
+void OrderedSumReducer::FinishGathered(InFlight& stretch) {
+  stretch.work->wait();
+  const int64_t piece = (stretch.len + world_ - 1) / world_;
+  std::vector<at::Tensor> pieces;
+  for (const at::Tensor& of_rank : stretch.received) pieces.push_back(of_rank.narrow(0, 0, piece));
+  stretch.out.narrow(0, 0, stretch.len).copy_(at::cat(pieces).narrow(0, 0, stretch.len));
+  AddTailsInRankOrder(stretch.received, piece, stretch.tail, stretch.out);
 }
 
 }  // namespace receipt_parity

@@ -25,17 +25,34 @@
 // chunk on one rank (config/config_loader.h refuses the others), and so
 // are the parameters after any number of updates.
 //
+// Through the buckets (BeginChunkBuckets, StartBucket, FinishBuckets; the
+// trainer's way on a group): the same steps for each bucket's elements,
+// started as soon as the last chunk's backward has the bucket's gradients,
+// so the reduction overlaps the rest of that backward as allreduce_sum's
+// does; the elements after the gradients (the every-update reports'
+// rider) are the ranks' values added in rank order, exact for values that
+// only one rank writes. The tree works element by element, so a bucket's
+// elements summed alone have the bits of the whole row summed at once.
+//
 // Cost: with one subtree a rank, the all-to-all and the all-gather carry
 // what a ring all-reduce carries (2 (W - 1) / W of the gradient a rank);
 // stats().bytes counts the subtree sums a rank puts into the reduction
-// (the gradient's bytes times its subtrees), as allreduce_sum counts its
-// gradient. A rank computes its chunks' forwards and backwards alone, C
-// slots each, instead of one over its share (bench/README.md gives the
-// measured figures).
+// (the gradient's bytes times its subtrees, and a rider's), as
+// allreduce_sum counts its buckets. A rank computes its chunks' forwards
+// and backwards alone, C slots each, instead of one over its share
+// (bench/README.md gives the measured figures).
 //
-// Thread safety: one reducer per rank; its calls must not run concurrently.
+// Thread safety: one reducer per rank; its calls must not run concurrently
+// (StartBucket may come from autograd's thread while the caller waits in
+// the backward).
 #ifndef RECEIPT_PARITY_REDUCERS_ORDERED_SUM_REDUCER_H_
 #define RECEIPT_PARITY_REDUCERS_ORDERED_SUM_REDUCER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include "absl/status/statusor.h"
 #include "reducers/chunk_tree.h"
@@ -47,11 +64,21 @@ class OrderedSumReducer : public GradientReducer {
  public:
   static constexpr char kName[] = "ordered_sum";
 
-  // InvalidArgument naming chunk_slots unless chunk_slots >= 1.
-  static absl::StatusOr<OrderedSumReducer> Create(int chunk_slots);
+  // InvalidArgument naming chunk_slots unless chunk_slots >= 1, naming
+  // bucket_cap_bytes when it is negative (0: the default cap).
+  static absl::StatusOr<OrderedSumReducer> Create(int chunk_slots, int64_t bucket_cap_bytes = 0);
 
-  // Unimplemented: the trainer calls SumChunks in the ordered mode.
+  std::vector<GradientBucket> PlanBuckets(const std::vector<at::Tensor>& gradients) const override;
+  // Unimplemented: a bucket alone is not the ordered sum (BeginChunkBuckets).
   absl::Status ReduceBucket(at::Tensor& flat, c10d::ProcessGroup& group) override;
+  // As GradientReducer's ordered mode. FailedPrecondition without a
+  // BeginChunkBuckets since the last FinishBuckets; InvalidArgument for
+  // row bounds that are not the group's; the collectives' errors.
+  absl::Status BeginChunkBuckets(const at::Tensor& rows, int64_t buckets_row,
+                                 absl::Span<const int64_t> row_bounds) override;
+  absl::Status StartBucket(at::Tensor& flat, c10d::ProcessGroup& group) override;
+  absl::Status FinishBuckets() override;
+  bool overlaps_backward() const override { return true; }
   bool world_size_independent() const override { return true; }
   int chunk_slots() const override { return chunk_slots_; }
   // As GradientReducer::SumChunks. REQUIRES: chunks is 2-D, contiguous.
@@ -63,24 +90,57 @@ class OrderedSumReducer : public GradientReducer {
   ReduceStats stats() const override { return stats_; }
 
  private:
-  explicit OrderedSumReducer(int chunk_slots) : chunk_slots_(chunk_slots) {}
+  // One stretch of elements in flight: their tree sum goes to out[0, len),
+  // the ranks' tails added in rank order to out[len, len + tail).
+  struct InFlight {
+    at::Tensor out;
+    int64_t len = 0;
+    int64_t tail = 0;
+    c10::intrusive_ptr<c10d::Work> work;
+    // Two ranks: the all-gather's per-rank outputs. More: the all-to-all's
+    // output, then the all-gather's.
+    std::vector<at::Tensor> received;
+    at::Tensor own_tail;  // more than two ranks: kept for the all-gather
+  };
 
-  // Two ranks: one all-gather of both ranks' subtree sums (padded to the
-  // larger count), the tree above them added on each. `own` is this rank's
-  // sums of `held[rank]`. Throws the collective's and LibTorch's errors.
-  absl::StatusOr<at::Tensor> SumOverTwoRanks(const at::Tensor& chunks,
-                                             const std::vector<std::vector<ChunkTreeNode>>& held,
-                                             const std::vector<at::Tensor>& own,
-                                             c10d::ProcessGroup& group);
-  // Three ranks or more: the all-to-all of pieces, each rank adding the
-  // tree above every rank's subtrees for its piece, then the all-gather.
-  absl::StatusOr<at::Tensor> SumByPieces(const at::Tensor& chunks,
-                                         const std::vector<std::vector<ChunkTreeNode>>& held,
-                                         const std::vector<at::Tensor>& own,
-                                         c10d::ProcessGroup& group);
+  OrderedSumReducer(int chunk_slots, int64_t bucket_cap_bytes)
+      : chunk_slots_(chunk_slots), bucket_cap_bytes_(bucket_cap_bytes) {}
+
+  // Starts the sum of `rows` ([R, len]: this rank's rows of the elements)
+  // and `tail` (this rank's values summed in rank order) into `out`.
+  // Throws the collective's and LibTorch's errors.
+  void Start(const at::Tensor& rows, const at::Tensor& tail, at::Tensor out,
+             c10d::ProcessGroup& group);
+  // Every stretch in flight summed into its `out`, in the order started.
+  // Throws as Start.
+  void FinishAll();
+  void FinishTwoRanks(InFlight& stretch);
+  // More than two ranks: the all-to-all waited for, this rank's piece of
+  // the tree added, its all-gather started; then FinishGathered.
+  void StartGather(InFlight& stretch);
+  void FinishGathered(InFlight& stretch);
+  // Every rank's subtree roots, in row order (the tree's leaves covered
+  // once, left to right).
+  std::vector<ChunkTreeNode> RootsInRowOrder() const;
 
   int chunk_slots_;
+  int64_t bucket_cap_bytes_;
   ReduceStats stats_;
+  // Set by BeginChunkBuckets (or SumChunks) for one reduction.
+  at::Tensor rows_;
+  int64_t buckets_row_ = -1;
+  int64_t total_rows_ = 0;
+  int64_t first_row_ = 0;
+  int64_t next_element_ = 0;
+  bool begun_ = false;
+  int rank_ = 0;
+  int world_ = 1;
+  std::vector<int64_t> row_bounds_;
+  // Every rank's subtrees, by rank.
+  std::vector<std::vector<ChunkTreeNode>> held_;
+  std::vector<InFlight> in_flight_;
+  c10d::ProcessGroup* group_ = nullptr;
+  double start_seconds_ = 0;
 };
 
 }  // namespace receipt_parity

@@ -128,6 +128,79 @@ TEST(OrderedSumReducerTest, ARankWhoseShareIsASubtreeSendsOneGradient) {
   EXPECT_EQ(reducers[0].stats().bytes, 2 * int64_t{kElements} * 4);
 }
 
+// The trainer's way on a group: the rows a rank computed first, the last
+// one's gradient in its buckets (three buckets of uneven size, the last
+// with a rider each rank writes its own part of), each bucket started
+// alone. Every bucket ends with the tree's sum of its elements, the bits of
+// the whole row summed at once, and the rider with every rank's part.
+TEST(OrderedSumReducerTest, BucketByBucketGivesTheWholeSumsBitsAndEveryRanksRider) {
+  const at::Tensor expected = SumSubtree(AllRows(), 0, {0, kChunks});
+  const std::vector<int64_t> bucket_sizes = {100, 1, 156};
+  for (const std::vector<int>& deal :
+       std::vector<std::vector<int>>{{6, 6}, {9, 3}, {0, 12}, {4, 4, 4}, {1, 2, 4, 5}, {7, 0, 5}}) {
+    const int world = static_cast<int>(deal.size());
+    std::vector<OrderedSumReducer> reducers(world, MakeReducer());
+    const std::vector<int64_t> bounds = BoundsOf(deal);
+    std::vector<at::Tensor> results(world);
+    std::vector<at::Tensor> riders(world);
+    absl::Status status = RunOnLocalGroup(world, [&](int rank, c10d::ProcessGroup& group) {
+      // The rows before the last: computed; the last: in the buckets.
+      at::Tensor rows = RankRows(bounds[rank], deal[rank])
+                            .narrow(0, bounds[rank], deal[rank])
+                            .clone();
+      const int64_t last = deal[rank] - 1;
+      const at::Tensor last_gradient =
+          last >= 0 ? rows[last].clone() : at::zeros({kElements}, at::kFloat);
+      if (last >= 0) rows[last].zero_();
+      std::vector<at::Tensor> flats;
+      int64_t at = 0;
+      for (size_t b = 0; b < bucket_sizes.size(); ++b) {
+        const bool with_rider = b + 1 == bucket_sizes.size();
+        at::Tensor flat = at::zeros({bucket_sizes[b] + (with_rider ? world : 0)}, at::kFloat);
+        flat.narrow(0, 0, bucket_sizes[b]).copy_(last_gradient.narrow(0, at, bucket_sizes[b]));
+        if (with_rider) flat[bucket_sizes[b] + rank] = 1000.0f + rank;
+        at += bucket_sizes[b];
+        flats.push_back(flat);
+      }
+      if (absl::Status s = reducers[rank].BeginChunkBuckets(rows, last, bounds); !s.ok()) {
+        return s;
+      }
+      for (at::Tensor& flat : flats) {
+        if (absl::Status s = reducers[rank].StartBucket(flat, group); !s.ok()) return s;
+      }
+      if (absl::Status s = reducers[rank].FinishBuckets(); !s.ok()) return s;
+      std::vector<at::Tensor> gradients;
+      for (size_t b = 0; b < flats.size(); ++b) {
+        gradients.push_back(flats[b].narrow(0, 0, bucket_sizes[b]));
+      }
+      results[rank] = at::cat(gradients);
+      riders[rank] = flats.back().narrow(0, bucket_sizes.back(), world).clone();
+      return absl::OkStatus();
+    });
+    ASSERT_TRUE(status.ok()) << status;
+    for (int rank = 0; rank < world; ++rank) {
+      EXPECT_TRUE(at::equal(Bits(results[rank]), Bits(expected)))
+          << "rank " << rank << " of a deal of " << world;
+      EXPECT_TRUE(at::equal(riders[rank], at::arange(world, at::kFloat) + 1000.0f))
+          << "rank " << rank << " of a deal of " << world << ": " << riders[rank];
+      EXPECT_EQ(reducers[rank].stats().collectives, (world == 2 ? 1 : 2) * 3);
+    }
+  }
+}
+
+TEST(OrderedSumReducerTest, ABucketWithoutTheUpdatesRowsIsRefused) {
+  OrderedSumReducer reducer = MakeReducer();
+  absl::Status status = RunOnLocalGroup(2, [&](int, c10d::ProcessGroup& group) {
+    at::Tensor flat = at::zeros({4}, at::kFloat);
+    return reducer.StartBucket(flat, group);
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(status.message(), HasSubstr("without BeginChunkBuckets"));
+  absl::StatusOr<OrderedSumReducer> negative = OrderedSumReducer::Create(2, -1);
+  ASSERT_FALSE(negative.ok());
+  EXPECT_THAT(negative.status().message(), HasSubstr("bucket_cap_bytes"));
+}
+
 TEST(OrderedSumReducerTest, RowBoundsThatAreNotTheGroupsAreRefused) {
   OrderedSumReducer reducer = MakeReducer();
   at::Tensor rows = AllRows();

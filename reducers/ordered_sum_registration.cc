@@ -19,7 +19,8 @@ class OrderedSumFactory : public TypedFactory<GradientReducer, OrderedSumOptions
       const OrderedSumOptions& options) const override {
     // Unset: one slot a chunk (reducers/reducer_options.proto).
     absl::StatusOr<OrderedSumReducer> reducer =
-        OrderedSumReducer::Create(options.has_chunk_slots() ? options.chunk_slots() : 1);
+        OrderedSumReducer::Create(options.has_chunk_slots() ? options.chunk_slots() : 1,
+                                  options.bucket_cap_bytes());
     if (!reducer.ok()) return reducer.status();
     return std::make_unique<OrderedSumReducer>(*std::move(reducer));
   }

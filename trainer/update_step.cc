@@ -88,9 +88,7 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
       static_cast<int64_t>(plan.UpdateSlots(parts_.rank, update).size());
   result.global_accepted = plan.GlobalAcceptedCount(update);
   const bool ordered = chunk_slots_ > 0;
-  if (!ordered) {
-    if (absl::Status s = PrepareBuckets(total_update); !s.ok()) return s;
-  }
+  if (absl::Status s = PrepareBuckets(total_update); !s.ok()) return s;
   if (absl::Status s = BeginVerifiedUpdate(plan, update, total_update); !s.ok()) return s;
   absl::StatusOr<WeightedBackwardResult> loss =
       ordered ? OrderedBackward(plan, update, total_update) : Backward(plan, update, total_update);
@@ -101,7 +99,10 @@ absl::StatusOr<UpdateResult> UpdateStep::Run(const EpochPlan& plan,
   if (absl::Status s = ProbeContribution(clips_locally); !s.ok()) return s;
   if (absl::Status s = Clip(clips_locally, total_update, &result); !s.ok()) return s;
   const Clock::time_point sync_start = Clock::now();
-  if (absl::Status s = ordered ? SumChunks(total_update) : Reduce(total_update); !s.ok()) {
+  // The ordered mode on one rank sums its chunk rows here; on a group its
+  // buckets carry the sum (OrderedBackward).
+  const bool sums_rows = ordered && buckets_ == nullptr;
+  if (absl::Status s = sums_rows ? SumChunks(total_update) : Reduce(total_update); !s.ok()) {
     return s;
   }
   result.sync_seconds =
@@ -204,31 +205,89 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::OrderedBackward(const EpochPl
       verifier->AddPositions(chunk.positions, chunk.slots, chunk.weights, keys, 0);
     };
   }
-  WeightedBackwardResult loss;
   try {
-    const std::vector<at::Tensor> parameters = parts_.model->parameters();
-    int64_t elements = 0;
-    for (const at::Tensor& p : parameters) elements += p.numel();
-    chunk_rows_ =
-        at::zeros({ChunkRows(plan, chunk_slots_), elements}, parameters.front().options());
     chunk_row_bounds_ = ChunkRowBounds(plan, chunk_slots_);
-    for (const ChunkShare& chunk : OrderedChunks(plan, update, chunk_slots_, Weighting())) {
-      if (chunk.rank != parts_.rank) continue;
-      absl::StatusOr<WeightedBackwardResult> backward = ChunkBackward(chunk, share, on_chunk);
-      if (!backward.ok()) return backward.status();
-      loss.weighted_loss += backward->weighted_loss;
-      loss.accepted_loss_sum += backward->accepted_loss_sum;
-      at::Tensor row = chunk_rows_[chunk.row];
-      FlattenGradients(*parts_.model, row);
-      // The chunk's gradient is this rank's contribution to the ordered sum.
-      if (parts_.verifier != nullptr) {
-        if (absl::Status s = parts_.verifier->AddContribution(row, 0); !s.ok()) return s;
-      }
+    std::vector<ChunkShare> mine;
+    for (ChunkShare& chunk : OrderedChunks(plan, update, chunk_slots_, Weighting())) {
+      if (chunk.rank == parts_.rank) mine.push_back(std::move(chunk));
     }
+    return buckets_ == nullptr ? ChunksIntoRows(plan, mine, share, on_chunk)
+                               : ChunksIntoBuckets(mine, share, on_chunk);
   } catch (const std::exception& e) {
     return LibTorchError(e, parts_.rank, total_update);
   }
+}
+
+absl::StatusOr<WeightedBackwardResult> UpdateStep::ChunksIntoRows(
+    const EpochPlan& plan, const std::vector<ChunkShare>& mine, const ShareBackwardParts& share,
+    const ChunkObserver& on_chunk) {
+  const std::vector<at::Tensor> parameters = parts_.model->parameters();
+  int64_t elements = 0;
+  for (const at::Tensor& p : parameters) elements += p.numel();
+  chunk_rows_ = at::zeros({ChunkRows(plan, chunk_slots_), elements}, parameters.front().options());
+  WeightedBackwardResult loss;
+  for (const ChunkShare& chunk : mine) {
+    absl::StatusOr<WeightedBackwardResult> backward = ChunkBackward(chunk, share, on_chunk);
+    if (!backward.ok()) return backward.status();
+    loss.weighted_loss += backward->weighted_loss;
+    loss.accepted_loss_sum += backward->accepted_loss_sum;
+    at::Tensor row = chunk_rows_[chunk.row];
+    FlattenGradients(*parts_.model, row);
+    // The chunk's gradient is this rank's contribution to the ordered sum.
+    if (parts_.verifier != nullptr) {
+      if (absl::Status s = parts_.verifier->AddContribution(row, 0); !s.ok()) return s;
+    }
+  }
   return loss;
+}
+
+absl::StatusOr<WeightedBackwardResult> UpdateStep::ChunksIntoBuckets(
+    const std::vector<ChunkShare>& mine, const ShareBackwardParts& share,
+    const ChunkObserver& on_chunk) {
+  const int64_t first = chunk_row_bounds_[parts_.rank];
+  const int64_t held = chunk_row_bounds_[parts_.rank + 1] - first;
+  const int last_bucket = buckets_->size() - 1;
+  const int64_t elements = buckets_->offset(last_bucket) + buckets_->gradients(last_bucket).numel();
+  if (!chunk_rows_.defined() || chunk_rows_.size(0) != held || chunk_rows_.size(1) != elements) {
+    chunk_rows_ = at::zeros({held, elements}, buckets_->gradients(0).options());
+  } else {
+    chunk_rows_.zero_();
+  }
+  // Every chunk but the last lands in its row; the last one's backward
+  // starts the buckets' reduction, each bucket taking its part of the row.
+  if (mine.empty()) {
+    if (absl::Status s = buckets_->ZeroGradients(); !s.ok()) return s;
+    if (absl::Status s = BeginChunkBuckets(-1); !s.ok()) return s;
+    return WeightedBackwardResult();
+  }
+  WeightedBackwardResult loss;
+  for (const ChunkShare& chunk : mine) {
+    const bool last = &chunk == &mine.back();
+    if (last) {
+      if (absl::Status s = BeginChunkBuckets(chunk.row - first); !s.ok()) return s;
+      ArmBuckets();
+    }
+    absl::StatusOr<WeightedBackwardResult> backward = ChunkBackward(chunk, share, on_chunk);
+    if (!backward.ok()) return backward.status();
+    loss.weighted_loss += backward->weighted_loss;
+    loss.accepted_loss_sum += backward->accepted_loss_sum;
+    if (last) break;
+    at::Tensor row = chunk_rows_[chunk.row - first];
+    for (int b = 0; b < buckets_->size(); ++b) {
+      row.narrow(0, buckets_->offset(b), buckets_->gradients(b).numel())
+          .copy_(buckets_->gradients(b));
+    }
+    // The chunk's gradient is this rank's contribution to the ordered sum
+    // (the last one's: as its buckets start).
+    if (parts_.verifier != nullptr) {
+      if (absl::Status s = parts_.verifier->AddContribution(row, 0); !s.ok()) return s;
+    }
+  }
+  return loss;
+}
+
+absl::Status UpdateStep::BeginChunkBuckets(int64_t buckets_row) {
+  return parts_.reducer->BeginChunkBuckets(chunk_rows_, buckets_row, chunk_row_bounds_);
 }
 
 absl::Status UpdateStep::SumChunks(int64_t total_update) {

@@ -16,9 +16,11 @@
 //              that backward as before a plain model's last one
 //   in the ordered mode (a reducer with chunk_slots() > 0, e.g.
 //   ordered_sum), instead: every chunk of the update's global order that
-//   this rank's share covers is its own forward and backward, and the
-//   reducer's SumChunks adds all chunks' gradients in chunk order
-//   (OrderedBackward below; no buckets, no micro-batches)
+//   this rank's share covers is its own forward and backward (no
+//   micro-batches), and the reducer adds all chunks' gradients along its
+//   fixed order: on one rank SumChunks over every row; on a group through
+//   the buckets, started from inside the last chunk's backward
+//   (OrderedBackward below)
 //   with a group, the gradients live in persistent flat buckets
 //   (reducers/gradient_buckets.h, made at the first update; every .grad a
 //   view into them); the reducer reduces the buckets in place once per
@@ -269,7 +271,24 @@ class UpdateStep {
   // local batch, not the slots dealt to it.
   absl::StatusOr<WeightedBackwardResult> OrderedBackward(const EpochPlan& plan, int64_t update,
                                                          int64_t total_update);
-  // The ordered mode's reduction: the reducer's SumChunks over chunk_rows_,
+  // One rank: every chunk's gradient a row of chunk_rows_ ([chunks,
+  // parameter elements], zeros where no chunk is computed), for SumChunks.
+  absl::StatusOr<WeightedBackwardResult> ChunksIntoRows(const EpochPlan& plan,
+                                                        const std::vector<ChunkShare>& mine,
+                                                        const ShareBackwardParts& share,
+                                                        const ChunkObserver& on_chunk);
+  // On a group: chunk_rows_ is this rank's rows only, in the buckets'
+  // layout; every chunk but the last is copied into its row, and the last
+  // one's backward starts the reducer's sum bucket by bucket
+  // (GradientReducer::BeginChunkBuckets), overlapping the rest of that
+  // backward, the every-update reports riding in the last bucket.
+  absl::StatusOr<WeightedBackwardResult> ChunksIntoBuckets(const std::vector<ChunkShare>& mine,
+                                                           const ShareBackwardParts& share,
+                                                           const ChunkObserver& on_chunk);
+  // The reducer told this update's rows; `buckets_row` the one the buckets
+  // will hold (-1: none).
+  absl::Status BeginChunkBuckets(int64_t buckets_row);
+  // One rank's ordered reduction: the reducer's SumChunks over chunk_rows_,
   // its result the parameters' gradients.
   absl::Status SumChunks(int64_t total_update);
   // With a group: the buckets, made once.
@@ -319,6 +338,9 @@ class UpdateStep {
   bool has_sync_batch_norm_ = false;
   // The reducer's chunk_slots(): > 0 in the ordered mode.
   int chunk_slots_ = 0;
+  // The ordered mode's chunk gradients: every row of the update on one
+  // rank; this rank's rows, in the buckets' layout, on a group (kept from
+  // update to update while its shape holds).
   at::Tensor chunk_rows_;
   // Which rows of chunk_rows_ each rank computes (ChunkRowBounds).
   std::vector<int64_t> chunk_row_bounds_;
