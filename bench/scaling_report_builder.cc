@@ -1,7 +1,9 @@
 #include "bench/scaling_report_builder.h"
 
 #include <algorithm>
+#include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "artifacts/run_summary_builder.h"
 
 namespace receipt_parity {
@@ -208,6 +210,18 @@ void FillRatios(ModelScaling* m) {
   m->set_ordered_sum_bytes_per_update_ratio(
       Ratio(ordered.bytes_reduced_per_update(), one_step.bytes_reduced_per_update()));
   m->set_ordered_sum_peak_rss_ratio(Ratio(LargestRss(ordered), LargestRss(one_step)));
+  m->set_ordered_sum_3w_examples_per_second_ratio(
+      Ratio(m->ours_three_workers_ordered_sum().examples_per_second(),
+            m->ours_three_workers().examples_per_second()));
+  m->set_ordered_sum_3w_bytes_per_update_ratio(
+      Ratio(m->ours_three_workers_ordered_sum().bytes_reduced_per_update(),
+            m->ours_three_workers().bytes_reduced_per_update()));
+  m->set_ordered_sum_4w_examples_per_second_ratio(
+      Ratio(m->ours_four_workers_ordered_sum().examples_per_second(),
+            m->ours_four_workers().examples_per_second()));
+  m->set_ordered_sum_4w_bytes_per_update_ratio(
+      Ratio(m->ours_four_workers_ordered_sum().bytes_reduced_per_update(),
+            m->ours_four_workers().bytes_reduced_per_update()));
   m->set_every_update_examples_per_second_ratio(
       Ratio(one_step.examples_per_second(),
             m->ours_two_workers_checks_off().examples_per_second()));
@@ -296,6 +310,18 @@ const std::vector<RatioField>& RatioFields() {
       {&ModelScaling::ordered_sum_examples_per_second_ratio,
        &ModelScaling::set_ordered_sum_examples_per_second_ratio,
        &ModelScaling::mutable_ordered_sum_examples_per_second_ratio_spread},
+      {&ModelScaling::ordered_sum_3w_examples_per_second_ratio,
+       &ModelScaling::set_ordered_sum_3w_examples_per_second_ratio,
+       &ModelScaling::mutable_ordered_sum_3w_examples_per_second_ratio_spread},
+      {&ModelScaling::ordered_sum_3w_bytes_per_update_ratio,
+       &ModelScaling::set_ordered_sum_3w_bytes_per_update_ratio,
+       &ModelScaling::mutable_ordered_sum_3w_bytes_per_update_ratio_spread},
+      {&ModelScaling::ordered_sum_4w_examples_per_second_ratio,
+       &ModelScaling::set_ordered_sum_4w_examples_per_second_ratio,
+       &ModelScaling::mutable_ordered_sum_4w_examples_per_second_ratio_spread},
+      {&ModelScaling::ordered_sum_4w_bytes_per_update_ratio,
+       &ModelScaling::set_ordered_sum_4w_bytes_per_update_ratio,
+       &ModelScaling::mutable_ordered_sum_4w_bytes_per_update_ratio_spread},
       {&ModelScaling::ordered_sum_bytes_per_update_ratio,
        &ModelScaling::set_ordered_sum_bytes_per_update_ratio,
        &ModelScaling::mutable_ordered_sum_bytes_per_update_ratio_spread},
@@ -464,6 +490,22 @@ std::vector<TargetCheck> CheckIssue49Targets(const std::vector<ModelScaling>& mo
          m.sync_batch_norm_accumulation_4_examples_per_second_ratio()}};
     for (const auto& [target, measured] : rows) {
       checks.push_back(Check(target, m.name(), measured, ">=", kSyncBatchNormTarget));
+    }
+  }
+  for (const ModelScaling& m : models) {
+    const std::tuple<const char*, bool, double, double> ordered[] = {
+        {"2w", m.has_ours_two_workers_ordered_sum(), m.ordered_sum_examples_per_second_ratio(),
+         m.ordered_sum_bytes_per_update_ratio()},
+        {"3w", m.has_ours_three_workers_ordered_sum(),
+         m.ordered_sum_3w_examples_per_second_ratio(), m.ordered_sum_3w_bytes_per_update_ratio()},
+        {"4w", m.has_ours_four_workers_ordered_sum(),
+         m.ordered_sum_4w_examples_per_second_ratio(), m.ordered_sum_4w_bytes_per_update_ratio()}};
+    for (const auto& [world, measured, examples, bytes] : ordered) {
+      if (!measured) continue;
+      checks.push_back(Check(absl::StrCat(world, ", ordered_sum / allreduce_sum examples/s"),
+                             m.name(), examples, ">=", kOrderedSumSpeedTarget));
+      checks.push_back(Check(absl::StrCat(world, ", ordered_sum / allreduce_sum bytes per update"),
+                             m.name(), bytes, "<=", kOrderedSumBytesTarget));
     }
   }
   for (const ModelScaling& m : models) {

@@ -592,5 +592,32 @@ TEST(CheckIssue49TargetsTest, TheReplayOverTwoOneWorkerUpdates) {
   EXPECT_TRUE(checks[0].met());  // 1.0 itself is met
 }
 
+TEST(CheckIssue49TargetsTest, OrderedSumOverAllreduceSumAtTwoThreeAndFourWorkers) {
+  ModelScaling m = Issue13Models(false)[1];
+  m.mutable_ours_two_workers()->set_bytes_reduced_per_update(1000);
+  *m.mutable_ours_two_workers_ordered_sum() = receipt_parity::Run(1805, 0, {180});
+  m.mutable_ours_two_workers_ordered_sum()->set_bytes_reduced_per_update(1000);
+  *m.mutable_ours_three_workers() = receipt_parity::Run(2000, 0, {180});
+  m.mutable_ours_three_workers()->set_bytes_reduced_per_update(1000);
+  *m.mutable_ours_three_workers_ordered_sum() = receipt_parity::Run(1800, 0, {180});
+  m.mutable_ours_three_workers_ordered_sum()->set_bytes_reduced_per_update(1300);
+  FillRatios(&m);
+  EXPECT_DOUBLE_EQ(m.ordered_sum_3w_examples_per_second_ratio(), 0.9);
+  EXPECT_DOUBLE_EQ(m.ordered_sum_3w_bytes_per_update_ratio(), 1.3);
+  EXPECT_EQ(m.ordered_sum_4w_examples_per_second_ratio(), 0);  // not run
+  std::vector<TargetCheck> checks = CheckIssue49Targets({m});
+  // 2w and 3w, examples/s and bytes each (no 4w runs), then the replay's.
+  ASSERT_EQ(checks.size(), 5u);
+  EXPECT_EQ(checks[0].target(), "2w, ordered_sum / allreduce_sum examples/s");
+  EXPECT_TRUE(checks[0].met());  // 1805 / 1900 = 0.95 itself
+  EXPECT_EQ(checks[0].threshold(), kOrderedSumSpeedTarget);
+  EXPECT_TRUE(checks[1].met());
+  EXPECT_EQ(checks[1].comparison(), "<=");
+  EXPECT_EQ(checks[1].threshold(), kOrderedSumBytesTarget);
+  EXPECT_EQ(checks[2].target(), "3w, ordered_sum / allreduce_sum examples/s");
+  EXPECT_FALSE(checks[2].met());
+  EXPECT_FALSE(checks[3].met());  // 1.3 bytes
+}
+
 }  // namespace
 }  // namespace receipt_parity

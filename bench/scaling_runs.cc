@@ -235,6 +235,7 @@ class ScalingRunner::Impl {
          routed(ModelRoute::kPythonModule)},
     };
     if (TakesBatchNorm(model)) AddBatchNormVariants(ours, &variants);
+    AddOrderedSumScalingVariants(&variants);
     // Where mpirun is installed; --smoke: only where communication binds.
     if (MpirunInstalled() && (!settings_.smoke || m->name() == "communication_bound")) {
       variants.push_back({[](ModelScaling* s) { return s->mutable_ours_two_workers_mpi(); },
@@ -246,6 +247,30 @@ class ScalingRunner::Impl {
       }
     }
     return variants;
+  }
+
+  // allreduce_sum and ordered_sum side by side at three and four workers,
+  // half the updates of the two-worker runs (no fewer than the least a
+  // timed run takes).
+  void AddOrderedSumScalingVariants(std::vector<Variant>* variants) {
+    auto ours = [this](int world, TrainerVariant how) {
+      return [this, world, how](const RoundInputs& in) {
+        const int updates =
+            settings_.smoke ? in.updates
+                            : std::max(in.updates / 2, kWarmupUpdates + 20 * kTimingWindow);
+        return RunOurs(*in.model, world, updates, in.suffix, how, in.bucket_cap_bytes);
+      };
+    };
+    variants->insert(
+        variants->end(),
+        {{[](ModelScaling* s) { return s->mutable_ours_three_workers(); },
+          ours(3, TrainerVariant::kAsConfigured)},
+         {[](ModelScaling* s) { return s->mutable_ours_three_workers_ordered_sum(); },
+          ours(3, TrainerVariant::kOrderedSum)},
+         {[](ModelScaling* s) { return s->mutable_ours_four_workers(); },
+          ours(4, TrainerVariant::kAsConfigured)},
+         {[](ModelScaling* s) { return s->mutable_ours_four_workers_ordered_sum(); },
+          ours(4, TrainerVariant::kOrderedSum)}});
   }
 
   // Synchronized and per-rank batch norm, side by side at 1, 2 and 4

@@ -26,7 +26,9 @@ RUNS = ("ours_one_worker", "ours_two_workers", "ddp_one_worker",
         "ours_two_workers_buckets_overlap", "ours_two_workers_buckets_no_overlap",
         "ours_two_workers_accumulation_2", "ours_two_workers_accumulation_4",
         "ours_two_workers_ordered_sum", "ours_two_workers_checks_off",
-        "ours_two_workers_torchscript", "ours_two_workers_python_module")
+        "ours_two_workers_torchscript", "ours_two_workers_python_module",
+        "ours_three_workers", "ours_three_workers_ordered_sum", "ours_four_workers",
+        "ours_four_workers_ordered_sum")
 # --smoke runs it on the communication-bound model only.
 MPI_RUNS = ("ours_two_workers_mpi", "ours_two_workers_mpi_checks_off") if HAS_MPIRUN else ()
 WORLD = {"ours_one_worker": 1, "ours_two_workers": 2, "ddp_one_worker": 1,
@@ -36,7 +38,9 @@ WORLD = {"ours_one_worker": 1, "ours_two_workers": 2, "ddp_one_worker": 1,
          "ours_two_workers_accumulation_2": 2, "ours_two_workers_accumulation_4": 2,
          "ours_two_workers_ordered_sum": 2, "ours_two_workers_torchscript": 2,
          "ours_two_workers_python_module": 2, "ours_two_workers_checks_off": 2,
-         "ours_two_workers_mpi_checks_off": 2}
+         "ours_two_workers_mpi_checks_off": 2, "ours_three_workers": 3,
+         "ours_three_workers_ordered_sum": 3, "ours_four_workers": 4,
+         "ours_four_workers_ordered_sum": 4}
 
 
 def temp_dir():
@@ -126,13 +130,27 @@ class SmokeTest(unittest.TestCase):
       # tree (issue 49), so a rank puts one gradient into the reduction.
       ordered = m["ours_two_workers_ordered_sum"]
       gradient_bytes = 4 * m["parameter_count"]
-      # allreduce_sum's last bucket carries the every-update checks' reports
-      # after the gradients: 2 ranks x 17 words x 4 float pieces.
+      # The last bucket carries the every-update checks' reports after the
+      # gradients, in both modes: W ranks x 17 words x 4 float pieces.
       rider_bytes = 2 * 17 * 4 * 4
       self.assertEqual(ours2["bytes_reduced_per_update"], gradient_bytes + rider_bytes)
-      self.assertEqual(ordered["bytes_reduced_per_update"], gradient_bytes)
-      self.assertAlmostEqual(m["ordered_sum_bytes_per_update_ratio"],
-                             gradient_bytes / (gradient_bytes + rider_bytes))
+      self.assertEqual(ordered["bytes_reduced_per_update"], gradient_bytes + rider_bytes)
+      self.assertAlmostEqual(m["ordered_sum_bytes_per_update_ratio"], 1.0)
+      # At three and four workers (2W chunks, each rank's two a subtree):
+      # one gradient a rank too, and the examples/s side by side.
+      for world, word in ((3, "three"), (4, "four")):
+        plain, chunked = m[f"ours_{word}_workers"], m[f"ours_{word}_workers_ordered_sum"]
+        rider = world * 17 * 4 * 4
+        self.assertEqual(plain["bytes_reduced_per_update"], gradient_bytes + rider, world)
+        self.assertEqual(chunked["bytes_reduced_per_update"], gradient_bytes + rider, world)
+        self.assertAlmostEqual(m[f"ordered_sum_{world}w_bytes_per_update_ratio"], 1.0)
+        self.assertAlmostEqual(m[f"ordered_sum_{world}w_examples_per_second_ratio"], ratio(
+            chunked["examples_per_second"], plain["examples_per_second"]))
+        with open(os.path.join(self.out, "configs",
+                               f"{m['name']}_ours_{world}w_ordered_sum_r0.pbtxt")) as f:
+          text = f.read()
+        self.assertIn(f"global_batch: {world * m['batch_per_rank']}\n", text)
+        self.assertIn(f"chunk_slots: {m['batch_per_rank'] // 2}\n", text)
       self.assertAlmostEqual(m["ordered_sum_examples_per_second_ratio"], ratio(
           ordered["examples_per_second"], ours2["examples_per_second"]))
       self.assertAlmostEqual(m["ordered_sum_peak_rss_ratio"], ratio(
@@ -241,8 +259,11 @@ class SmokeTest(unittest.TestCase):
     self.assertEqual(issue49, [
         ("compute_bound", "synchronized / per-rank batch norm examples/s, 1 micro-batch"),
         ("compute_bound", "synchronized / per-rank batch norm examples/s, 2 micro-batches"),
-        ("compute_bound", "synchronized / per-rank batch norm examples/s, 4 micro-batches"),
-        ("compute_bound", replay), ("communication_bound", replay)])
+        ("compute_bound", "synchronized / per-rank batch norm examples/s, 4 micro-batches")] +
+        [(model, f"{w}w, ordered_sum / allreduce_sum {what}")
+         for model in ("compute_bound", "communication_bound") for w in (2, 3, 4)
+         for what in ("examples/s", "bytes per update")] +
+        [("compute_bound", replay), ("communication_bound", replay)])
     rss = "peak RSS per rank / bare LibTorch step's (two workers)"
     harness = "harness per-update time / bare LibTorch step"
     self.assertEqual(issue13, [
@@ -275,7 +296,9 @@ class SmokeTest(unittest.TestCase):
     configs = sorted(os.listdir(os.path.join(self.out, "configs")))
     self.assertEqual(configs, sorted(
         [f"{m}_ours_{w}w_r0.pbtxt" for m in ("compute_bound", "communication_bound")
-         for w in (1, 2)] +
+         for w in (1, 2, 3, 4)] +
+        [f"{m}_ours_{w}w_ordered_sum_r0.pbtxt"
+         for m in ("compute_bound", "communication_bound") for w in (3, 4)] +
         [f"{m}_ours_2w_buckets_{o}_r0.pbtxt"
          for m in ("compute_bound", "communication_bound")
          for o in ("overlap", "no_overlap")] +

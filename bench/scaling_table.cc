@@ -1,6 +1,7 @@
 #include "bench/scaling_table.h"
 
 #include <algorithm>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -77,6 +78,12 @@ std::string SystemRows(const ModelScaling& m) {
             m.ours_two_workers_accumulation_4()),
       RowIf(m.has_ours_two_workers_ordered_sum(), "this project, ordered_sum",
             m.ours_two_workers_ordered_sum()),
+      RowIf(m.has_ours_three_workers(), "this project", m.ours_three_workers()),
+      RowIf(m.has_ours_three_workers_ordered_sum(), "this project, ordered_sum",
+            m.ours_three_workers_ordered_sum()),
+      RowIf(m.has_ours_four_workers(), "this project", m.ours_four_workers()),
+      RowIf(m.has_ours_four_workers_ordered_sum(), "this project, ordered_sum",
+            m.ours_four_workers_ordered_sum()),
       RowIf(m.has_ours_two_workers_per_rank_batch_norm(), "this project, per-rank BN",
             m.ours_two_workers_per_rank_batch_norm()),
       RowIf(m.has_ours_two_workers_sync_batch_norm(), "this project, sync BN",
@@ -142,6 +149,18 @@ std::string OrderedAndChecksLines(const ModelScaling& m) {
                               m.ours_two_workers_ordered_sum().bytes_reduced_per_update(),
                               m.ours_two_workers().bytes_reduced_per_update(),
                               m.ordered_sum_peak_rss_ratio()));
+  }
+  const std::tuple<int, const SystemRun*, const SystemRun*, double, double> wider[] = {
+      {3, &m.ours_three_workers(), &m.ours_three_workers_ordered_sum(),
+       m.ordered_sum_3w_examples_per_second_ratio(), m.ordered_sum_3w_bytes_per_update_ratio()},
+      {4, &m.ours_four_workers(), &m.ours_four_workers_ordered_sum(),
+       m.ordered_sum_4w_examples_per_second_ratio(), m.ordered_sum_4w_bytes_per_update_ratio()}};
+  for (const auto& [world, sum, ordered, examples, bytes] : wider) {
+    if (ordered->examples_per_second() <= 0) continue;
+    absl::StrAppend(&out, absl::StrFormat("  %dw, ordered_sum over allreduce_sum: examples/s "
+                                          "%.2fx (%.0f / %.0f), bytes per update %.2fx\n",
+                                          world, examples, ordered->examples_per_second(),
+                                          sum->examples_per_second(), bytes));
   }
   if (m.ours_two_workers().replay_seconds_per_checked_update() > 0) {
     absl::StrAppend(&out, absl::StrFormat("  2w, the replay of a checked update: %.1f ms, %.2fx "
