@@ -310,18 +310,6 @@ const std::vector<RatioField>& RatioFields() {
       {&ModelScaling::ordered_sum_examples_per_second_ratio,
        &ModelScaling::set_ordered_sum_examples_per_second_ratio,
        &ModelScaling::mutable_ordered_sum_examples_per_second_ratio_spread},
-      {&ModelScaling::ordered_sum_3w_examples_per_second_ratio,
-       &ModelScaling::set_ordered_sum_3w_examples_per_second_ratio,
-       &ModelScaling::mutable_ordered_sum_3w_examples_per_second_ratio_spread},
-      {&ModelScaling::ordered_sum_3w_bytes_per_update_ratio,
-       &ModelScaling::set_ordered_sum_3w_bytes_per_update_ratio,
-       &ModelScaling::mutable_ordered_sum_3w_bytes_per_update_ratio_spread},
-      {&ModelScaling::ordered_sum_4w_examples_per_second_ratio,
-       &ModelScaling::set_ordered_sum_4w_examples_per_second_ratio,
-       &ModelScaling::mutable_ordered_sum_4w_examples_per_second_ratio_spread},
-      {&ModelScaling::ordered_sum_4w_bytes_per_update_ratio,
-       &ModelScaling::set_ordered_sum_4w_bytes_per_update_ratio,
-       &ModelScaling::mutable_ordered_sum_4w_bytes_per_update_ratio_spread},
       {&ModelScaling::ordered_sum_bytes_per_update_ratio,
        &ModelScaling::set_ordered_sum_bytes_per_update_ratio,
        &ModelScaling::mutable_ordered_sum_bytes_per_update_ratio_spread},
@@ -343,6 +331,25 @@ const std::vector<RatioField>& RatioFields() {
        &ModelScaling::mutable_ours_mpi_over_ceiling_spread, true},
       {&ModelScaling::rss_ratio_to_bare_mpi, &ModelScaling::set_rss_ratio_to_bare_mpi,
        &ModelScaling::mutable_rss_ratio_to_bare_mpi_spread, true},
+  };
+  return *fields;
+}
+
+// Issue 49's: the ordered mode over the sum at three and four workers.
+const std::vector<RatioField>& WiderOrderedSumRatioFields() {
+  static const auto* fields = new std::vector<RatioField>{
+      {&ModelScaling::ordered_sum_3w_examples_per_second_ratio,
+       &ModelScaling::set_ordered_sum_3w_examples_per_second_ratio,
+       &ModelScaling::mutable_ordered_sum_3w_examples_per_second_ratio_spread},
+      {&ModelScaling::ordered_sum_3w_bytes_per_update_ratio,
+       &ModelScaling::set_ordered_sum_3w_bytes_per_update_ratio,
+       &ModelScaling::mutable_ordered_sum_3w_bytes_per_update_ratio_spread},
+      {&ModelScaling::ordered_sum_4w_examples_per_second_ratio,
+       &ModelScaling::set_ordered_sum_4w_examples_per_second_ratio,
+       &ModelScaling::mutable_ordered_sum_4w_examples_per_second_ratio_spread},
+      {&ModelScaling::ordered_sum_4w_bytes_per_update_ratio,
+       &ModelScaling::set_ordered_sum_4w_bytes_per_update_ratio,
+       &ModelScaling::mutable_ordered_sum_4w_bytes_per_update_ratio_spread},
   };
   return *fields;
 }
@@ -379,6 +386,10 @@ void FillRoundRatios(const std::vector<ModelScaling>& rounds, ModelScaling* m) {
   std::vector<RatioField> fields = RatioFields();
   if (rounds.front().has_ours_two_workers_sync_batch_norm()) {
     fields.insert(fields.end(), BatchNormRatioFields().begin(), BatchNormRatioFields().end());
+  }
+  if (rounds.front().has_ours_three_workers_ordered_sum()) {
+    fields.insert(fields.end(), WiderOrderedSumRatioFields().begin(),
+                  WiderOrderedSumRatioFields().end());
   }
   for (const RatioField& field : fields) {
     if (field.mpi_only && !mpi_measured) continue;
