@@ -105,21 +105,31 @@ std::vector<ChunkTreeNode> HeldSubtrees(int64_t rows, int64_t first, int64_t las
 }
 
 at::Tensor SumSubtree(const at::Tensor& chunks, int64_t offset, ChunkTreeNode node) {
-  if (node.hi - node.lo == 1) return chunks[node.lo - offset].clone();
-  const int64_t split = ChunkTreeSplit(node);
-  at::Tensor sum = SumSubtree(chunks, offset, {node.lo, split});
-  sum.add_(SumSubtree(chunks, offset, {split, node.hi}));
+  at::Tensor sum = at::empty({chunks.size(1)}, chunks.options());
+  SumSubtreeInto(chunks, offset, node, sum);
   return sum;
 }
 
 void SumSubtreeInto(const at::Tensor& chunks, int64_t offset, ChunkTreeNode node, at::Tensor out) {
+  SumSubtreeInto(chunks.unbind(0), offset, node, out);
+}
+
+void SumSubtreeInto(const std::vector<at::Tensor>& rows, int64_t offset, ChunkTreeNode node,
+                    at::Tensor out) {
   if (node.hi - node.lo == 1) {
-    out.copy_(chunks[node.lo - offset]);
+    out.copy_(rows[node.lo - offset]);
     return;
   }
+  // out = left + right, the left first: a leaf is read where it lies.
   const int64_t split = ChunkTreeSplit(node);
-  SumSubtreeInto(chunks, offset, {node.lo, split}, out);
-  out.add_(SumSubtree(chunks, offset, {split, node.hi}));
+  SumSubtreeInto(rows, offset, {node.lo, split}, out);
+  if (node.hi - split == 1) {
+    out.add_(rows[split - offset]);
+    return;
+  }
+  at::Tensor right = at::empty_like(out);
+  SumSubtreeInto(rows, offset, {split, node.hi}, right);
+  out.add_(right);
 }
 
 absl::StatusOr<at::Tensor> SumFromRoots(int64_t rows, const std::vector<ChunkTreeNode>& roots,

@@ -55,6 +55,10 @@ at::Tensor SumSubtree(const at::Tensor& chunks, int64_t offset, ChunkTreeNode no
 // The same sum written into `out` ([n], not overlapping `chunks`): the same
 // bits, without a tensor of its own.
 void SumSubtreeInto(const at::Tensor& chunks, int64_t offset, ChunkTreeNode node, at::Tensor out);
+// The same with row k given as `rows[k - offset]` ([n] each, anywhere in
+// memory: a rank's rows need not be one matrix).
+void SumSubtreeInto(const std::vector<at::Tensor>& rows, int64_t offset, ChunkTreeNode node,
+                    at::Tensor out);
 
 // The sum of the whole tree over `rows` rows from sums of subtrees that
 // cover [0, rows) exactly, given in row order (`roots[i]` summed to

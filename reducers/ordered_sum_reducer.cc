@@ -125,11 +125,14 @@ absl::Status OrderedSumReducer::StartBucket(at::Tensor& flat, c10d::ProcessGroup
   const int64_t n = rows_.size(1);
   const int64_t len = std::min<int64_t>(flat.numel(), n - next_element_);
   try {
-    if (buckets_row_ >= 0) {
-      rows_[buckets_row_].narrow(0, next_element_, len).copy_(flat.narrow(0, 0, len));
+    // This rank's rows of the bucket's elements: the buckets' row is the
+    // bucket itself.
+    std::vector<at::Tensor> rows;
+    for (int64_t i = 0; i < rows_.size(0); ++i) {
+      rows.push_back(i == buckets_row_ ? flat.narrow(0, 0, len)
+                                       : rows_[i].narrow(0, next_element_, len));
     }
-    Start(rows_.narrow(1, next_element_, len), flat.narrow(0, len, flat.numel() - len), flat,
-          group);
+    Start(rows, len, flat.narrow(0, len, flat.numel() - len), flat, group);
   } catch (const std::exception& e) {
     return CollectiveErrorToStatus(e, absl::StrCat("ordered_sum: a bucket of ", flat.numel(),
                                                    " elements"));
@@ -194,56 +197,86 @@ absl::StatusOr<at::Tensor> OrderedSumReducer::SumChunks(at::Tensor& chunks,
   return total;
 }
 
-void OrderedSumReducer::Start(const at::Tensor& rows, const at::Tensor& tail, at::Tensor out,
+at::Tensor OrderedSumReducer::Buffer(size_t stretch, int slot, int64_t numel,
+                                     const at::TensorOptions& options) {
+  if (buffers_.size() <= stretch) buffers_.resize(stretch + 1);
+  std::vector<at::Tensor>& kept = buffers_[stretch];
+  if (kept.size() <= static_cast<size_t>(slot)) kept.resize(slot + 1);
+  at::Tensor& buffer = kept[slot];
+  if (!buffer.defined() || buffer.numel() != numel || buffer.dtype() != options.dtype() ||
+      buffer.device() != options.device()) {
+    buffer = at::empty({numel}, options);
+  }
+  return buffer;
+}
+
+void OrderedSumReducer::Start(const std::vector<at::Tensor>& rows, int64_t len,
+                              const at::Tensor& tail, at::Tensor out,
                               c10d::ProcessGroup& group) {
-  const int64_t len = rows.size(1);
   InFlight stretch;
   stretch.out = out;
   stretch.len = len;
   stretch.tail = tail.numel();
+  const size_t ordinal = in_flight_.size();
   const std::vector<ChunkTreeNode>& mine = held_[rank_];
   const auto held = static_cast<int64_t>(mine.size());
   stats_.bytes += (held * len + stretch.tail) * out.element_size();
   ++stats_.collectives;
+  group_ = &group;
   if (world_ == 2) {
     // One all-gather of both ranks' subtree sums (padded to the larger
-    // count) and tails.
-    const int64_t most = static_cast<int64_t>(std::max(held_[0].size(), held_[1].size()));
-    at::Tensor contribution = at::empty({most * len + stretch.tail}, out.options());
-    for (int64_t i = 0; i < held; ++i) {
+    // count) and tails. A rank whose one subtree is the buckets' row sends
+    // the bucket as it is.
+    const int64_t most = MostHeld();
+    const bool whole_bucket = most == 1 && held == 1 && mine[0].hi - mine[0].lo == 1 &&
+                              mine[0].lo - first_row_ == buckets_row_ &&
+                              out.numel() == len + stretch.tail;
+    at::Tensor contribution =
+        whole_bucket ? out : Buffer(ordinal, 0, most * len + stretch.tail, out.options());
+    for (int64_t i = 0; i < held && !whole_bucket; ++i) {
       SumSubtreeInto(rows, first_row_, mine[static_cast<size_t>(i)],
                      contribution.narrow(0, i * len, len));
     }
-    contribution.narrow(0, held * len, (most - held) * len).zero_();
-    contribution.narrow(0, most * len, stretch.tail).copy_(tail);
+    if (!whole_bucket) {
+      contribution.narrow(0, held * len, (most - held) * len).zero_();
+      contribution.narrow(0, most * len, stretch.tail).copy_(tail);
+    }
     std::vector<std::vector<at::Tensor>> received(1);
-    for (int q = 0; q < 2; ++q) received[0].push_back(at::empty_like(contribution));
+    for (int q = 0; q < world_; ++q) {
+      received[0].push_back(Buffer(ordinal, q + 1, contribution.numel(), out.options()));
+    }
     std::vector<at::Tensor> input = {contribution};
     stretch.work = group.allgather(received, input);
     stretch.received = received[0];
-  } else {
-    // The all-to-all: piece s of this rank's subtree sums to rank s.
-    const int64_t piece = (len + world_ - 1) / world_;
-    at::Tensor sums = at::empty({held, len}, out.options());
-    for (int64_t i = 0; i < held; ++i) {
-      SumSubtreeInto(rows, first_row_, mine[static_cast<size_t>(i)], sums[i]);
-    }
-    at::Tensor input = PiecesByDestination(sums, world_, piece);
-    std::vector<int64_t> input_splits(world_, held * piece);
-    std::vector<int64_t> output_splits;
-    int64_t received = 0;
-    for (int q = 0; q < world_; ++q) {
-      output_splits.push_back(static_cast<int64_t>(held_[q].size()) * piece);
-      received += output_splits.back();
-    }
-    at::Tensor output = at::empty({received}, out.options());
-    stretch.work = group.alltoall_base(output, input, output_splits, input_splits);
-    stretch.received = {output};
-    stretch.own_tail = tail.clone();
-    ++stats_.collectives;
+    in_flight_.push_back(std::move(stretch));
+    return;
   }
-  group_ = &group;
+  // The all-to-all: piece s of this rank's subtree sums to rank s.
+  const int64_t piece = (len + world_ - 1) / world_;
+  at::Tensor sums = at::empty({held, len}, out.options());
+  for (int64_t i = 0; i < held; ++i) {
+    SumSubtreeInto(rows, first_row_, mine[static_cast<size_t>(i)], sums[i]);
+  }
+  at::Tensor input = PiecesByDestination(sums, world_, piece);
+  std::vector<int64_t> input_splits(world_, held * piece);
+  std::vector<int64_t> output_splits;
+  int64_t received = 0;
+  for (int q = 0; q < world_; ++q) {
+    output_splits.push_back(static_cast<int64_t>(held_[q].size()) * piece);
+    received += output_splits.back();
+  }
+  at::Tensor output = Buffer(ordinal, 0, received, out.options());
+  stretch.work = group.alltoall_base(output, input, output_splits, input_splits);
+  stretch.received = {output};
+  stretch.own_tail = tail.clone();
+  ++stats_.collectives;
   in_flight_.push_back(std::move(stretch));
+}
+
+int64_t OrderedSumReducer::MostHeld() const {
+  size_t most = 0;
+  for (const std::vector<ChunkTreeNode>& of_rank : held_) most = std::max(most, of_rank.size());
+  return static_cast<int64_t>(most);
 }
 
 std::vector<ChunkTreeNode> OrderedSumReducer::RootsInRowOrder() const {
@@ -269,7 +302,7 @@ void OrderedSumReducer::FinishTwoRanks(InFlight& stretch) {
   stretch.work->wait();
   const int64_t len = stretch.len;
   std::vector<at::Tensor> sums;
-  for (int q = 0; q < 2; ++q) {
+  for (int q = 0; q < world_; ++q) {
     for (size_t i = 0; i < held_[q].size(); ++i) {
       sums.push_back(stretch.received[q].narrow(0, static_cast<int64_t>(i) * len, len));
     }
@@ -277,8 +310,7 @@ void OrderedSumReducer::FinishTwoRanks(InFlight& stretch) {
   absl::Status summed =
       SumFromRootsInto(total_rows_, RootsInRowOrder(), sums, stretch.out.narrow(0, 0, len));
   if (!summed.ok()) throw std::runtime_error(std::string(summed.message()));
-  const int64_t most = static_cast<int64_t>(std::max(held_[0].size(), held_[1].size()));
-  AddTailsInRankOrder(stretch.received, most * len, stretch.tail, stretch.out);
+  AddTailsInRankOrder(stretch.received, MostHeld() * len, stretch.tail, stretch.out);
 }
 
 void OrderedSumReducer::StartGather(InFlight& stretch) {

@@ -106,11 +106,15 @@ class OrderedSumReducer : public GradientReducer {
   OrderedSumReducer(int chunk_slots, int64_t bucket_cap_bytes)
       : chunk_slots_(chunk_slots), bucket_cap_bytes_(bucket_cap_bytes) {}
 
-  // Starts the sum of `rows` ([R, len]: this rank's rows of the elements)
-  // and `tail` (this rank's values summed in rank order) into `out`.
+  // Starts the sum of `rows` (this rank's rows of the elements, `len`
+  // each) and `tail` (this rank's values summed in rank order) into `out`.
   // Throws the collective's and LibTorch's errors.
-  void Start(const at::Tensor& rows, const at::Tensor& tail, at::Tensor out,
-             c10d::ProcessGroup& group);
+  void Start(const std::vector<at::Tensor>& rows, int64_t len, const at::Tensor& tail,
+             at::Tensor out, c10d::ProcessGroup& group);
+  // The buffer `slot` of the `stretch`-th stretch of a reduction, of
+  // `numel` elements: kept from one update to the next (a fresh large
+  // tensor each update costs its pages again).
+  at::Tensor Buffer(size_t stretch, int slot, int64_t numel, const at::TensorOptions& options);
   // Every stretch in flight summed into its `out`, in the order started.
   // Throws as Start.
   void FinishAll();
@@ -122,6 +126,8 @@ class OrderedSumReducer : public GradientReducer {
   // Every rank's subtree roots, in row order (the tree's leaves covered
   // once, left to right).
   std::vector<ChunkTreeNode> RootsInRowOrder() const;
+  // The most subtrees any rank holds.
+  int64_t MostHeld() const;
 
   int chunk_slots_;
   int64_t bucket_cap_bytes_;
@@ -139,6 +145,8 @@ class OrderedSumReducer : public GradientReducer {
   // Every rank's subtrees, by rank.
   std::vector<std::vector<ChunkTreeNode>> held_;
   std::vector<InFlight> in_flight_;
+  // Buffer()'s, by stretch and slot.
+  std::vector<std::vector<at::Tensor>> buffers_;
   c10d::ProcessGroup* group_ = nullptr;
   double start_seconds_ = 0;
 };

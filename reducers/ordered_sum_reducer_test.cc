@@ -188,6 +188,34 @@ TEST(OrderedSumReducerTest, BucketByBucketGivesTheWholeSumsBitsAndEveryRanksRide
   }
 }
 
+// One chunk a rank: each rank sends its bucket as it is (no copy), and
+// the sum is still row 0 + row 1, the riders each rank's.
+TEST(OrderedSumReducerTest, OneChunkARankSendsTheBucketItselfAndSumsAlike) {
+  const at::Tensor expected = ChunkGradient(0) + ChunkGradient(1);
+  std::vector<OrderedSumReducer> reducers(2, MakeReducer());
+  std::vector<at::Tensor> flats(2);
+  const std::vector<int64_t> bounds = {0, 1, 2};
+  ASSERT_TRUE(RunOnLocalGroup(2, [&](int rank, c10d::ProcessGroup& group) {
+                at::Tensor rows = at::zeros({1, kElements}, at::kFloat);
+                flats[rank] = at::zeros({kElements + 2}, at::kFloat);
+                flats[rank].narrow(0, 0, kElements).copy_(ChunkGradient(rank));
+                flats[rank][kElements + rank] = 7.0f + rank;
+                if (absl::Status s = reducers[rank].BeginChunkBuckets(rows, 0, bounds); !s.ok()) {
+                  return s;
+                }
+                if (absl::Status s = reducers[rank].StartBucket(flats[rank], group); !s.ok()) {
+                  return s;
+                }
+                return reducers[rank].FinishBuckets();
+              }).ok());
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_TRUE(at::equal(Bits(flats[rank].narrow(0, 0, kElements)), Bits(expected)));
+    EXPECT_EQ(flats[rank][kElements].item<float>(), 7.0f);
+    EXPECT_EQ(flats[rank][kElements + 1].item<float>(), 8.0f);
+    EXPECT_EQ(reducers[rank].stats().bytes, (int64_t{kElements} + 2) * 4);
+  }
+}
+
 TEST(OrderedSumReducerTest, ABucketWithoutTheUpdatesRowsIsRefused) {
   OrderedSumReducer reducer = MakeReducer();
   absl::Status status = RunOnLocalGroup(2, [&](int, c10d::ProcessGroup& group) {

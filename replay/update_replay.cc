@@ -158,22 +158,28 @@ absl::Status ComputeShare(const RecordedUpdate& update, const ReplayTools& tools
   return absl::OkStatus();
 }
 
+// Every rank's share computed on `model` (the state before the update; a
+// share's backward changes its gradients only), one after another; with
+// synchronized batch norm on several ranks the ranks run at once, as
+// threads, rank 0 on `model` and every other on a model of its own.
 absl::StatusOr<Shares> ComputeShares(const RecordedUpdate& update, const RunStateAtUpdate& state,
-                                     const ReplayTools& tools, bool sync_batch_norm) {
+                                     const ReplayTools& tools, bool sync_batch_norm,
+                                     const std::shared_ptr<Classifier>& model) {
   const int world = static_cast<int>(update.shares.size());
-  std::vector<std::shared_ptr<Classifier>> models;
-  for (int r = 0; r < world; ++r) {
-    absl::StatusOr<std::shared_ptr<Classifier>> model = ModelBefore(tools, state);
-    if (!model.ok()) return model.status();
-    models.push_back(*std::move(model));
+  const bool threads = sync_batch_norm && world > 1;
+  std::vector<std::shared_ptr<Classifier>> models = {model};
+  for (int r = 1; threads && r < world; ++r) {
+    absl::StatusOr<std::shared_ptr<Classifier>> made = ModelBefore(tools, state);
+    if (!made.ok()) return made.status();
+    models.push_back(*std::move(made));
   }
   // Seeded after the models are made (a team's module is seeded when built).
   const ReplayGenerator generator(tools.generator_seed);
   Shares shares;
   shares.flats.resize(world);
-  if (!sync_batch_norm || world == 1) {
+  if (!threads) {
     for (int r = 0; r < world; ++r) {
-      if (absl::Status s = ComputeShare(update, tools, r, nullptr, *models[r], &shares.flats[r]);
+      if (absl::Status s = ComputeShare(update, tools, r, nullptr, *model, &shares.flats[r]);
           !s.ok()) {
         return s;
       }
@@ -192,25 +198,23 @@ absl::StatusOr<Shares> ComputeShares(const RecordedUpdate& update, const RunStat
 }
 
 // The ordered mode: every chunk alone, its row; the rows (+0) in order.
-absl::StatusOr<at::Tensor> OrderedSum(const RecordedUpdate& update,
-                                      const RunStateAtUpdate& state, const ReplayTools& tools) {
-  absl::StatusOr<std::shared_ptr<Classifier>> model = ModelBefore(tools, state);
-  if (!model.ok()) return model.status();
+absl::StatusOr<at::Tensor> OrderedSum(const RecordedUpdate& update, const ReplayTools& tools,
+                                      const std::shared_ptr<Classifier>& model) {
   const ReplayGenerator generator(tools.generator_seed);
   ShareBackwardParts parts;
-  parts.model = model->get();
+  parts.model = model.get();
   parts.examples = tools.examples;
   parts.total_update = update.total_update;
   parts.bf16 = update.bf16;
   parts.where = Where(update.total_update);
   try {
-    at::Tensor rows = at::zeros({update.chunk_rows, ParameterElements(**model)},
-                                (*model)->parameters().front().options());
+    at::Tensor rows = at::zeros({update.chunk_rows, ParameterElements(*model)},
+                                model->parameters().front().options());
     for (const ChunkShare& chunk : update.chunks) {
       absl::StatusOr<WeightedBackwardResult> backward = ChunkBackward(chunk, parts);
       if (!backward.ok()) return backward.status();
       at::Tensor row = rows[chunk.row];
-      FlattenGradients(**model, row);
+      FlattenGradients(*model, row);
     }
     // The ordered mode's tree over the rows, whichever rank added which of
     // its nodes (reducers/chunk_tree.h).
@@ -474,11 +478,12 @@ absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
   Shares shares;
   at::Tensor divided;
   if (ordered) {
-    absl::StatusOr<at::Tensor> total = OrderedSum(update, state, tools);
+    absl::StatusOr<at::Tensor> total = OrderedSum(update, tools, *stepper);
     if (!total.ok()) return total.status();
     divided = *std::move(total);
   } else {
-    absl::StatusOr<Shares> computed = ComputeShares(update, state, tools, sync_batch_norm);
+    absl::StatusOr<Shares> computed =
+        ComputeShares(update, state, tools, sync_batch_norm, *stepper);
     if (!computed.ok()) return computed.status();
     shares = *std::move(computed);
   }

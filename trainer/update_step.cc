@@ -251,7 +251,13 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::ChunksIntoBuckets(
   if (!chunk_rows_.defined() || chunk_rows_.size(0) != held || chunk_rows_.size(1) != elements) {
     chunk_rows_ = at::zeros({held, elements}, buckets_->gradients(0).options());
   } else {
-    chunk_rows_.zero_();
+    // The rows this update computes are written whole (the last one is read
+    // from the buckets); the others (an epoch's short last update) are zeros.
+    std::vector<bool> computed(static_cast<size_t>(held), false);
+    for (const ChunkShare& chunk : mine) computed[static_cast<size_t>(chunk.row - first)] = true;
+    for (int64_t row = 0; row < held; ++row) {
+      if (!computed[static_cast<size_t>(row)]) chunk_rows_[row].zero_();
+    }
   }
   // Every chunk but the last lands in its row; the last one's backward
   // starts the buckets' reduction, each bucket taking its part of the row.
