@@ -94,6 +94,7 @@ Programs FindPrograms(const RunfilesLocator& runfiles) {
   Programs p;
   p.train = runfiles.Locate("trainer/train");
   p.bare = runfiles.Locate("bench/bare_libtorch_step");
+  p.shm_allreduce = runfiles.Locate("bench/shm_allreduce");
   p.ddp_script = runfiles.Locate("bench/ddp_baseline.py");
   p.base_config = absl::GetFlag(FLAGS_base_config).empty()
                       ? runfiles.Locate("configs/one_worker.pbtxt")

@@ -207,6 +207,7 @@ std::string VariantTag(TrainerVariant how) {
     case TrainerVariant::kAccumulation2: return "_accumulation_2";
     case TrainerVariant::kAccumulation4: return "_accumulation_4";
     case TrainerVariant::kOrderedSum: return "_ordered_sum";
+    case TrainerVariant::kOrderedSumWholeShares: return "_ordered_sum_whole_shares";
     case TrainerVariant::kChecksOff: return "_checks_off";
     case TrainerVariant::kChecksOffOverMpi: return "_mpi_checks_off";
     case TrainerVariant::kPerRankBatchNorm: return "_per_rank_batch_norm";
@@ -268,6 +269,9 @@ std::string VariantLabel(TrainerVariant how, int64_t bucket_cap_bytes) {
   if (how == TrainerVariant::kOrderedSum) {
     return " (ordered_sum: chunks of half a rank's batch, summed along the ordered mode's tree)";
   }
+  if (how == TrainerVariant::kOrderedSumWholeShares) {
+    return " (ordered_sum: one chunk a rank, its whole batch)";
+  }
   if (const std::string norm = BatchNormOf(how); !norm.empty()) {
     return absl::StrCat(", batch_norm \"", norm, "\", ", AccumulationStepsOf(how),
                         " micro-batch(es) per update");
@@ -306,10 +310,12 @@ TrainingConfig WithTrainerVariant(TrainingConfig config, TrainerVariant how,
     config.mutable_run()->set_launcher("mpirun");
     return config;
   }
-  if (how == TrainerVariant::kOrderedSum) {
+  if (how == TrainerVariant::kOrderedSum || how == TrainerVariant::kOrderedSumWholeShares) {
+    const int batch_per_rank = config.global_batch() / std::max(1, config.world_size());
     OrderedSumOptions options;
-    options.set_chunk_slots(OrderedSumChunkSlots(
-        config.global_batch() / std::max(1, config.world_size())));
+    options.set_chunk_slots(how == TrainerVariant::kOrderedSum
+                                ? OrderedSumChunkSlots(batch_per_rank)
+                                : batch_per_rank);
     config.mutable_reducer()->set_name("ordered_sum");
     config.mutable_reducer()->mutable_options()->PackFrom(options);
     return config;

@@ -101,6 +101,9 @@ enum class TrainerVariant {
   kAccumulation2,
   kAccumulation4,
   kOrderedSum,
+  // Issue 49: ordered_sum with one chunk a rank (chunk_slots = a rank's
+  // batch): the ordered mode's reduction without its extra chunk passes.
+  kOrderedSumWholeShares,
   // parity { every_update: false }: what the every-update checks cost
   // (docs/parity.md), as configured and over MPI.
   kChecksOff,

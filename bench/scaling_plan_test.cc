@@ -254,6 +254,12 @@ TEST(ScalingPlanTest, OrderedSumVariantChunksHalfARanksBatch) {
   EXPECT_EQ(OrderedSumChunkSlots(1), 1);
   EXPECT_EQ(OrderedSumChunkSlots(7), 3);
   EXPECT_EQ(VariantTag(TrainerVariant::kOrderedSum), "_ordered_sum");
+  // One chunk a rank: its whole batch.
+  const TrainingConfig whole =
+      WithTrainerVariant(base, TrainerVariant::kOrderedSumWholeShares, 1000);
+  ASSERT_TRUE(whole.reducer().options().UnpackTo(&options));
+  EXPECT_EQ(options.chunk_slots(), 32);
+  EXPECT_EQ(whole.reducer().name(), "ordered_sum");
 }
 
 TEST(ScalingPlanTest, BatchNormVariantsSetTheNormAndTheMicroBatchesOnly) {
@@ -301,7 +307,8 @@ TEST(ScalingPlanTest, VariantsHaveDistinctRunNames) {
       TrainerVariant::kAsConfigured, TrainerVariant::kBucketsOverlapped,
       TrainerVariant::kBucketsNotOverlapped, TrainerVariant::kOverMpi,
       TrainerVariant::kAccumulation2, TrainerVariant::kAccumulation4,
-      TrainerVariant::kOrderedSum, TrainerVariant::kChecksOff,
+      TrainerVariant::kOrderedSum, TrainerVariant::kOrderedSumWholeShares,
+      TrainerVariant::kChecksOff,
       TrainerVariant::kChecksOffOverMpi, TrainerVariant::kPerRankBatchNorm,
       TrainerVariant::kSyncBatchNorm, TrainerVariant::kPerRankBatchNormAccumulation2,
       TrainerVariant::kSyncBatchNormAccumulation2, TrainerVariant::kPerRankBatchNormAccumulation4,

@@ -619,5 +619,28 @@ TEST(CheckIssue49TargetsTest, OrderedSumOverAllreduceSumAtTwoThreeAndFourWorkers
   EXPECT_FALSE(checks[3].met());  // 1.3 bytes
 }
 
+TEST(CheckIssue49TargetsTest, OursOverMpiAgainstThePhysicalFloor) {
+  ModelScaling m = Issue13Models(false)[1];
+  m.set_batch_per_rank(32);
+  // Two bare steps at once: 64 examples in 4 ms; the all-reduce 1 ms.
+  *m.mutable_bare_two_processes() = receipt_parity::Run(16000, 0, {100, 100});
+  m.set_shm_allreduce_seconds_gradient(0.001);
+  *m.mutable_ours_two_workers_mpi() = receipt_parity::Run(10240, 0, {150, 150});
+  FillRatios(&m);
+  EXPECT_DOUBLE_EQ(m.physical_floor_examples_per_second(), 64 / 0.005);
+  EXPECT_DOUBLE_EQ(m.ours_mpi_over_physical_floor(), 0.8);
+  std::vector<TargetCheck> checks = CheckIssue49Targets({m});
+  ASSERT_EQ(checks.size(), 2u);  // the floor's, then the replay's
+  EXPECT_EQ(checks[0].threshold(), kOursMpiOverPhysicalFloorTarget);
+  EXPECT_TRUE(checks[0].met());  // 0.8 itself
+  // Without the all-reduce measured (no mpirun): no floor, no check.
+  m.set_shm_allreduce_seconds_gradient(0);
+  m.clear_physical_floor_examples_per_second();
+  m.clear_ours_mpi_over_physical_floor();
+  FillRatios(&m);
+  EXPECT_EQ(m.physical_floor_examples_per_second(), 0);
+  EXPECT_EQ(CheckIssue49Targets({m}).size(), 1u);
+}
+
 }  // namespace
 }  // namespace receipt_parity

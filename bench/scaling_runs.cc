@@ -148,6 +148,7 @@ class ScalingRunner::Impl {
     for (int round = 0; round < settings_.rounds; ++round) {
       inputs.suffix = absl::StrCat("_r", round);
       ModelScaling this_round;
+      this_round.set_batch_per_rank(model.batch_per_rank);
       absl::StatusOr<Measured<BareStepResult>> bare = RunBare(model, *pool, inputs.suffix);
       if (!bare.ok()) return bare.status();
       *this_round.mutable_bare_libtorch() = bare->run;
@@ -171,6 +172,14 @@ class ScalingRunner::Impl {
         if (!run.ok()) return run.status();
         *variant.field(&this_round) = *run;
         KeepBestRound(*run, variant.field(&m));
+      }
+      if (MpirunInstalled()) {
+        absl::StatusOr<double> shm = RunShmAllreduce(m.parameter_count(), inputs.suffix);
+        if (!shm.ok()) return shm.status();
+        this_round.set_shm_allreduce_seconds_gradient(*shm);
+        if (m.shm_allreduce_seconds_gradient() == 0 || *shm < m.shm_allreduce_seconds_gradient()) {
+          m.set_shm_allreduce_seconds_gradient(*shm);
+        }
       }
       FillRatios(&this_round);
       rounds.push_back(std::move(this_round));
@@ -227,6 +236,8 @@ class ScalingRunner::Impl {
          ours(2, TrainerVariant::kAccumulation4)},
         {[](ModelScaling* s) { return s->mutable_ours_two_workers_ordered_sum(); },
          ours(2, TrainerVariant::kOrderedSum)},
+        {[](ModelScaling* s) { return s->mutable_ours_two_workers_ordered_sum_whole_shares(); },
+         ours(2, TrainerVariant::kOrderedSumWholeShares)},
         {[](ModelScaling* s) { return s->mutable_ours_two_workers_checks_off(); },
          ours(2, TrainerVariant::kChecksOff)},
         {[](ModelScaling* s) { return s->mutable_ours_two_workers_torchscript(); },
@@ -334,6 +345,28 @@ class ScalingRunner::Impl {
       return s;
     }
     return files;
+  }
+
+  // The median seconds of MPI_Allreduce of `elements` float32 values
+  // between two ranks of mpirun, over shared memory (bench/shm_allreduce),
+  // started as the trainer's launcher starts mpirun.
+  absl::StatusOr<double> RunShmAllreduce(int64_t elements, const std::string& suffix) {
+    Announce(absl::StrCat("MPI_Allreduce of ", elements,
+                          " float32 values over shared memory, 2 ranks"));
+    const std::string name = absl::StrCat("shm_allreduce_", elements, suffix);
+    const std::string result_path = Path("runs", name + ".json");
+    LaunchOptions options;
+    options.world_size = 2;
+    options.args = {absl::StrCat("--elements=", elements),
+                    absl::StrCat("--repeats=", settings_.smoke ? 3 : 30),
+                    "--out=" + result_path};
+    std::vector<std::string> command = MpirunCommandLine(options, programs_.shm_allreduce);
+    command[0] = MpirunPath();  // RunChild takes a path, not a name to look up
+    absl::StatusOr<double> wall = RunChild(command, Path("logs", name + ".log"), result_path);
+    if (!wall.ok()) return wall.status();
+    ShmAllreduceResult result;
+    if (absl::Status s = ReadJsonFile(result_path, &result); !s.ok()) return s;
+    return result.median_seconds();
   }
 
   // One bare loop: `updates` timed updates, or as many as fit in

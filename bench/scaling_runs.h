@@ -23,6 +23,7 @@ inline constexpr int kWarmupUpdates = 2;
 struct Programs {
   std::string train;
   std::string bare;
+  std::string shm_allreduce;
   std::string ddp_script;
   std::string base_config;
   std::string python;

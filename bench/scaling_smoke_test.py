@@ -28,7 +28,7 @@ RUNS = ("ours_one_worker", "ours_two_workers", "ddp_one_worker",
         "ours_two_workers_ordered_sum", "ours_two_workers_checks_off",
         "ours_two_workers_torchscript", "ours_two_workers_python_module",
         "ours_three_workers", "ours_three_workers_ordered_sum", "ours_four_workers",
-        "ours_four_workers_ordered_sum")
+        "ours_four_workers_ordered_sum", "ours_two_workers_ordered_sum_whole_shares")
 # --smoke runs it on the communication-bound model only.
 MPI_RUNS = ("ours_two_workers_mpi", "ours_two_workers_mpi_checks_off") if HAS_MPIRUN else ()
 WORLD = {"ours_one_worker": 1, "ours_two_workers": 2, "ddp_one_worker": 1,
@@ -40,7 +40,8 @@ WORLD = {"ours_one_worker": 1, "ours_two_workers": 2, "ddp_one_worker": 1,
          "ours_two_workers_python_module": 2, "ours_two_workers_checks_off": 2,
          "ours_two_workers_mpi_checks_off": 2, "ours_three_workers": 3,
          "ours_three_workers_ordered_sum": 3, "ours_four_workers": 4,
-         "ours_four_workers_ordered_sum": 4}
+         "ours_four_workers_ordered_sum": 4,
+         "ours_two_workers_ordered_sum_whole_shares": 2}
 
 
 def temp_dir():
@@ -136,6 +137,24 @@ class SmokeTest(unittest.TestCase):
       self.assertEqual(ours2["bytes_reduced_per_update"], gradient_bytes + rider_bytes)
       self.assertEqual(ordered["bytes_reduced_per_update"], gradient_bytes + rider_bytes)
       self.assertAlmostEqual(m["ordered_sum_bytes_per_update_ratio"], 1.0)
+      # The physical floor (issue 49, item 4): two bare steps at once plus
+      # one shared-memory all-reduce of the gradient, where mpirun is.
+      if HAS_MPIRUN:
+        shm = m["shm_allreduce_seconds_gradient"]
+        self.assertGreater(shm, 0)
+        examples = 2 * m["batch_per_rank"]
+        floor = examples / (examples / m["bare_two_processes"]["examples_per_second"] + shm)
+        self.assertAlmostEqual(m["physical_floor_examples_per_second"], floor)
+        if m["name"] == "communication_bound":
+          self.assertAlmostEqual(m["ours_mpi_over_physical_floor"], ratio(
+              m["ours_two_workers_mpi"]["examples_per_second"], floor))
+      # One chunk a rank: the ordered reduction without extra chunk passes.
+      whole = m["ours_two_workers_ordered_sum_whole_shares"]
+      self.assertAlmostEqual(m["ordered_sum_whole_shares_examples_per_second_ratio"], ratio(
+          whole["examples_per_second"], ours2["examples_per_second"]))
+      with open(os.path.join(self.out, "configs",
+                             f"{m['name']}_ours_2w_ordered_sum_whole_shares_r0.pbtxt")) as f:
+        self.assertIn(f"chunk_slots: {m['batch_per_rank']}\n", f.read())
       # At three and four workers (2W chunks, each rank's two a subtree):
       # one gradient a rank too, and the examples/s side by side.
       for world, word in ((3, "three"), (4, "four")):
@@ -229,7 +248,8 @@ class SmokeTest(unittest.TestCase):
           max(ours2["peak_rss_mib"]), max(m["bare_libtorch"]["peak_rss_mib"])))
       self.assertEqual(m["ours_over_ceiling_spread"]["rounds"], [m["ours_over_ceiling"]])
       self.assertEqual(m["rss_ratio_to_bare_spread"]["rounds"], [m["rss_ratio_to_bare"]])
-      mpi_ratios = ("ours_mpi_scaling", "ours_mpi_over_ceiling", "rss_ratio_to_bare_mpi")
+      mpi_ratios = ("ours_mpi_scaling", "ours_mpi_over_ceiling", "rss_ratio_to_bare_mpi",
+                    "ours_mpi_over_physical_floor")
       if MPI_RUNS and m["name"] == "communication_bound":
         mpi = m["ours_two_workers_mpi"]
         self.assertGreater(mpi["sync_seconds_per_update"], 0)
@@ -263,6 +283,8 @@ class SmokeTest(unittest.TestCase):
         [(model, f"{w}w, ordered_sum / allreduce_sum {what}")
          for model in ("compute_bound", "communication_bound") for w in (2, 3, 4)
          for what in ("examples/s", "bytes per update")] +
+        [("communication_bound", "two workers over MPI / the physical floor (two bare steps "
+          "+ one shared-memory all-reduce)")] * int(HAS_MPIRUN) +
         [("compute_bound", replay), ("communication_bound", replay)])
     rss = "peak RSS per rank / bare LibTorch step's (two workers)"
     harness = "harness per-update time / bare LibTorch step"
@@ -306,7 +328,7 @@ class SmokeTest(unittest.TestCase):
          for m in ("compute_bound", "communication_bound") for k in (2, 4)] +
         [f"{m}_ours_2w_{v}_r0.pbtxt"
          for m in ("compute_bound", "communication_bound")
-         for v in ("ordered_sum", "checks_off")] +
+         for v in ("ordered_sum", "ordered_sum_whole_shares", "checks_off")] +
         [f"{m}_ours_2w_{route}_r0.pbtxt"
          for m in ("compute_bound", "communication_bound")
          for route in ("torchscript", "python_module")] +

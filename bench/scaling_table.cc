@@ -78,6 +78,8 @@ std::string SystemRows(const ModelScaling& m) {
             m.ours_two_workers_accumulation_4()),
       RowIf(m.has_ours_two_workers_ordered_sum(), "this project, ordered_sum",
             m.ours_two_workers_ordered_sum()),
+      RowIf(m.has_ours_two_workers_ordered_sum_whole_shares(), "ordered_sum, 1 chunk/rank",
+            m.ours_two_workers_ordered_sum_whole_shares()),
       RowIf(m.has_ours_three_workers(), "this project", m.ours_three_workers()),
       RowIf(m.has_ours_three_workers_ordered_sum(), "this project, ordered_sum",
             m.ours_three_workers_ordered_sum()),
@@ -124,6 +126,14 @@ std::string MpiAndAccumulationLines(const ModelScaling& m) {
                                           m.ours_mpi_scaling(), m.ours_mpi_over_ceiling(),
                                           m.rss_ratio_to_bare_mpi()));
   }
+  if (m.physical_floor_examples_per_second() > 0) {
+    absl::StrAppend(
+        &out, absl::StrFormat("  physical floor (two bare steps + a %.3f ms shared-memory "
+                              "all-reduce): %.0f examples/s; our 2w over MPI %.2fx of it\n",
+                              1e3 * m.shm_allreduce_seconds_gradient(),
+                              m.physical_floor_examples_per_second(),
+                              m.ours_mpi_over_physical_floor()));
+  }
   if (m.has_ours_two_workers_accumulation_2()) {
     absl::StrAppend(&out, absl::StrFormat("  2w, 2 / 4 micro-batches per update at the same "
                                           "global batch over 1: examples/s %.2fx / %.2fx, "
@@ -149,6 +159,11 @@ std::string OrderedAndChecksLines(const ModelScaling& m) {
                               m.ours_two_workers_ordered_sum().bytes_reduced_per_update(),
                               m.ours_two_workers().bytes_reduced_per_update(),
                               m.ordered_sum_peak_rss_ratio()));
+  }
+  if (m.has_ours_two_workers_ordered_sum_whole_shares()) {
+    absl::StrAppend(&out, absl::StrFormat("  2w, ordered_sum with one chunk a rank over "
+                                          "allreduce_sum: examples/s %.2fx\n",
+                                          m.ordered_sum_whole_shares_examples_per_second_ratio()));
   }
   const std::tuple<int, const SystemRun*, const SystemRun*, double, double> wider[] = {
       {3, &m.ours_three_workers(), &m.ours_three_workers_ordered_sum(),

@@ -66,17 +66,21 @@ std::string MpirunProgram() {
   return named != nullptr && *named != '\0' ? named : "mpirun";
 }
 
-bool MpirunInstalled() {
+std::string MpirunPath() {
   const std::string program = MpirunProgram();
-  if (program.find('/') != std::string::npos) return access(program.c_str(), X_OK) == 0;
+  if (program.find('/') != std::string::npos) {
+    return access(program.c_str(), X_OK) == 0 ? program : "";
+  }
   const char* path = std::getenv("PATH");
   for (const absl::string_view folder : absl::StrSplit(path == nullptr ? "" : path, ':')) {
-    if (!folder.empty() && access(absl::StrCat(folder, "/", program).c_str(), X_OK) == 0) {
-      return true;
-    }
+    if (folder.empty()) continue;
+    std::string candidate = absl::StrCat(folder, "/", program);
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
   }
-  return false;
+  return "";
 }
+
+bool MpirunInstalled() { return !MpirunPath().empty(); }
 
 std::vector<std::string> MpirunCommandLine(const LaunchOptions& options,
                                            const std::string& program) {

@@ -29,8 +29,12 @@ namespace receipt_parity {
 // "mpirun" (looked up in PATH).
 std::string MpirunProgram();
 
-// Whether MpirunProgram() names an executable: $MPIRUN itself, or an
-// executable `mpirun` in one of PATH's folders.
+// The executable MpirunProgram() names: $MPIRUN itself when it holds a
+// '/', else the first `mpirun` (or $MPIRUN) in PATH's folders; "" when there
+// is none.
+std::string MpirunPath();
+
+// Whether MpirunPath() found one.
 bool MpirunInstalled();
 
 // The argv of mpirun that starts options.world_size copies of `program`

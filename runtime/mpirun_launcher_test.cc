@@ -59,6 +59,22 @@ TEST(MpirunCommandLineTest, CarriesTheDefaultsTheEnvironmentAndTheProgram) {
   unsetenv("TMPDIR");
 }
 
+TEST(MpirunPathTest, NamesTheExecutableFoundOrNothing) {
+  const char* saved_path = std::getenv("PATH");
+  const std::string path = saved_path == nullptr ? "" : saved_path;
+  setenv("MPIRUN", "/bin/true", 1);
+  EXPECT_EQ(MpirunPath(), "/bin/true");
+  setenv("MPIRUN", "true", 1);  // looked up in PATH
+  setenv("PATH", "/nonexistent:/bin", 1);
+  EXPECT_EQ(MpirunPath(), "/bin/true");
+  EXPECT_TRUE(MpirunInstalled());
+  setenv("MPIRUN", "no-such-mpirun-here", 1);
+  EXPECT_EQ(MpirunPath(), "");
+  EXPECT_FALSE(MpirunInstalled());
+  setenv("PATH", path.c_str(), 1);
+  unsetenv("MPIRUN");
+}
+
 TEST(LaunchUnderMpirunTest, WorkersThatExitZeroAreOk) {
   setenv(kParentVariable, absl::StrCat("lock:", getpid()).c_str(), 1);
   LaunchOptions options = TwoWorkers({"worker", "0"});
