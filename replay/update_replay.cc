@@ -457,7 +457,15 @@ absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
                                           const RunStateAtUpdate& state,
                                           const ReplayTools& tools) {
   const Clock::time_point start = Clock::now();
+  Clock::time_point phase_start = start;
   UpdateReplay out;
+  // The seconds since the last phase ended, the next phase starting now.
+  auto phase = [&phase_start]() {
+    const Clock::time_point now = Clock::now();
+    const double seconds = std::chrono::duration<double>(now - phase_start).count();
+    phase_start = now;
+    return seconds;
+  };
   out.set_update(static_cast<int32_t>(update.total_update));
   const bool ordered = update.chunk_rows > 0;
   int world = static_cast<int>(update.shares.size());
@@ -473,6 +481,7 @@ absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
     return out;
   }
   if (absl::Status s = CheckRecordedLayouts(model, state); !s.ok()) return s;
+  out.mutable_phases()->set_models(phase());
   const bool bitwise_mode = ordered || world <= 2;
   out.set_mode(bitwise_mode ? "bitwise" : "bound");
   Shares shares;
@@ -494,6 +503,7 @@ absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
       if (update.reduced_divisor > 1) divided.div_(update.reduced_divisor);
     }
     SetGradients(model, divided);
+    out.mutable_phases()->set_compute(phase());
     double factor = 1;
     if (update.clipping.has_value() && update.clipping->global) {
       factor = ClipGradients(model.parameters(), update.clipping->max_norm).factor;
@@ -511,6 +521,7 @@ absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
       *out.mutable_first_difference() = *gradient.first;
       out.add_failures(Describe(*gradient.first, update.total_update));
     }
+    out.mutable_phases()->set_judge_gradient(phase());
     // The step: from the replay's own gradient when it must be the run's
     // bits, else from the run's, so that the step is judged exactly.
     if (!bitwise_mode) SetGradients(model, Flat(state.gradient).to(divided.scalar_type()));
@@ -518,7 +529,9 @@ absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
     absl::StatusOr<bool> parameters_bitwise = StepAndCompare(update, state, tools, model, &out);
     if (!parameters_bitwise.ok()) return parameters_bitwise.status();
     out.set_bitwise(gradient.bitwise && *parameters_bitwise);
+    out.mutable_phases()->set_step(phase());
     for (TensorPower& p : StepResolution(state)) *out.add_power() = std::move(p);
+    out.mutable_phases()->set_power(phase());
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, absl::StrCat(Where(update.total_update), ": LibTorch"));
   }

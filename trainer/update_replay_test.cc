@@ -251,6 +251,16 @@ TEST(UpdateReplayTest, TwoRanksWithAccumulationReplayBitForBit) {
   const UpdateReplay replay = Replay(*run);
   ExpectBitwise(replay);
   EXPECT_EQ(replay.ranks(), 2);
+  // Where the replay's time went: every phase timed, together within it.
+  const ReplayPhaseSeconds& phases = replay.phases();
+  EXPECT_GT(phases.models(), 0);
+  EXPECT_GT(phases.compute(), 0);
+  EXPECT_GT(phases.step(), 0);
+  EXPECT_GE(phases.judge_gradient(), 0);
+  EXPECT_GE(phases.power(), 0);
+  EXPECT_LE(phases.models() + phases.compute() + phases.judge_gradient() + phases.step() +
+                phases.power(),
+            replay.seconds());
 }
 
 TEST(UpdateReplayTest, Bf16AdamWWithGlobalClippingReplaysBitForBit) {
