@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <optional>
 #include <mutex>
 #include <utility>
 
@@ -320,6 +321,43 @@ Compared CompareNamed(const NamedTensors& run, const NamedTensors& replay,
 // Per tensor, the smallest e such that making the step's change (1 + e)
 // times itself moves some element of the parameter after it by half an ulp
 // or more, so that the bit-for-bit comparison sees it.
+// The smallest over the moved elements of half an ulp of |after| (float)
+// over |after - before| (in double), as the tensor formula below computes
+// it, in one pass without temporaries: nullopt when no element moved; NaN
+// when a ratio is NaN (an infinite parameter), as at::min propagates it.
+std::optional<double> SmallestRelativeChangeOfFloats(const at::Tensor& after,
+                                                     const at::Tensor& before) {
+  const float* a = after.data_ptr<float>();
+  const float* b = before.data_ptr<float>();
+  std::optional<double> smallest;
+  for (int64_t i = 0; i < after.numel(); ++i) {
+    const double change = std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
+    if (!(change > 0)) continue;
+    const float magnitude = std::fabs(a[i]);
+    const double half_ulp =
+        static_cast<double>(std::nextafter(magnitude, std::numeric_limits<float>::infinity()) -
+                            magnitude) /
+        2;
+    const double ratio = half_ulp / change;
+    if (smallest.has_value() && std::isnan(*smallest)) continue;
+    if (!smallest.has_value() || std::isnan(ratio) || ratio < *smallest) smallest = ratio;
+  }
+  return smallest;
+}
+
+// The same for any dtype, through LibTorch's kernels.
+std::optional<double> SmallestRelativeChange(const at::Tensor& after, const at::Tensor& before) {
+  const at::Tensor a = after.to(at::kCPU).to(at::kFloat).abs().reshape(-1);
+  const at::Tensor half_ulp =
+      (at::nextafter(a, at::full_like(a, std::numeric_limits<float>::infinity())) - a)
+          .to(at::kDouble) /
+      2;
+  const at::Tensor change = (after.to(at::kDouble) - before.to(at::kDouble)).abs().reshape(-1);
+  const at::Tensor moved = change > 0;
+  if (!moved.any().item<bool>()) return std::nullopt;
+  return (half_ulp.masked_select(moved) / change.masked_select(moved)).min().item<double>();
+}
+
 std::vector<TensorPower> StepResolution(const RunStateAtUpdate& state) {
   std::vector<TensorPower> power;
   for (const auto& [name, after] : state.parameters_after) {
@@ -330,18 +368,10 @@ std::vector<TensorPower> StepResolution(const RunStateAtUpdate& state) {
       power.push_back(p);
       continue;
     }
-    const at::Tensor a = after.to(at::kCPU).to(at::kFloat).abs().reshape(-1);
-    const at::Tensor half_ulp =
-        (at::nextafter(a, at::full_like(a, std::numeric_limits<float>::infinity())) - a)
-            .to(at::kDouble) /
-        2;
-    const at::Tensor change =
-        (after.to(at::kDouble) - before->second.to(at::kDouble)).abs().reshape(-1);
-    const at::Tensor moved = change > 0;
-    if (moved.any().item<bool>()) {
+    const std::optional<double> smallest = SmallestDetectableChange(after, before->second);
+    if (smallest.has_value()) {
       p.set_judged(true);
-      p.set_smallest_relative_change(
-          (half_ulp.masked_select(moved) / change.masked_select(moved)).min().item<double>());
+      p.set_smallest_relative_change(*smallest);
     }
     power.push_back(p);
   }
@@ -452,6 +482,14 @@ absl::StatusOr<bool> StepAndCompare(const RecordedUpdate& update,
 }
 
 }  // namespace
+
+std::optional<double> SmallestDetectableChange(const at::Tensor& after, const at::Tensor& before) {
+  const bool floats = after.scalar_type() == at::kFloat && before.scalar_type() == at::kFloat &&
+                      after.device().is_cpu() && before.device().is_cpu() &&
+                      after.is_contiguous() && before.is_contiguous();
+  return floats ? SmallestRelativeChangeOfFloats(after, before)
+                : SmallestRelativeChange(after, before);
+}
 
 absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
                                           const RunStateAtUpdate& state,

@@ -134,6 +134,15 @@ absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
                                           const RunStateAtUpdate& state,
                                           const ReplayTools& tools);
 
+// A tensor's power (TensorPower): the smallest relative change of one
+// step that comparing `after` bit for bit would detect, the smallest over
+// the elements that moved of half an ulp of |after| (as float32) over
+// |after - before| (in double); nullopt when no element moved; NaN where a
+// ratio is NaN (an infinite parameter). Float32 CPU tensors take one pass
+// without temporaries, any other dtype LibTorch's kernels: the same value.
+// Throws LibTorch's errors. REQUIRES: the same number of elements.
+std::optional<double> SmallestDetectableChange(const at::Tensor& after, const at::Tensor& before);
+
 // The verdict over `updates` (pass: every replayed one passes, one at least
 // was replayed).
 ReplayVerdict ReplayVerdictOf(std::vector<UpdateReplay> updates);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -261,6 +262,27 @@ TEST(UpdateReplayTest, TwoRanksWithAccumulationReplayBitForBit) {
   EXPECT_LE(phases.models() + phases.compute() + phases.judge_gradient() + phases.step() +
                 phases.power(),
             replay.seconds());
+}
+
+// The power's one-pass float path gives what LibTorch's kernels give (the
+// double tensors take them), element for element: none moved, NaN, huge.
+TEST(SmallestDetectableChangeTest, TheFloatPassEqualsTheKernels) {
+  const at::Tensor before = at::randn({1000}, at::kFloat) * 10;
+  at::Tensor after = before.clone();
+  after.narrow(0, 0, 500).add_(at::randn({500}, at::kFloat) * 1e-3);
+  after[600] = 3e38f;
+  const std::optional<double> fast = SmallestDetectableChange(after, before);
+  const std::optional<double> kernels =
+      SmallestDetectableChange(after.to(at::kDouble), before.to(at::kDouble));
+  ASSERT_TRUE(fast.has_value());
+  ASSERT_TRUE(kernels.has_value());
+  EXPECT_EQ(*fast, *kernels);
+  EXPECT_GT(*fast, 0);
+  EXPECT_FALSE(SmallestDetectableChange(before, before.clone()).has_value());
+  after[7] = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(std::isnan(*SmallestDetectableChange(after, before)));
+  EXPECT_TRUE(std::isnan(
+      *SmallestDetectableChange(after.to(at::kDouble), before.to(at::kDouble))));
 }
 
 TEST(UpdateReplayTest, Bf16AdamWWithGlobalClippingReplaysBitForBit) {
