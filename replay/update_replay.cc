@@ -481,6 +481,47 @@ absl::StatusOr<bool> StepAndCompare(const RecordedUpdate& update,
   return parameters.bitwise;
 }
 
+// Times consecutive phases: each Next(), the seconds since the last.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(Clock::time_point start) : last_(start) {}
+  double Next() {
+    const Clock::time_point now = Clock::now();
+    const double seconds = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return seconds;
+  }
+
+ private:
+  Clock::time_point last_;
+};
+
+// The replay's gradient (in `model`, `divided` before clipping) clipped as
+// the run clipped and compared with the run's, bit for bit or within the
+// bound of the sum (bound mode), into `out`: whether bitwise. Throws
+// LibTorch's exceptions.
+bool JudgeGradient(const RecordedUpdate& update, const RunStateAtUpdate& state,
+                   const Shares& shares, const at::Tensor& divided, bool bitwise_mode,
+                   Classifier& model, UpdateReplay* out) {
+  double factor = 1;
+  if (update.clipping.has_value() && update.clipping->global) {
+    factor = ClipGradients(model.parameters(), update.clipping->max_norm).factor;
+  }
+  const at::Tensor bound =
+      bitwise_mode ? at::Tensor()
+                   : BoundOf(shares, divided, update.reduced_divisor, factor,
+                             update.run_clip_factor);
+  const Compared gradient = CompareNamed(state.gradient, NamedOf(model, true), bound, "gradient");
+  out->set_gradient_max_abs_diff(gradient.max_abs_diff);
+  out->set_gradient_bound(gradient.bound_at_largest);
+  out->set_largest_share_of_bound(gradient.largest_share);
+  if (gradient.first.has_value()) {
+    *out->mutable_first_difference() = *gradient.first;
+    out->add_failures(Describe(*gradient.first, update.total_update));
+  }
+  return gradient.bitwise;
+}
+
 }  // namespace
 
 std::optional<double> SmallestDetectableChange(const at::Tensor& after, const at::Tensor& before) {
@@ -495,15 +536,8 @@ absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
                                           const RunStateAtUpdate& state,
                                           const ReplayTools& tools) {
   const Clock::time_point start = Clock::now();
-  Clock::time_point phase_start = start;
+  PhaseTimer phase(start);
   UpdateReplay out;
-  // The seconds since the last phase ended, the next phase starting now.
-  auto phase = [&phase_start]() {
-    const Clock::time_point now = Clock::now();
-    const double seconds = std::chrono::duration<double>(now - phase_start).count();
-    phase_start = now;
-    return seconds;
-  };
   out.set_update(static_cast<int32_t>(update.total_update));
   const bool ordered = update.chunk_rows > 0;
   int world = static_cast<int>(update.shares.size());
@@ -519,7 +553,7 @@ absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
     return out;
   }
   if (absl::Status s = CheckRecordedLayouts(model, state); !s.ok()) return s;
-  out.mutable_phases()->set_models(phase());
+  out.mutable_phases()->set_models(phase.Next());
   const bool bitwise_mode = ordered || world <= 2;
   out.set_mode(bitwise_mode ? "bitwise" : "bound");
   Shares shares;
@@ -541,35 +575,20 @@ absl::StatusOr<UpdateReplay> ReplayUpdate(const RecordedUpdate& update,
       if (update.reduced_divisor > 1) divided.div_(update.reduced_divisor);
     }
     SetGradients(model, divided);
-    out.mutable_phases()->set_compute(phase());
-    double factor = 1;
-    if (update.clipping.has_value() && update.clipping->global) {
-      factor = ClipGradients(model.parameters(), update.clipping->max_norm).factor;
-    }
-    const at::Tensor bound =
-        bitwise_mode ? at::Tensor()
-                     : BoundOf(shares, divided, update.reduced_divisor, factor,
-                               update.run_clip_factor);
-    const Compared gradient =
-        CompareNamed(state.gradient, NamedOf(model, true), bound, "gradient");
-    out.set_gradient_max_abs_diff(gradient.max_abs_diff);
-    out.set_gradient_bound(gradient.bound_at_largest);
-    out.set_largest_share_of_bound(gradient.largest_share);
-    if (gradient.first.has_value()) {
-      *out.mutable_first_difference() = *gradient.first;
-      out.add_failures(Describe(*gradient.first, update.total_update));
-    }
-    out.mutable_phases()->set_judge_gradient(phase());
+    out.mutable_phases()->set_compute(phase.Next());
+    const bool gradient_bitwise =
+        JudgeGradient(update, state, shares, divided, bitwise_mode, model, &out);
+    out.mutable_phases()->set_judge_gradient(phase.Next());
     // The step: from the replay's own gradient when it must be the run's
     // bits, else from the run's, so that the step is judged exactly.
     if (!bitwise_mode) SetGradients(model, Flat(state.gradient).to(divided.scalar_type()));
     out.set_stepped_from(bitwise_mode ? "replay" : "run");
     absl::StatusOr<bool> parameters_bitwise = StepAndCompare(update, state, tools, model, &out);
     if (!parameters_bitwise.ok()) return parameters_bitwise.status();
-    out.set_bitwise(gradient.bitwise && *parameters_bitwise);
-    out.mutable_phases()->set_step(phase());
+    out.set_bitwise(gradient_bitwise && *parameters_bitwise);
+    out.mutable_phases()->set_step(phase.Next());
     for (TensorPower& p : StepResolution(state)) *out.add_power() = std::move(p);
-    out.mutable_phases()->set_power(phase());
+    out.mutable_phases()->set_power(phase.Next());
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, absl::StrCat(Where(update.total_update), ": LibTorch"));
   }
