@@ -223,6 +223,25 @@ void OrderedSumReducer::Start(const std::vector<at::Tensor>& rows, int64_t len,
   stats_.bytes += (held * len + stretch.tail) * out.element_size();
   ++stats_.collectives;
   group_ = &group;
+  if (world_ == 2 && RootOfTwoSubtrees()) {
+    // One all-reduce SUM of [this rank's subtree sum, tail]: in the bucket
+    // itself when the subtree is the buckets' row.
+    const bool whole_bucket = mine[0].hi - mine[0].lo == 1 &&
+                              mine[0].lo - first_row_ == buckets_row_ &&
+                              out.numel() == len + stretch.tail;
+    at::Tensor summed = whole_bucket ? out : Buffer(ordinal, 0, len + stretch.tail, out.options());
+    if (!whole_bucket) {
+      SumSubtreeInto(rows, first_row_, mine[0], summed.narrow(0, 0, len));
+      summed.narrow(0, len, stretch.tail).copy_(tail);
+    }
+    c10d::AllreduceOptions sum;
+    sum.reduceOp = c10d::ReduceOp::SUM;
+    std::vector<at::Tensor> tensors = {summed};
+    stretch.work = group.allreduce(tensors, sum);
+    stretch.all_reduced = summed;
+    in_flight_.push_back(std::move(stretch));
+    return;
+  }
   if (world_ == 2) {
     // One all-gather of both ranks' subtree sums (padded to the larger
     // count) and tails. A rank whose one subtree is the buckets' row sends
@@ -273,6 +292,14 @@ void OrderedSumReducer::Start(const std::vector<at::Tensor>& rows, int64_t len,
   in_flight_.push_back(std::move(stretch));
 }
 
+bool OrderedSumReducer::RootOfTwoSubtrees() const {
+  if (held_.size() != 2 || held_[0].size() != 1 || held_[1].size() != 1 || total_rows_ < 2) {
+    return false;
+  }
+  const int64_t split = ChunkTreeSplit({0, total_rows_});
+  return held_[0][0] == ChunkTreeNode{0, split} && held_[1][0] == ChunkTreeNode{split, total_rows_};
+}
+
 int64_t OrderedSumReducer::MostHeld() const {
   size_t most = 0;
   for (const std::vector<ChunkTreeNode>& of_rank : held_) most = std::max(most, of_rank.size());
@@ -300,6 +327,10 @@ void OrderedSumReducer::FinishAll() {
 
 void OrderedSumReducer::FinishTwoRanks(InFlight& stretch) {
   stretch.work->wait();
+  if (stretch.all_reduced.defined()) {
+    if (!stretch.all_reduced.is_same(stretch.out)) stretch.out.copy_(stretch.all_reduced);
+    return;
+  }
   const int64_t len = stretch.len;
   std::vector<at::Tensor> sums;
   for (int q = 0; q < world_; ++q) {

@@ -101,6 +101,9 @@ class OrderedSumReducer : public GradientReducer {
     // output, then the all-gather's.
     std::vector<at::Tensor> received;
     at::Tensor own_tail;  // more than two ranks: kept for the all-gather
+    // Two ranks whose subtrees are the root's children: the all-reduced
+    // [root sum, tail], or undefined.
+    at::Tensor all_reduced;
   };
 
   OrderedSumReducer(int chunk_slots, int64_t bucket_cap_bytes)
@@ -128,6 +131,11 @@ class OrderedSumReducer : public GradientReducer {
   std::vector<ChunkTreeNode> RootsInRowOrder() const;
   // The most subtrees any rank holds.
   int64_t MostHeld() const;
+  // Two ranks, one subtree each, the root's two children: the whole sum is
+  // one addition per element, r0 + r1, which an all-reduce SUM gives bit
+  // for bit (IEEE addition is commutative; a sum of two terms has one
+  // rounding, whichever rank adds).
+  bool RootOfTwoSubtrees() const;
 
   int chunk_slots_;
   int64_t bucket_cap_bytes_;

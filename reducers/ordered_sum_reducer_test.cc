@@ -88,8 +88,8 @@ TEST(OrderedSumReducerTest, TheSumIsBitwiseTheSameAtOneToFourRanksEvenOrUneven) 
   for (int k = 1; k < kChunks; ++k) in_row_order = in_row_order + ChunkGradient(k);
   ASSERT_FALSE(at::equal(Bits(in_row_order), Bits(expected)));
   for (const std::vector<int>& deal : std::vector<std::vector<int>>{
-           {12}, {6, 6}, {9, 3}, {4, 4, 4}, {5, 5, 2}, {3, 3, 3, 3}, {1, 2, 4, 5}, {0, 12},
-           {7, 0, 5}}) {
+           {12}, {6, 6}, {8, 4}, {9, 3}, {4, 4, 4}, {5, 5, 2}, {3, 3, 3, 3}, {1, 2, 4, 5},
+           {0, 12}, {7, 0, 5}}) {
     for (const at::Tensor& sum : SumsOver(deal)) {
       EXPECT_TRUE(at::equal(Bits(sum), Bits(expected))) << "deal of " << deal.size() << " ranks";
     }
@@ -137,7 +137,8 @@ TEST(OrderedSumReducerTest, BucketByBucketGivesTheWholeSumsBitsAndEveryRanksRide
   const at::Tensor expected = SumSubtree(AllRows(), 0, {0, kChunks});
   const std::vector<int64_t> bucket_sizes = {100, 1, 156};
   for (const std::vector<int>& deal :
-       std::vector<std::vector<int>>{{6, 6}, {9, 3}, {0, 12}, {4, 4, 4}, {1, 2, 4, 5}, {7, 0, 5}}) {
+       std::vector<std::vector<int>>{
+           {6, 6}, {8, 4}, {9, 3}, {0, 12}, {4, 4, 4}, {1, 2, 4, 5}, {7, 0, 5}}) {
     const int world = static_cast<int>(deal.size());
     std::vector<OrderedSumReducer> reducers(world, MakeReducer());
     const std::vector<int64_t> bounds = BoundsOf(deal);
