@@ -224,21 +224,7 @@ void OrderedSumReducer::Start(const std::vector<at::Tensor>& rows, int64_t len,
   ++stats_.collectives;
   group_ = &group;
   if (world_ == 2 && RootOfTwoSubtrees()) {
-    // One all-reduce SUM of [this rank's subtree sum, tail]: in the bucket
-    // itself when the subtree is the buckets' row.
-    const bool whole_bucket = mine[0].hi - mine[0].lo == 1 &&
-                              mine[0].lo - first_row_ == buckets_row_ &&
-                              out.numel() == len + stretch.tail;
-    at::Tensor summed = whole_bucket ? out : Buffer(ordinal, 0, len + stretch.tail, out.options());
-    if (!whole_bucket) {
-      SumSubtreeInto(rows, first_row_, mine[0], summed.narrow(0, 0, len));
-      summed.narrow(0, len, stretch.tail).copy_(tail);
-    }
-    c10d::AllreduceOptions sum;
-    sum.reduceOp = c10d::ReduceOp::SUM;
-    std::vector<at::Tensor> tensors = {summed};
-    stretch.work = group.allreduce(tensors, sum);
-    stretch.all_reduced = summed;
+    StartAllReduce(rows, tail, group, ordinal, stretch);
     in_flight_.push_back(std::move(stretch));
     return;
   }
@@ -290,6 +276,27 @@ void OrderedSumReducer::Start(const std::vector<at::Tensor>& rows, int64_t len,
   stretch.own_tail = tail.clone();
   ++stats_.collectives;
   in_flight_.push_back(std::move(stretch));
+}
+
+void OrderedSumReducer::StartAllReduce(const std::vector<at::Tensor>& rows,
+                                       const at::Tensor& tail, c10d::ProcessGroup& group,
+                                       size_t ordinal, InFlight& stretch) {
+  const ChunkTreeNode mine = held_[rank_][0];
+  const int64_t len = stretch.len;
+  // In the bucket itself when the subtree is the buckets' row.
+  const bool whole_bucket = mine.hi - mine.lo == 1 && mine.lo - first_row_ == buckets_row_ &&
+                            stretch.out.numel() == len + stretch.tail;
+  at::Tensor summed =
+      whole_bucket ? stretch.out : Buffer(ordinal, 0, len + stretch.tail, stretch.out.options());
+  if (!whole_bucket) {
+    SumSubtreeInto(rows, first_row_, mine, summed.narrow(0, 0, len));
+    summed.narrow(0, len, stretch.tail).copy_(tail);
+  }
+  c10d::AllreduceOptions sum;
+  sum.reduceOp = c10d::ReduceOp::SUM;
+  std::vector<at::Tensor> tensors = {summed};
+  stretch.work = group.allreduce(tensors, sum);
+  stretch.all_reduced = summed;
 }
 
 bool OrderedSumReducer::RootOfTwoSubtrees() const {

@@ -136,6 +136,10 @@ class OrderedSumReducer : public GradientReducer {
   // for bit (IEEE addition is commutative; a sum of two terms has one
   // rounding, whichever rank adds).
   bool RootOfTwoSubtrees() const;
+  // Then: one all-reduce SUM of [this rank's subtree sum, its tail] into
+  // `stretch`. Throws as Start.
+  void StartAllReduce(const std::vector<at::Tensor>& rows, const at::Tensor& tail,
+                      c10d::ProcessGroup& group, size_t ordinal, InFlight& stretch);
 
   int chunk_slots_;
   int64_t bucket_cap_bytes_;
