@@ -18,8 +18,11 @@
 //   3. an all-gather of the pieces.
 // On two ranks steps 2 and 3 are one all-gather of both ranks' subtree
 // sums, the nodes above them added on each rank (the same bytes on the
-// wire, one collective instead of two).
-// The collectives move bits without adding them; every node is added from
+// wire, one collective instead of two); when each rank holds one subtree
+// and the two are the root's children, one all-reduce SUM of them: the
+// root is then one addition per element, and IEEE addition is
+// commutative, so the collective's sum is the tree's bit for bit.
+// Otherwise the collectives move bits without adding them; every node is added from
 // the same two operands wherever it is added, so the total is the tree's
 // sum of the rows, bit for bit, at every world size whose split keeps each
 // chunk on one rank (config/config_loader.h refuses the others), and so
