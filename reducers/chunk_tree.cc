@@ -25,8 +25,6 @@ void CollectHeld(ChunkTreeNode node, int64_t first, int64_t last,
 
 using RootIndex = std::map<std::pair<int64_t, int64_t>, size_t>;
 
-// The sum of `node` from the roots at or below it; nullopt-like undefined
-// tensor and `*missing` set when a leaf under it is in no root.
 absl::Status NotACover(int64_t rows, size_t roots) {
   return absl::InvalidArgumentError(absl::StrCat(
       "chunk tree: the ", roots, " roots given are not subtrees covering the ", rows,
@@ -49,24 +47,19 @@ void CountCover(ChunkTreeNode node, const RootIndex& index, size_t* used, bool* 
   CountCover({split, node.hi}, index, used, missing);
 }
 
-// With `out` defined, the node's sum is written there (the root's call).
+// The sum of `node` from the roots at or below it (IndexRoots checked that
+// they cover it exactly); with `out` defined, written there (the root's
+// call).
 at::Tensor SumAbove(ChunkTreeNode node, const RootIndex& index,
-                    const std::vector<at::Tensor>& sums, size_t* used, bool* missing,
-                    at::Tensor out = at::Tensor()) {
+                    const std::vector<at::Tensor>& sums, at::Tensor out = at::Tensor()) {
   const auto found = index.find({node.lo, node.hi});
   if (found != index.end()) {
-    ++*used;
     if (out.defined()) return out.copy_(sums[found->second]);
     return sums[found->second];
   }
-  if (node.hi - node.lo < 2) {
-    *missing = true;
-    return at::Tensor();
-  }
   const int64_t split = ChunkTreeSplit(node);
-  at::Tensor left = SumAbove({node.lo, split}, index, sums, used, missing);
-  at::Tensor right = SumAbove({split, node.hi}, index, sums, used, missing);
-  if (*missing) return at::Tensor();
+  at::Tensor left = SumAbove({node.lo, split}, index, sums);
+  at::Tensor right = SumAbove({split, node.hi}, index, sums);
   if (out.defined()) return at::add_out(out, left, right);
   return at::add(left, right);
 }
@@ -136,9 +129,7 @@ absl::StatusOr<at::Tensor> SumFromRoots(int64_t rows, const std::vector<ChunkTre
                                         const std::vector<at::Tensor>& sums) {
   absl::StatusOr<RootIndex> index = IndexRoots(rows, roots, sums);
   if (!index.ok()) return index.status();
-  size_t used = 0;
-  bool missing = false;
-  at::Tensor total = SumAbove({0, rows}, *index, sums, &used, &missing);
+  at::Tensor total = SumAbove({0, rows}, *index, sums);
   // A single root is the caller's tensor: the total is a tensor of its own.
   return roots.size() == 1 ? total.clone() : total;
 }
@@ -147,9 +138,7 @@ absl::Status SumFromRootsInto(int64_t rows, const std::vector<ChunkTreeNode>& ro
                               const std::vector<at::Tensor>& sums, at::Tensor out) {
   absl::StatusOr<RootIndex> index = IndexRoots(rows, roots, sums);
   if (!index.ok()) return index.status();
-  size_t used = 0;
-  bool missing = false;
-  SumAbove({0, rows}, *index, sums, &used, &missing, out);
+  SumAbove({0, rows}, *index, sums, out);
   return absl::OkStatus();
 }
 

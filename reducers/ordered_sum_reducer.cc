@@ -233,9 +233,7 @@ void OrderedSumReducer::Start(const std::vector<at::Tensor>& rows, int64_t len,
     // count) and tails. A rank whose one subtree is the buckets' row sends
     // the bucket as it is.
     const int64_t most = MostHeld();
-    const bool whole_bucket = most == 1 && held == 1 && mine[0].hi - mine[0].lo == 1 &&
-                              mine[0].lo - first_row_ == buckets_row_ &&
-                              out.numel() == len + stretch.tail;
+    const bool whole_bucket = most == 1 && held == 1 && IsTheBucket(mine[0], stretch);
     at::Tensor contribution =
         whole_bucket ? out : Buffer(ordinal, 0, most * len + stretch.tail, out.options());
     for (int64_t i = 0; i < held && !whole_bucket; ++i) {
@@ -284,8 +282,7 @@ void OrderedSumReducer::StartAllReduce(const std::vector<at::Tensor>& rows,
   const ChunkTreeNode mine = held_[rank_][0];
   const int64_t len = stretch.len;
   // In the bucket itself when the subtree is the buckets' row.
-  const bool whole_bucket = mine.hi - mine.lo == 1 && mine.lo - first_row_ == buckets_row_ &&
-                            stretch.out.numel() == len + stretch.tail;
+  const bool whole_bucket = IsTheBucket(mine, stretch);
   at::Tensor summed =
       whole_bucket ? stretch.out : Buffer(ordinal, 0, len + stretch.tail, stretch.out.options());
   if (!whole_bucket) {
@@ -297,6 +294,11 @@ void OrderedSumReducer::StartAllReduce(const std::vector<at::Tensor>& rows,
   std::vector<at::Tensor> tensors = {summed};
   stretch.work = group.allreduce(tensors, sum);
   stretch.all_reduced = summed;
+}
+
+bool OrderedSumReducer::IsTheBucket(ChunkTreeNode node, const InFlight& stretch) const {
+  return node.hi - node.lo == 1 && node.lo - first_row_ == buckets_row_ &&
+         stretch.out.numel() == stretch.len + stretch.tail;
 }
 
 bool OrderedSumReducer::RootOfTwoSubtrees() const {

@@ -132,6 +132,9 @@ class OrderedSumReducer : public GradientReducer {
   // Every rank's subtree roots, in row order (the tree's leaves covered
   // once, left to right).
   std::vector<ChunkTreeNode> RootsInRowOrder() const;
+  // Whether `node` is one row, the buckets' row, and `stretch` a whole
+  // bucket ([gradients, tail]): the bucket itself is then its sum.
+  bool IsTheBucket(ChunkTreeNode node, const InFlight& stretch) const;
   // The most subtrees any rank holds.
   int64_t MostHeld() const;
   // Two ranks, one subtree each, the root's two children: the whole sum is

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <exception>
 #include <limits>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include <ATen/ATen.h>
@@ -318,9 +318,6 @@ Compared CompareNamed(const NamedTensors& run, const NamedTensors& replay,
   return out;
 }
 
-// Per tensor, the smallest e such that making the step's change (1 + e)
-// times itself moves some element of the parameter after it by half an ulp
-// or more, so that the bit-for-bit comparison sees it.
 // The smallest over the moved elements of half an ulp of |after| (float)
 // over |after - before| (in double), as the tensor formula below computes
 // it, in one pass without temporaries: nullopt when no element moved; NaN
@@ -358,6 +355,9 @@ std::optional<double> SmallestRelativeChange(const at::Tensor& after, const at::
   return (half_ulp.masked_select(moved) / change.masked_select(moved)).min().item<double>();
 }
 
+// Per tensor, the smallest e such that making the step's change (1 + e)
+// times itself moves some element of the parameter after it by half an ulp
+// or more, so that the bit-for-bit comparison sees it.
 std::vector<TensorPower> StepResolution(const RunStateAtUpdate& state) {
   std::vector<TensorPower> power;
   for (const auto& [name, after] : state.parameters_after) {
