@@ -62,7 +62,7 @@ bool IsArtifact(const std::string& name) {
 // is the user's.
 bool IsRunEntry(const std::string& name) {
   return IsArtifact(name) || name == kRunStateFile || name == kFinishRecordFile ||
-         name == "checkpoints" || absl::StartsWith(name, "corrupt-gen-") ||
+         name == "membership.json" || name == "checkpoints" || absl::StartsWith(name, "corrupt-gen-") ||
          name == "reference" || name == "drift_reference";
 }
 

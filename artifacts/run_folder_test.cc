@@ -345,6 +345,7 @@ TEST(RunFolderTest, RemoveRunRemovesOnlyWhatRunsWrite) {
   const std::string dir = FreshDir("overwrite");
   StartedRun(dir, Config(), 1);
   for (const char* name : {"LOCK", "notes.txt", "run_summary.json", "update-3.json",
+                           "membership.json",
                            "checkpoints/gen-000001/MANIFEST", "corrupt-gen-000002/x",
                            "reference/first_step.json", "update-x.json"}) {
     Touch(dir + "/" + name);
@@ -353,7 +354,8 @@ TEST(RunFolderTest, RemoveRunRemovesOnlyWhatRunsWrite) {
   ASSERT_TRUE(removed.ok()) << removed.status();
   EXPECT_THAT(*removed, UnorderedElementsAre("checkpoints", "corrupt-gen-000002",
                                              "first_step.json", "run_state.json",
-                                             "run_summary.json", "update-3.json"));
+                                             "run_summary.json", "update-3.json",
+                                             "membership.json"));
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename());
   EXPECT_THAT(left, UnorderedElementsAre("LOCK", "notes.txt", "reference", "update-x.json"));
@@ -393,7 +395,8 @@ TEST(RunFolderTest, StaleArtifactsGoAFreshStartRemovesAllAResumeKeepsFirstStep) 
   const std::string dir = FreshDir("stale");
   const std::vector<std::string> written = {
       "first_step.json", "update-4.json", "parity.json", "run_summary.json",
-      "validation.json", "world_size_change.json", "finished.json", "run_state.json"};
+      "validation.json", "world_size_change.json", "finished.json", "run_state.json",
+      "membership.json"};
   for (const std::string& name : written) Touch(dir + "/" + name);
   // The curves: a resumed run appends its event file to them.
   fs::create_directories(dir + "/tensorboard");
@@ -412,6 +415,8 @@ TEST(RunFolderTest, StaleArtifactsGoAFreshStartRemovesAllAResumeKeepsFirstStep) 
               UnorderedElementsAre("first_step.json", "update-4.json", "tensorboard"));
   EXPECT_FALSE(fs::exists(dir + "/tensorboard"));
   EXPECT_TRUE(fs::exists(dir + "/run_state.json"));
+  // The run's membership history spans its attempts.
+  EXPECT_TRUE(fs::exists(dir + "/membership.json"));
 }
 
 TEST(RunFolderTest, TheFinishRecordListsTheArtifacts) {

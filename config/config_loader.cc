@@ -417,6 +417,10 @@ absl::Status ValidateRunOptions(const RunOptions& run, int world_size) {
     return Invalid("run.preemption_grace_seconds",
                    absl::StrCat("must be >= 1, got ", run.preemption_grace_seconds()));
   }
+  if (!(run.heartbeat_timeout_seconds() > 0 && run.heartbeat_timeout_seconds() <= 3600)) {
+    return Invalid("run.heartbeat_timeout_seconds",
+                   absl::StrCat("must be in (0, 3600], got ", run.heartbeat_timeout_seconds()));
+  }
   if (run.master_addr().empty()) {
     return Invalid("run.master_addr", "must not be empty (unset: 127.0.0.1)");
   }
@@ -485,6 +489,7 @@ void ApplyDefaults(TrainingConfig* c) {
   if (!run->has_master_addr()) run->set_master_addr("127.0.0.1");
   if (!run->has_launcher()) run->set_launcher("local");
   if (!run->has_preemption_grace_seconds()) run->set_preemption_grace_seconds(20);
+  if (!run->has_heartbeat_timeout_seconds()) run->set_heartbeat_timeout_seconds(5);
   if (!run->fault().has_kill_generation()) run->mutable_fault()->set_kill_generation(1);
 }
 

@@ -68,6 +68,7 @@ TEST(ConfigLoaderTest, UnsetFieldsKeepTodaysDefaults) {
   EXPECT_EQ(c.checkpoint().keep_last(), 2);
   EXPECT_EQ(c.run().log_every_updates(), 10);
   EXPECT_EQ(c.run().collective_timeout_seconds(), 60);
+  EXPECT_EQ(c.run().heartbeat_timeout_seconds(), 5);
   EXPECT_EQ(c.run().intra_op_threads(), 1);
   EXPECT_EQ(c.run().master_addr(), "127.0.0.1");
   EXPECT_EQ(c.run().launcher(), "local");
@@ -525,6 +526,10 @@ TEST(ConfigLoaderTest, WrittenZerosAreCheckedNotReplaced) {
       {"run { log_every_updates: 0 }", "z.pbtxt:7:7: run.log_every_updates: must be >= 1, got 0"},
       {"run { collective_timeout_seconds: 0 }",
        "z.pbtxt:7:7: run.collective_timeout_seconds: must be >= 1"},
+      {"run { heartbeat_timeout_seconds: 0 }",
+       "z.pbtxt:7:7: run.heartbeat_timeout_seconds: must be in (0, 3600], got 0"},
+      {"run { heartbeat_timeout_seconds: nan }",
+       "z.pbtxt:7:7: run.heartbeat_timeout_seconds: must be in (0, 3600], got nan"},
       {"run { intra_op_threads: 0 }", "z.pbtxt:7:7: run.intra_op_threads: must be >= 1"},
       {"run { master_addr: \"\" }", "z.pbtxt:7:7: run.master_addr: must not be empty"},
       {"run { launcher: \"slurm\" }",

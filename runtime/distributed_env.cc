@@ -46,6 +46,27 @@ absl::Status ReadRankAndLocalRank(const char* rank_variable, const char* local_r
   return absl::OkStatus();
 }
 
+// What this binary's launcher adds: RECEIPT_PARITY_LAUNCHER_STORE (0 or 1)
+// and RECEIPT_PARITY_HEARTBEAT_MS (which needs the first).
+absl::Status ReadLauncherVariables(DistributedEnv& env) {
+  constexpr char kLauncherOnly[] = " is not set";
+  if (IsSet(kLauncherStoreVariable)) {
+    absl::StatusOr<int> hosts = IntVariable(kLauncherStoreVariable, 0, 1, kLauncherOnly);
+    if (!hosts.ok()) return hosts.status();
+    env.launcher_hosts_store = *hosts == 1;
+  }
+  if (!IsSet(kHeartbeatVariable)) return absl::OkStatus();
+  absl::StatusOr<int> interval = IntVariable(kHeartbeatVariable, 1, 3600 * 1000, kLauncherOnly);
+  if (!interval.ok()) return interval.status();
+  if (!env.launcher_hosts_store) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kHeartbeatVariable, " is set but ", kLauncherStoreVariable,
+        "=1 is not: the heartbeat goes to the launcher's store"));
+  }
+  env.heartbeat_interval_ms = *interval;
+  return absl::OkStatus();
+}
+
 // A rank of an mpirun job: OMPI_COMM_WORLD_*, and MASTER_ADDR/MASTER_PORT
 // when the user gives them (else rank 0 shares its store's over MPI).
 absl::StatusOr<DistributedEnv> MpirunEnv() {
@@ -187,17 +208,23 @@ absl::StatusOr<std::optional<DistributedEnv>> DistributedEnvFromEnvironment() {
   absl::StatusOr<int> port = IntVariable("MASTER_PORT", 1, 65535);
   if (!port.ok()) return port.status();
   env.master_port = *port;
+  if (absl::Status s = ReadLauncherVariables(env); !s.ok()) return s;
   return env;
 }
 
 std::vector<std::string> ToEnvironmentEntries(const DistributedEnv& env) {
-  return {
+  std::vector<std::string> entries = {
       absl::StrCat("RANK=", env.rank),
       absl::StrCat("WORLD_SIZE=", env.world_size),
       absl::StrCat("LOCAL_RANK=", env.local_rank),
       absl::StrCat("MASTER_ADDR=", env.master_addr),
       absl::StrCat("MASTER_PORT=", env.master_port),
   };
+  if (env.launcher_hosts_store) entries.push_back(absl::StrCat(kLauncherStoreVariable, "=1"));
+  if (env.heartbeat_interval_ms > 0) {
+    entries.push_back(absl::StrCat(kHeartbeatVariable, "=", env.heartbeat_interval_ms));
+  }
+  return entries;
 }
 
 int ElasticRestartCount() {

@@ -9,6 +9,11 @@
 // optional: without MASTER_PORT rank 0 picks the store's address and port
 // and shares them over MPI (runtime/mpi_world.h) before the store is made.
 //
+// This binary's launcher adds RECEIPT_PARITY_LAUNCHER_STORE=1 (it hosts the
+// store, so rank 0 does not; runtime/launcher.h) and, with a heartbeat
+// watch, RECEIPT_PARITY_HEARTBEAT_MS (each rank beats that often;
+// runtime/heartbeat.h). Bad values are refused naming the variable.
+//
 // srun's conventions: when neither RANK nor OMPI_COMM_WORLD_RANK is set and
 // the process is a task of an srun step (SLURM_PROCID and SLURM_STEP_ID set;
 // an sbatch script's batch step sets SLURM_PROCID=0 but no SLURM_STEP_ID, so
@@ -31,6 +36,9 @@
 
 namespace receipt_parity {
 
+inline constexpr char kLauncherStoreVariable[] = "RECEIPT_PARITY_LAUNCHER_STORE";
+inline constexpr char kHeartbeatVariable[] = "RECEIPT_PARITY_HEARTBEAT_MS";
+
 struct DistributedEnv {
   int rank = 0;
   int world_size = 1;
@@ -45,6 +53,10 @@ struct DistributedEnv {
   // The variable the world size came from, for messages: "WORLD_SIZE",
   // "OMPI_COMM_WORLD_SIZE" or "SLURM_NTASKS".
   std::string world_size_variable = "WORLD_SIZE";
+  // RECEIPT_PARITY_LAUNCHER_STORE=1: the launcher hosts the store.
+  bool launcher_hosts_store = false;
+  // RECEIPT_PARITY_HEARTBEAT_MS: beat this often (0: no heartbeat).
+  int heartbeat_interval_ms = 0;
 };
 
 // The first host of a Slurm hostlist ("node[03-06,09],gpu7" -> "node03",

@@ -22,7 +22,8 @@ constexpr const char* kVariables[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK",
                                       "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID",
                                       "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_STEP_ID",
                                       "SLURM_STEP_NUM_TASKS", "SLURM_JOB_NODELIST",
-                                      "SLURM_JOB_ID"};
+                                      "SLURM_JOB_ID", "RECEIPT_PARITY_LAUNCHER_STORE",
+                                      "RECEIPT_PARITY_HEARTBEAT_MS"};
 
 TEST(ElasticRestartCountTest, IsTheCountOrZero) {
   unsetenv("TORCHELASTIC_RESTART_COUNT");
@@ -100,6 +101,33 @@ TEST_F(DistributedEnvTest, BadValuesNameTheVariable) {
             "MASTER_PORT=70000 is not an integer in [1, 65535]");
   EXPECT_EQ(ErrorWith({{"MASTER_PORT", "29500x"}}),
             "MASTER_PORT=29500x is not an integer in [1, 65535]");
+}
+
+TEST_F(DistributedEnvTest, TheLaunchersStoreAndHeartbeatVariables) {
+  SetTorchrunRankOne();
+  absl::StatusOr<std::optional<DistributedEnv>> plain = DistributedEnvFromEnvironment();
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE((*plain)->launcher_hosts_store);
+  EXPECT_EQ((*plain)->heartbeat_interval_ms, 0);
+  Set({{"RECEIPT_PARITY_LAUNCHER_STORE", "1"}, {"RECEIPT_PARITY_HEARTBEAT_MS", "250"}});
+  absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_TRUE((*env)->launcher_hosts_store);
+  EXPECT_EQ((*env)->heartbeat_interval_ms, 250);
+  const std::vector<std::string> entries = ToEnvironmentEntries(**env);
+  EXPECT_THAT(entries, ::testing::Contains("RECEIPT_PARITY_LAUNCHER_STORE=1"));
+  EXPECT_THAT(entries, ::testing::Contains("RECEIPT_PARITY_HEARTBEAT_MS=250"));
+}
+
+TEST_F(DistributedEnvTest, BadLauncherVariablesAreNamed) {
+  EXPECT_EQ(ErrorWith({{"RECEIPT_PARITY_LAUNCHER_STORE", "yes"}}),
+            "RECEIPT_PARITY_LAUNCHER_STORE=yes is not an integer in [0, 1]");
+  EXPECT_EQ(ErrorWith({{"RECEIPT_PARITY_LAUNCHER_STORE", "1"},
+                       {"RECEIPT_PARITY_HEARTBEAT_MS", "0"}}),
+            "RECEIPT_PARITY_HEARTBEAT_MS=0 is not an integer in [1, 3600000]");
+  Clear();
+  EXPECT_THAT(ErrorWith({{"RECEIPT_PARITY_HEARTBEAT_MS", "100"}}),
+              HasSubstr("RECEIPT_PARITY_LAUNCHER_STORE=1 is not"));
 }
 
 TEST_F(DistributedEnvTest, MissingCompanionsOfRankAreNamed) {

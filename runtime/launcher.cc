@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -18,8 +20,10 @@
 #include "logging/glog.h"
 #include "runtime/cpu_pinning.h"
 #include "runtime/distributed_env.h"
+#include "runtime/heartbeat.h"
 #include "runtime/mpirun_launcher.h"
 #include "runtime/preemption.h"
+#include "runtime/store_host.h"
 #include "runtime/wait_status.h"
 
 namespace receipt_parity {
@@ -33,6 +37,11 @@ pid_t StartWorker(const LaunchOptions& options, int rank, int cpu) {
   env.local_rank = rank;
   env.master_addr = options.master_addr;
   env.master_port = options.master_port;
+  env.launcher_hosts_store = options.host_store;
+  if (options.host_store && options.heartbeat_timeout.count() > 0) {
+    env.heartbeat_interval_ms =
+        static_cast<int>(HeartbeatInterval(options.heartbeat_timeout).count());
+  }
   const std::vector<std::string> entries = ToEnvironmentEntries(env);
   const pid_t parent = getpid();
   pid_t pid = fork();
@@ -77,6 +86,19 @@ class WorkerSet {
       : pids_(std::move(pids)), result_(result), running_(pids_.size()) {}
 
   int running() const { return running_; }
+
+  // Which ranks are not yet reaped.
+  std::vector<bool> Live() const {
+    std::vector<bool> live(pids_.size());
+    for (size_t r = 0; r < pids_.size(); ++r) live[r] = pids_[r] > 0;
+    return live;
+  }
+
+  // Kills `rank` (SIGKILL; a stopped process dies too); it is reaped as
+  // any other.
+  void Kill(int rank) {
+    if (pids_[rank] > 0) kill(pids_[rank], SIGKILL);
+  }
 
   // Workers the signal forwarder may signal: those not yet reaped.
   void ForwardPreemptionSignals() {
@@ -161,8 +183,9 @@ absl::StatusOr<std::vector<pid_t>> StartWorkers(const LaunchOptions& options) {
   return pids;
 }
 
-// The run's error after `rank` ended with `status`, the others stopped.
-absl::Status RankFailed(int rank, int status, const std::vector<int>& stopped) {
+// The run's error after `rank` ended with `status` (`why`: how, said
+// already), the others stopped.
+absl::Status RankFailed(int rank, const std::string& why, const std::vector<int>& stopped) {
   std::string frozen;
   for (int r : stopped) {
     absl::StrAppend(&frozen, "; rank ", r,
@@ -170,8 +193,84 @@ absl::Status RankFailed(int rank, int status, const std::vector<int>& stopped) {
                     "debugger) and was killed");
   }
   if (!frozen.empty()) LOG(ERROR) << "launcher: " << frozen.substr(2);
-  return absl::AbortedError(absl::StrCat("rank ", rank, " ", DescribeWaitStatus(status),
-                                         frozen, "; stopped the other ranks"));
+  return absl::AbortedError(
+      absl::StrCat("rank ", rank, " ", why, frozen, "; stopped the other ranks"));
+}
+
+// What the launcher watches besides its children's exits: their
+// heartbeats, over the store it hosts; nothing without a watch.
+class RankWatch {
+ public:
+  RankWatch(const LaunchOptions& options, c10::intrusive_ptr<c10d::Store> store) {
+    if (store && options.heartbeat_timeout.count() > 0) {
+      heartbeats_.emplace(std::move(store), options.world_size, options.heartbeat_timeout);
+    }
+    frozen_.assign(options.world_size, false);
+  }
+
+  bool watching() const { return heartbeats_.has_value(); }
+
+  // Kills every rank whose heartbeat stalled (they are reaped as losses).
+  void KillFrozen(WorkerSet& workers) {
+    for (int rank : heartbeats_->Frozen(workers.Live())) {
+      LOG(ERROR) << "launcher: rank " << rank << " stopped answering: no heartbeat for "
+                 << heartbeats_->SecondsSinceLastBeat(rank) << " s; killing it";
+      frozen_[rank] = true;
+      frozen_seconds_[rank] = heartbeats_->SecondsSinceLastBeat(rank);
+      workers.Kill(rank);
+    }
+  }
+
+  // The loss of `rank`, which ended with `status`.
+  RankLoss Loss(int rank, int status) const {
+    RankLoss loss;
+    loss.rank = rank;
+    if (frozen_[rank]) {
+      const double seconds = frozen_seconds_.at(rank);
+      loss.why = absl::StrCat("stopped answering: no heartbeat for ",
+                              absl::SixDigits(seconds), " s; killed");
+      loss.detection_seconds = seconds;
+    } else {
+      loss.why = DescribeWaitStatus(status);
+      if (heartbeats_) loss.detection_seconds = heartbeats_->SecondsSinceLastBeat(rank);
+    }
+    if (heartbeats_) loss.updates_completed = heartbeats_->UpdatesCompleted(rank);
+    return loss;
+  }
+
+ private:
+  std::optional<HeartbeatWatch> heartbeats_;
+  std::vector<bool> frozen_;
+  std::map<int, double> frozen_seconds_;
+};
+
+// The next child that ended: blocking without a watch; with one, polling
+// and killing the ranks whose heartbeats stall meanwhile. -1 when there
+// is no child left to wait for.
+pid_t NextEnded(WorkerSet& workers, RankWatch& watch, int* status) {
+  while (true) {
+    const pid_t pid = waitpid(-1, status, watch.watching() ? WNOHANG : 0);
+    if (pid > 0) return pid;
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid < 0) return -1;
+    watch.KillFrozen(workers);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// With options.host_store, the store the launcher hosts; null otherwise.
+absl::StatusOr<c10::intrusive_ptr<c10d::Store>> MaybeHostStore(const LaunchOptions& options) {
+  if (!options.host_store) return c10::intrusive_ptr<c10d::Store>();
+  absl::StatusOr<c10::intrusive_ptr<c10d::TCPStore>> store =
+      HostStore(options.master_addr, options.master_port, std::chrono::seconds(5));
+  if (!store.ok()) return store.status();
+  LOG(INFO) << "launcher: hosting the store at " << options.master_addr << ":"
+            << options.master_port
+            << (options.heartbeat_timeout.count() > 0
+                    ? absl::StrCat("; a rank without a heartbeat for ",
+                                   options.heartbeat_timeout.count(), " ms is lost")
+                    : std::string());
+  return c10::intrusive_ptr<c10d::Store>(*std::move(store));
 }
 
 }  // namespace
@@ -181,18 +280,19 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
   if (options.under_mpirun) return LaunchUnderMpirun(options, result);
   result->wait_status.assign(options.world_size, 0);
   result->failed_rank = -1;
+  result->losses.clear();
+  absl::StatusOr<c10::intrusive_ptr<c10d::Store>> store = MaybeHostStore(options);
+  if (!store.ok()) return store.status();
   absl::StatusOr<std::vector<pid_t>> pids = StartWorkers(options);
   if (!pids.ok()) return pids.status();
   WorkerSet workers(*std::move(pids), result);
+  RankWatch watch(options, *store);
   if (options.forward_preemption_signals) workers.ForwardPreemptionSignals();
   int preempted = 0;
   while (workers.running() > 0) {
     int status = 0;
-    pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
+    const pid_t pid = NextEnded(workers, watch, &status);
+    if (pid < 0) break;
     const int rank = workers.Reaped(pid, status);
     if (rank < 0) continue;
     if (WIFEXITED(status) && WEXITSTATUS(status) == kPreemptedExitCode) {
@@ -201,9 +301,10 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       result->failed_rank = rank;
-      LOG(ERROR) << "launcher: rank " << rank << " " << DescribeWaitStatus(status)
-                 << "; stopping the other ranks";
-      return RankFailed(rank, status, workers.StopAll(options.grace));
+      result->losses.push_back(watch.Loss(rank, status));
+      const std::string& why = result->losses.back().why;
+      LOG(ERROR) << "launcher: rank " << rank << " " << why << "; stopping the other ranks";
+      return RankFailed(rank, why, workers.StopAll(options.grace));
     }
   }
   if (preempted > 0) {

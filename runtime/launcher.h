@@ -12,6 +12,15 @@
 // Workers also die with the launcher (PR_SET_PDEATHSIG), so none is ever
 // left running.
 //
+// The store: with `host_store` the launcher hosts the run's c10d TCPStore
+// at MASTER_ADDR:MASTER_PORT (runtime/store_host.h) and tells the workers
+// so (RECEIPT_PARITY_LAUNCHER_STORE=1): no rank hosts it, so no rank's
+// death takes it down. With a `heartbeat_timeout` too, every worker beats
+// (runtime/heartbeat.h, RECEIPT_PARITY_HEARTBEAT_MS), and a worker whose
+// heartbeat stalls that long has stopped answering: the launcher kills it
+// (SIGKILL) and reports it as the failed rank, "stopped answering", within
+// the timeout and a poll, not a collective's timeout later.
+//
 // Ranks on their own cores: when the launcher's affinity mask holds at
 // least W CPUs, rank r is pinned to the r-th of them before it execs
 // (runtime/cpu_pinning.h); the launcher logs the pinning either way.
@@ -19,6 +28,7 @@
 #define RECEIPT_PARITY_RUNTIME_LAUNCHER_H_
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -48,6 +58,23 @@ struct LaunchOptions {
   // (runtime/preemption.h; REQUIRES: BlockPreemptionSignals in every
   // thread of the launcher), so that they stop at an update boundary.
   bool forward_preemption_signals = false;
+  // The launcher hosts the store (not under mpirun).
+  bool host_store = false;
+  // With host_store: the heartbeat watch's timeout; zero: no watch.
+  std::chrono::milliseconds heartbeat_timeout{0};
+};
+
+// A rank the run lost: what the launcher saw.
+struct RankLoss {
+  int rank = -1;
+  // "was killed by signal 9 (Killed)", "stopped answering: no heartbeat
+  // for 1.2 s; killed", ...
+  std::string why;
+  // The updates it had completed at its last heartbeat; -1 unknown.
+  int64_t updates_completed = -1;
+  // From its last heartbeat the launcher saw to the launcher acting on the
+  // loss; 0 without a heartbeat watch.
+  double detection_seconds = 0;
 };
 
 struct LaunchResult {
@@ -55,6 +82,9 @@ struct LaunchResult {
   std::vector<int> wait_status;
   // The first rank that failed, or -1.
   int failed_rank = -1;
+  // The ranks lost, in the order the launcher saw them (the first failure;
+  // the others it stopped are not losses).
+  std::vector<RankLoss> losses;
 };
 
 // Runs the workers to completion. Returns the result; `status` in the

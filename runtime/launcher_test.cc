@@ -1,5 +1,6 @@
 #include "runtime/launcher.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/cpu_pinning.h"
+#include "runtime/process_group.h"
 
 namespace receipt_parity {
 namespace {
@@ -88,6 +90,52 @@ TEST(LauncherTest, MoreRanksThanCpusOrPinningOffLeavesTheMaskAlone) {
   for (const std::string& list : LaunchAndReadAffinity(2, /*pin=*/false)) {
     EXPECT_EQ(Expand(list), OwnAffinity());
   }
+}
+
+// The worker binary beside this test (runtime/launcher_test_worker.cc).
+std::string TestWorker() {
+  return absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"),
+                      "/runtime/launcher_test_worker");
+}
+
+LaunchOptions HostingLauncher(int world_size, const std::string& behaviour) {
+  LaunchOptions options;
+  options.world_size = world_size;
+  options.master_port = *PickFreePort();
+  options.program = TestWorker();
+  options.args = {behaviour};
+  options.host_store = true;
+  options.grace = std::chrono::seconds(1);
+  return options;
+}
+
+TEST(LauncherTest, TheStoreItHostsOutlivesRankZero) {
+  LaunchResult result;
+  const absl::Status status =
+      LaunchLocalWorkers(HostingLauncher(3, "store_outlives_rank_0"), &result);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(result.losses.empty());
+}
+
+TEST(LauncherTest, ARankWhoseHeartbeatStallsIsKilledAndNamedWithinTheTimeout) {
+  LaunchOptions options = HostingLauncher(3, "rank_1_freezes");
+  options.heartbeat_timeout = std::chrono::milliseconds(500);
+  LaunchResult result;
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status status = LaunchLocalWorkers(options, &result);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(absl::IsAborted(status)) << status;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("rank 1 stopped answering: no heartbeat for"));
+  EXPECT_EQ(result.failed_rank, 1);
+  ASSERT_EQ(result.losses.size(), 1u);
+  EXPECT_EQ(result.losses[0].rank, 1);
+  EXPECT_EQ(result.losses[0].updates_completed, 3);
+  EXPECT_GE(result.losses[0].detection_seconds, 0.5);
+  // Far less than the workers' own 60 s: the heartbeat found it, and the
+  // others were stopped (SIGTERM) at once.
+  EXPECT_LT(seconds, 15);
 }
 
 TEST(CpuPinningTest, CpuForRankAndItsDescription) {

@@ -27,7 +27,9 @@
 #include "collectives/gloo_process_group.h"
 #include "runtime/call_deadline.h"
 #include "runtime/guarded_store.h"
+#include "runtime/heartbeat.h"
 #include "runtime/mpi_backend.h"
+#include "runtime/store_host.h"
 
 namespace receipt_parity {
 namespace {
@@ -110,31 +112,6 @@ std::string AttemptKeyPrefix() {
   return absl::StrCat("attempt-", ElasticRestartCount());
 }
 
-// A socket listening on MASTER_ADDR's own address and MASTER_PORT, for
-// the store's host: c10d's TCPStore would listen on every interface.
-absl::StatusOr<int> ListenOnMasterAddress(const DistributedEnv& env) {
-  absl::StatusOr<Addresses> found = MasterAddresses(env);
-  if (!found.ok()) return found.status();
-  int fd = -1;
-  std::string why = "no address";
-  for (addrinfo* a = found->get(); a != nullptr && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    const int yes = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
-      why = std::strerror(errno);
-      close(fd);
-      fd = -1;
-    }
-  }
-  if (fd < 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", env.master_addr,
-                                               ":", env.master_port, ": ", why));
-  }
-  return fd;
-}
-
 std::chrono::milliseconds Remaining(Clock::time_point deadline) {
   return std::max(std::chrono::milliseconds(1),
                   std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -175,11 +152,11 @@ absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
     const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
     const bool agent_hosts_store =
         agent_store != nullptr && std::string(agent_store) == "True";
-    options.isServer = env.rank == 0 && !agent_hosts_store;
+    options.isServer = env.rank == 0 && !agent_hosts_store && !env.launcher_hosts_store;
     options.numWorkers = env.world_size;
     options.waitWorkers = true;
     if (options.isServer) {
-      absl::StatusOr<int> listening = ListenOnMasterAddress(env);
+      absl::StatusOr<int> listening = ListenOnAddress(env.master_addr, env.master_port);
       if (!listening.ok()) return JoinFailed(env, listening.status().message());
       options.masterListenFd = *listening;
     } else if (absl::Status s = WaitForStore(env, deadline); !s.ok()) {
@@ -202,6 +179,13 @@ absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
       handle.group->setBackend(
           c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL,
           nccl->MakeNcclBackend(nccl_store, env.rank, env.world_size, timeout));
+    }
+    if (env.heartbeat_interval_ms > 0) {
+      absl::StatusOr<std::unique_ptr<RankHeartbeat>> heartbeat = RankHeartbeat::Start(
+          env.master_addr, env.master_port, env.rank,
+          std::chrono::milliseconds(env.heartbeat_interval_ms));
+      if (!heartbeat.ok()) return JoinFailed(env, heartbeat.status().message());
+      handle.heartbeat = *std::move(heartbeat);
     }
     handle.gradient_group =
         gradients_over_mpi ? MakeMpiProcessGroup(handle.store, env.rank, env.world_size)

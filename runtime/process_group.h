@@ -1,6 +1,7 @@
 // Rendezvous and the c10d process group of one rank.
 //
-// Rank 0 hosts a c10d TCPStore at MASTER_ADDR:MASTER_PORT, listening on
+// Rank 0 hosts a c10d TCPStore (unless this binary's launcher hosts it:
+// RECEIPT_PARITY_LAUNCHER_STORE=1, runtime/launcher.h) at MASTER_ADDR:MASTER_PORT, listening on
 // that address only (127.0.0.1 for the local launcher: loopback only), not
 // on every interface (unless TORCHELASTIC_USE_AGENT_STORE=True: torchrun's
 // agent hosts it, listening where torchrun's --master_addr says); every rank
@@ -22,6 +23,7 @@
 #define RECEIPT_PARITY_RUNTIME_PROCESS_GROUP_H_
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +36,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/cuda_support.h"
 #include "runtime/distributed_env.h"
+#include "runtime/heartbeat.h"
 
 namespace receipt_parity {
 
@@ -45,6 +48,9 @@ struct ProcessGroupHandle {
   // What the reducers reduce gradients over: `group`, or for backend "mpi"
   // a group over OpenMPI (runtime/mpi_backend.h).
   c10::intrusive_ptr<c10d::ProcessGroup> gradient_group;
+  // With RECEIPT_PARITY_HEARTBEAT_MS: this rank's heartbeat
+  // (runtime/heartbeat.h), beating until the handle's last copy goes.
+  std::shared_ptr<RankHeartbeat> heartbeat;
 };
 
 // Blocks until every rank has joined or `timeout` passes (then

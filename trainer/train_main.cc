@@ -32,6 +32,8 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "checkpoint/fault_injection.h"
 #include "cli/command_line.h"
 #include "config/checkpoint_plan.h"
@@ -48,6 +50,7 @@
 #include "config/config_loader.h"
 #include "config/device_check.h"
 #include "config/layer_policy.h"
+#include "artifacts/membership_record.h"
 #include "artifacts/run_folder.h"
 #include "trainer/run_folder_setup.h"
 #include "config/plugin_listing.h"
@@ -467,6 +470,31 @@ int LaunchExitCode(const LaunchResult& result, bool under_mpirun) {
   return kExitRunFailed;
 }
 
+// membership.json: the ranks the attempt lost (the launcher stopped the
+// others, so the attempt ended). A record that cannot be written is said,
+// and the run's own error stands.
+void RecordLosses(const LoadedConfig& loaded, const std::string& out, int attempt,
+                  const LaunchResult& result) {
+  if (result.losses.empty()) return;
+  std::vector<MembershipChange> changes;
+  for (const RankLoss& loss : result.losses) {
+    MembershipChange change;
+    change.set_attempt(attempt);
+    change.set_at(absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()));
+    change.add_left(loss.rank);
+    change.add_why(loss.why);
+    change.set_updates_completed(static_cast<int32_t>(loss.updates_completed));
+    change.set_detection_seconds(loss.detection_seconds);
+    change.set_world_size_before(loaded.config.world_size());
+    change.set_world_size_after(0);
+    change.set_outcome("attempt_ended");
+    changes.push_back(std::move(change));
+  }
+  const absl::Status written =
+      AppendMembershipChanges(out, MakeArtifactStamp(loaded.fingerprint, attempt), changes);
+  if (!written.ok()) LOG(WARNING) << "launcher: " << written.message();
+}
+
 int Launch(const LoadedConfig& loaded, const std::string& out,
            const std::optional<CheckpointPlan>& checkpoints, int argc, char** argv) {
   const TrainingConfig& config = loaded.config;
@@ -487,6 +515,10 @@ int Launch(const LoadedConfig& loaded, const std::string& out,
   options.under_mpirun = config.run().launcher() == "mpirun";
   options.parent_pid_variables = {kRunLockHeldEnv};
   options.forward_preemption_signals = true;
+  // mpirun's workers find the store as mpirun's conventions say (rank 0).
+  options.host_store = !options.under_mpirun;
+  options.heartbeat_timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(config.run().heartbeat_timeout_seconds() * 1000));
   for (int i = 1; i < argc; ++i) {
     if (!IsOverwriteFlag(argv[i])) options.args.push_back(argv[i]);
   }
@@ -502,6 +534,7 @@ int Launch(const LoadedConfig& loaded, const std::string& out,
     return 0;
   }
   std::cerr << "error: " << status.message() << std::endl;
+  RecordLosses(loaded, out, folder->decision.attempt, result);
   return LaunchExitCode(result, options.under_mpirun);
 }
 

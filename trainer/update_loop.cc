@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "logging/glog.h"
 #include "runtime/heap_trim.h"
+#include "runtime/heartbeat.h"
 
 namespace receipt_parity {
 namespace {
@@ -156,6 +157,7 @@ absl::StatusOr<UpdateLoopEnd> RunUpdateLoop(const UpdateSchedule& schedule,
         if (absl::Status s = parts.observer->AfterTimedUpdate(total); !s.ok()) return s;
       }
       ++total;
+      PublishUpdatesCompleted(total);  // the heartbeat's (runtime/heartbeat.h)
       // A generation holds this update only once its checks passed.
       if (parts.cadence->SavesAfter(total)) {
         absl::StatusOr<bool> failed = SettleLastUpdate(parts);

@@ -101,5 +101,82 @@ class FrozenRankTest(unittest.TestCase):
     self.assertIn("RESUMING", resumed.stderr)
 
 
+def start_and_wait_for_updates(config, out, log, updates=3, seconds=120):
+  """Starts the launcher; returns it and its workers' pids once rank 0 has
+  logged `updates` updates (the run is training)."""
+  with open(log, "w") as err:
+    launcher = subprocess.Popen(
+        [support.TRAIN, "--config=" + config, "--out=" + out, "--overwrite",
+         "--whole_run_parity=false"], stdout=subprocess.DEVNULL, stderr=err)
+  deadline = time.time() + seconds
+  pids = {}
+  while time.time() < deadline and launcher.poll() is None:
+    pids = support.rank_pids(launcher.pid)
+    with open(log) as f:
+      if len(pids) == 2 and "update %d/" % updates in f.read():
+        return launcher, pids
+    time.sleep(0.05)
+  launcher.kill()
+  with open(log) as f:
+    raise AssertionError("the run did not reach update %d: %s" % (updates, f.read()[-2000:]))
+
+
+class HeartbeatTest(unittest.TestCase):
+  """Issue 50: the launcher hosts the store and watches every rank's
+  heartbeat; a frozen rank is found within run.heartbeat_timeout_seconds,
+  long before the collective's timeout, and membership.json records every
+  rank the run lost."""
+
+  def config(self, tmp):
+    return support.write_config(tmp, "c", support.small_config(
+        world=2, batch=4, ids=400, epochs=200,
+        run_extra="heartbeat_timeout_seconds: 1").replace(
+            "collective_timeout_seconds: 30", "collective_timeout_seconds: 120").replace(
+                "log_every_updates: 1000", "log_every_updates: 1"))
+
+  def membership(self, out):
+    record = support.load(os.path.join(out, "membership.json"))
+    self.assertEqual(len(record["changes"]), 1, record)
+    return record["changes"][0]
+
+  def test_a_frozen_rank_is_found_by_its_heartbeat_and_recorded(self):
+    tmp = support.temp_dir("heartbeat_frozen")
+    out = os.path.join(tmp, "out")
+    log = os.path.join(tmp, "frozen.log")
+    launcher, pids = start_and_wait_for_updates(self.config(tmp), out, log)
+    os.kill(pids[1], signal.SIGSTOP)
+    frozen_at = time.time()
+    code = launcher.wait(timeout=60)
+    took = time.time() - frozen_at
+    with open(log) as f:
+      text = f.read()
+    self.assertEqual(code, 1, text[-2000:])
+    # The heartbeat's second, a poll, and the other rank's stop; the
+    # collective timeout (120 s) plays no part.
+    self.assertLess(took, 10, text[-2000:])
+    self.assertIn("rank 1 stopped answering: no heartbeat for", text)
+    for pid in pids.values():
+      self.assertFalse(alive(pid), "worker %d left running" % pid)
+    change = self.membership(out)
+    self.assertEqual(change["left"], [1])
+    self.assertIn("stopped answering: no heartbeat for", change["why"][0])
+    self.assertGreaterEqual(change["detection_seconds"], 1.0)
+    self.assertGreaterEqual(change["updates_completed"], 3)
+    self.assertEqual(change["world_size_before"], 2)
+    self.assertEqual(change["outcome"], "attempt_ended")
+
+  def test_a_killed_rank_is_recorded_with_how_it_died(self):
+    tmp = support.temp_dir("heartbeat_killed")
+    out = os.path.join(tmp, "out")
+    log = os.path.join(tmp, "killed.log")
+    launcher, pids = start_and_wait_for_updates(self.config(tmp), out, log)
+    os.kill(pids[0], signal.SIGKILL)
+    self.assertEqual(launcher.wait(timeout=60), 1)
+    change = self.membership(out)
+    self.assertEqual(change["left"], [0])
+    self.assertEqual(change["why"], ["was killed by signal 9 (Killed)"])
+    self.assertLess(change["detection_seconds"], 1.0)
+
+
 if __name__ == "__main__":
   unittest.main()
