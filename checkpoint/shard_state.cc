@@ -1,5 +1,7 @@
 #include "checkpoint/shard_state.h"
 
+#include <c10/util/hash.h>
+
 #include <ATen/core/Dict.h>
 #include <ATen/core/ivalue.h>
 #include <torch/serialize/input-archive.h>
@@ -9,6 +11,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "logging/glog.h"
 
 namespace receipt_parity {
@@ -60,6 +63,18 @@ absl::StatusOr<std::string> SerializeShardState(const ShardState& state) {
     return absl::InternalError(
         absl::StrCat("cannot serialize shard state: ", e.what()));
   }
+}
+
+std::string ReplicaHash(const ShardState& state) {
+  std::string bytes;
+  for (const auto& [name, tensor] : state.owned_tensors) {
+    const at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
+    absl::StrAppend(&bytes, name, ":", c10::toString(t.scalar_type()), "[",
+                    absl::StrJoin(t.sizes(), ","), "]");
+    bytes.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  }
+  for (const auto& [name, value] : state.scalars) absl::StrAppend(&bytes, name, "=", value, ";");
+  return c10::sha1(bytes).str();
 }
 
 absl::StatusOr<ShardState> DeserializeShardState(absl::string_view bytes,

@@ -35,6 +35,12 @@ struct ShardState {
 // carry LibTorch's message.
 absl::StatusOr<std::string> SerializeShardState(const ShardState& state);
 
+// Hex SHA-1 of what `state` holds that every replica must share: each owned
+// tensor's name, dtype, shape and bytes (in name order), and the scalars;
+// not the per-rank tensors (a generator state differs by rank). Two
+// replicas of one update hash the same; any bit that differs changes it.
+std::string ReplicaHash(const ShardState& state);
+
 // The inverse of SerializeShardState; tensors come back on the CPU.
 // `shard_name` (e.g. the file name) is only used in errors. Errors:
 // DataLoss naming `shard_name` for bytes LibTorch cannot read or that do not

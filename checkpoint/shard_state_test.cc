@@ -62,6 +62,25 @@ TEST(ShardStateTest, RoundTripIsBitwiseExact) {
   EXPECT_EQ(back->scalars, original.scalars);
 }
 
+TEST(ShardStateTest, TheReplicaHashSeesEveryBitOfTheSharedStateAndNotTheRanksOwn) {
+  ShardState a;
+  a.owned_tensors["model/w"] = at::tensor({1.0f, 2.0f});
+  a.scalars["total_updates"] = 3;
+  a.rank_tensors["rng"] = at::tensor({7});
+  ShardState b = a;
+  b.owned_tensors["model/w"] = a.owned_tensors["model/w"].clone();
+  b.rank_tensors["rng"] = at::tensor({8});
+  EXPECT_EQ(ReplicaHash(a), ReplicaHash(b));
+  b.owned_tensors["model/w"].view(at::kInt)[1].bitwise_xor_(1);  // the lowest mantissa bit
+  EXPECT_NE(ReplicaHash(a), ReplicaHash(b));
+  ShardState c = a;
+  c.scalars["total_updates"] = 4;
+  EXPECT_NE(ReplicaHash(a), ReplicaHash(c));
+  ShardState d = a;
+  d.owned_tensors["model/w"] = a.owned_tensors["model/w"].to(at::kDouble);
+  EXPECT_NE(ReplicaHash(a), ReplicaHash(d));
+}
+
 TEST(ShardStateTest, TruncatedOrForeignBytesAreAStatusNamingTheShard) {
   const std::string bytes = *SerializeShardState(SampleState());
   for (size_t size :

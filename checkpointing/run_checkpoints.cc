@@ -542,6 +542,52 @@ absl::StatusOr<SaveCopy> CopyForSave(const RunCheckpointContext& c, Classifier& 
   return copy;
 }
 
+absl::StatusOr<MemoryState> CopyWholeState(const RunCheckpointContext& c, Classifier& model,
+                                           torch::optim::Optimizer& optimizer,
+                                           const TrainingCursor& cursor) {
+  RunCheckpointContext one_owner = c;
+  one_owner.rank = 0;
+  one_owner.world_size = 1;
+  absl::StatusOr<ShardState> whole = CopyShard(one_owner, model, optimizer, cursor);
+  if (!whole.ok()) return whole.status();
+  MemoryState state;
+  state.whole = *std::move(whole);
+  state.cursor = cursor;
+  state.world_size = c.world_size;
+  return state;
+}
+
+absl::StatusOr<ResumeRecord> ResumeFromMemory(const RunCheckpointContext& c,
+                                              const MemoryState& state, Classifier& model,
+                                              torch::optim::Optimizer& optimizer,
+                                              TrainingCursor* cursor) {
+  if (absl::Status s = RestoreState(c, {state.whole}, /*world_size_changed=*/true, model,
+                                    optimizer);
+      !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("a peer's state at update ",
+                                               state.cursor.total_updates, ": ", s.message()));
+  }
+  *cursor = state.cursor;
+  ResumeRecord record;
+  record.set_from_peer_memory(true);
+  record.set_update(static_cast<int32_t>(cursor->total_updates));
+  record.set_epoch(cursor->epoch);
+  record.set_epoch_cursor(static_cast<int32_t>(cursor->update_in_epoch));
+  record.set_saved_world_size(state.world_size);
+  record.set_world_size(c.world_size);
+  record.set_world_size_changed(state.world_size != c.world_size);
+  if (record.world_size_changed()) record.set_world_size_change_rule("world_size_independent");
+  for (int slots : state.local_batch) record.add_saved_local_batch_sizes(slots);
+  record.set_next_generation(static_cast<int32_t>(state.next_generation));
+  record.set_data_hash(c.data_hash);
+  record.set_saved_data_hash(c.data_hash);
+  LOG(INFO) << "rank " << c.rank << ": went on from a peer's memory at update "
+            << cursor->total_updates << " (epoch " << cursor->epoch << ", update "
+            << cursor->update_in_epoch << " of the epoch), " << state.world_size << " -> "
+            << c.world_size << " workers";
+  return record;
+}
+
 absl::StatusOr<SaveResult> WriteSaveCopy(const RunCheckpointContext& c, int64_t generation,
                                          const SaveCopy& copy, BackgroundPruner* pruner) {
   const Clock::time_point start = Clock::now();

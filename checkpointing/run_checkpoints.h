@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/optim/optimizer.h>
@@ -150,6 +151,38 @@ absl::StatusOr<SaveCopy> CopyForSave(const RunCheckpointContext& context, Classi
 absl::StatusOr<SaveResult> WriteSaveCopy(const RunCheckpointContext& context,
                                          int64_t generation, const SaveCopy& copy,
                                          BackgroundPruner* pruner = nullptr);
+
+// A run's whole state in memory, as a survivor of a lost rank hands it to
+// its new group (trainer/live_membership.h): every replicated tensor (one
+// owner: what a one-rank generation holds), the cursor, and where the
+// cadence's numbering stands.
+struct MemoryState {
+  ShardState whole;
+  TrainingCursor cursor;
+  // The world size of the group that trained it, and the generation the
+  // next save writes.
+  int world_size = 1;
+  std::vector<int> local_batch;
+  int64_t next_generation = 1;
+};
+
+// Copies the whole replicated state of `model` and `optimizer` (to the
+// CPU), torch's CPU generator and `cursor`. Errors as CopyForSave's.
+absl::StatusOr<MemoryState> CopyWholeState(const RunCheckpointContext& context,
+                                           Classifier& model,
+                                           torch::optim::Optimizer& optimizer,
+                                           const TrainingCursor& cursor);
+
+// Every rank of a new group calls it once, before training, instead of
+// ResumeFromCheckpoint: loads `state` (a peer's memory, as it came over the
+// group) into `model`, `optimizer` and `cursor`; nothing is read from disk.
+// The record says so (from_peer_memory, the world sizes, next_generation).
+// DataLoss when `state` holds what cannot be restored (`model` and
+// `optimizer` may then be half loaded: the run must stop).
+absl::StatusOr<ResumeRecord> ResumeFromMemory(const RunCheckpointContext& context,
+                                              const MemoryState& state, Classifier& model,
+                                              torch::optim::Optimizer& optimizer,
+                                              TrainingCursor* cursor);
 
 }  // namespace receipt_parity
 

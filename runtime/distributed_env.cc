@@ -55,6 +55,16 @@ absl::Status ReadLauncherVariables(DistributedEnv& env) {
     if (!hosts.ok()) return hosts.status();
     env.launcher_hosts_store = *hosts == 1;
   }
+  if (IsSet(kSurvivorsGoOnVariable)) {
+    absl::StatusOr<int> go_on = IntVariable(kSurvivorsGoOnVariable, 0, 1, kLauncherOnly);
+    if (!go_on.ok()) return go_on.status();
+    if (*go_on == 1 && !env.launcher_hosts_store) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kSurvivorsGoOnVariable, "=1 but ", kLauncherStoreVariable,
+          "=1 is not: the membership is published in the launcher's store"));
+    }
+    env.survivors_go_on = *go_on == 1;
+  }
   if (!IsSet(kHeartbeatVariable)) return absl::OkStatus();
   absl::StatusOr<int> interval = IntVariable(kHeartbeatVariable, 1, 3600 * 1000, kLauncherOnly);
   if (!interval.ok()) return interval.status();
@@ -224,6 +234,7 @@ std::vector<std::string> ToEnvironmentEntries(const DistributedEnv& env) {
   if (env.heartbeat_interval_ms > 0) {
     entries.push_back(absl::StrCat(kHeartbeatVariable, "=", env.heartbeat_interval_ms));
   }
+  if (env.survivors_go_on) entries.push_back(absl::StrCat(kSurvivorsGoOnVariable, "=1"));
   return entries;
 }
 

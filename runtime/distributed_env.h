@@ -12,7 +12,8 @@
 // This binary's launcher adds RECEIPT_PARITY_LAUNCHER_STORE=1 (it hosts the
 // store, so rank 0 does not; runtime/launcher.h) and, with a heartbeat
 // watch, RECEIPT_PARITY_HEARTBEAT_MS (each rank beats that often;
-// runtime/heartbeat.h). Bad values are refused naming the variable.
+// runtime/heartbeat.h), and RECEIPT_PARITY_SURVIVORS_GO_ON=1 when a lost
+// rank leaves and the others go on (runtime/membership.h). Bad values are refused naming the variable.
 //
 // srun's conventions: when neither RANK nor OMPI_COMM_WORLD_RANK is set and
 // the process is a task of an srun step (SLURM_PROCID and SLURM_STEP_ID set;
@@ -38,6 +39,7 @@ namespace receipt_parity {
 
 inline constexpr char kLauncherStoreVariable[] = "RECEIPT_PARITY_LAUNCHER_STORE";
 inline constexpr char kHeartbeatVariable[] = "RECEIPT_PARITY_HEARTBEAT_MS";
+inline constexpr char kSurvivorsGoOnVariable[] = "RECEIPT_PARITY_SURVIVORS_GO_ON";
 
 struct DistributedEnv {
   int rank = 0;
@@ -57,6 +59,9 @@ struct DistributedEnv {
   bool launcher_hosts_store = false;
   // RECEIPT_PARITY_HEARTBEAT_MS: beat this often (0: no heartbeat).
   int heartbeat_interval_ms = 0;
+  // RECEIPT_PARITY_SURVIVORS_GO_ON=1: a lost rank leaves and the others go
+  // on (runtime/membership.h); needs the launcher's store.
+  bool survivors_go_on = false;
 };
 
 // The first host of a Slurm hostlist ("node[03-06,09],gpu7" -> "node03",

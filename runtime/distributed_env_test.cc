@@ -23,7 +23,8 @@ constexpr const char* kVariables[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK",
                                       "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_STEP_ID",
                                       "SLURM_STEP_NUM_TASKS", "SLURM_JOB_NODELIST",
                                       "SLURM_JOB_ID", "RECEIPT_PARITY_LAUNCHER_STORE",
-                                      "RECEIPT_PARITY_HEARTBEAT_MS"};
+                                      "RECEIPT_PARITY_HEARTBEAT_MS",
+                                      "RECEIPT_PARITY_SURVIVORS_GO_ON"};
 
 TEST(ElasticRestartCountTest, IsTheCountOrZero) {
   unsetenv("TORCHELASTIC_RESTART_COUNT");
@@ -109,12 +110,15 @@ TEST_F(DistributedEnvTest, TheLaunchersStoreAndHeartbeatVariables) {
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_FALSE((*plain)->launcher_hosts_store);
   EXPECT_EQ((*plain)->heartbeat_interval_ms, 0);
-  Set({{"RECEIPT_PARITY_LAUNCHER_STORE", "1"}, {"RECEIPT_PARITY_HEARTBEAT_MS", "250"}});
+  Set({{"RECEIPT_PARITY_LAUNCHER_STORE", "1"}, {"RECEIPT_PARITY_HEARTBEAT_MS", "250"},
+       {"RECEIPT_PARITY_SURVIVORS_GO_ON", "1"}});
   absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
   ASSERT_TRUE(env.ok()) << env.status();
   EXPECT_TRUE((*env)->launcher_hosts_store);
   EXPECT_EQ((*env)->heartbeat_interval_ms, 250);
+  EXPECT_TRUE((*env)->survivors_go_on);
   const std::vector<std::string> entries = ToEnvironmentEntries(**env);
+  EXPECT_THAT(entries, ::testing::Contains("RECEIPT_PARITY_SURVIVORS_GO_ON=1"));
   EXPECT_THAT(entries, ::testing::Contains("RECEIPT_PARITY_LAUNCHER_STORE=1"));
   EXPECT_THAT(entries, ::testing::Contains("RECEIPT_PARITY_HEARTBEAT_MS=250"));
 }
@@ -127,6 +131,9 @@ TEST_F(DistributedEnvTest, BadLauncherVariablesAreNamed) {
             "RECEIPT_PARITY_HEARTBEAT_MS=0 is not an integer in [1, 3600000]");
   Clear();
   EXPECT_THAT(ErrorWith({{"RECEIPT_PARITY_HEARTBEAT_MS", "100"}}),
+              HasSubstr("RECEIPT_PARITY_LAUNCHER_STORE=1 is not"));
+  Clear();
+  EXPECT_THAT(ErrorWith({{"RECEIPT_PARITY_SURVIVORS_GO_ON", "1"}}),
               HasSubstr("RECEIPT_PARITY_LAUNCHER_STORE=1 is not"));
 }
 

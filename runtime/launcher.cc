@@ -5,13 +5,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
+#include <tuple>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -21,6 +24,7 @@
 #include "runtime/cpu_pinning.h"
 #include "runtime/distributed_env.h"
 #include "runtime/heartbeat.h"
+#include "runtime/membership.h"
 #include "runtime/mpirun_launcher.h"
 #include "runtime/preemption.h"
 #include "runtime/store_host.h"
@@ -38,6 +42,7 @@ pid_t StartWorker(const LaunchOptions& options, int rank, int cpu) {
   env.master_addr = options.master_addr;
   env.master_port = options.master_port;
   env.launcher_hosts_store = options.host_store;
+  env.survivors_go_on = options.host_store && options.survivors_go_on;
   if (options.host_store && options.heartbeat_timeout.count() > 0) {
     env.heartbeat_interval_ms =
         static_cast<int>(HeartbeatInterval(options.heartbeat_timeout).count());
@@ -225,6 +230,7 @@ class RankWatch {
   RankLoss Loss(int rank, int status) const {
     RankLoss loss;
     loss.rank = rank;
+    loss.wait_status = status;
     if (frozen_[rank]) {
       const double seconds = frozen_seconds_.at(rank);
       loss.why = absl::StrCat("stopped answering: no heartbeat for ",
@@ -273,6 +279,99 @@ absl::StatusOr<c10::intrusive_ptr<c10d::Store>> MaybeHostStore(const LaunchOptio
   return c10::intrusive_ptr<c10d::Store>(*std::move(store));
 }
 
+// Whether a rank that ended with `status` was lost (a signal: SIGKILL, a
+// crash; or frozen and killed by the watch) rather than ending with a code
+// of its own, which is the run's verdict.
+bool IsLost(int status) { return WIFSIGNALED(status); }
+
+// The changes of membership a run with survivors_go_on went through.
+class MembershipLog {
+ public:
+  MembershipLog(const LaunchOptions& options, c10::intrusive_ptr<c10d::Store> store)
+      : store_(std::move(store)), enabled_(options.host_store && options.survivors_go_on) {}
+
+  // Whether `status` makes `rank` leave while the others go on.
+  bool GoesOn(int status, const WorkerSet& workers) const {
+    return enabled_ && IsLost(status) && workers.running() > 0;
+  }
+
+  // Publishes the next membership (the ranks still running) with every
+  // loss in `losses` from `first` on; Unavailable when it cannot.
+  absl::Status Publish(const WorkerSet& workers, std::vector<RankLoss>& losses, size_t first) {
+    ++membership_;
+    std::vector<int> survivors;
+    const std::vector<bool> live = workers.Live();
+    for (int r = 0; r < static_cast<int>(live.size()); ++r) {
+      if (live[r]) survivors.push_back(r);
+    }
+    for (size_t i = first; i < losses.size(); ++i) {
+      losses[i].membership = membership_;
+      losses[i].survivors = survivors;
+    }
+    LOG(WARNING) << "launcher: membership " << membership_ << ": ranks "
+                 << FormatMembership(survivors) << " go on";
+    return PublishMembership(*store_, membership_, survivors);
+  }
+
+  // The survivors' reports of each change, read into `losses`.
+  void ReadReports(std::vector<RankLoss>& losses) const {
+    for (RankLoss& loss : losses) {
+      if (loss.membership == 0) continue;
+      for (int rank : loss.survivors) {
+        std::optional<ReformedReport> report = ReadReport(loss.membership, rank);
+        if (!report.has_value()) continue;
+        loss.reforming_seconds = std::max(loss.reforming_seconds, report->reforming_seconds);
+        loss.updates_redone = std::max(loss.updates_redone, report->updates_redone);
+        loss.went_on_from_update = report->went_on_from_update;
+      }
+    }
+  }
+
+ private:
+  std::optional<ReformedReport> ReadReport(int membership, int rank) const {
+    try {
+      const std::string key = ReformedKey(membership, rank);
+      if (!store_->check({key})) return std::nullopt;
+      const std::vector<uint8_t> bytes = store_->get(key);
+      return ParseReformed(std::string(bytes.begin(), bytes.end()));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  bool enabled_;
+  int membership_ = 0;
+};
+
+// How long after a lost rank the launcher waits for others to end before
+// it publishes the next membership: ranks killed together (a host, a
+// scheduler's sweep) leave in one change, instead of the survivors forming
+// a group whose member is already dead.
+constexpr std::chrono::milliseconds kLeaveTogetherWindow{50};
+
+// Reaps every worker that ends within kLeaveTogetherWindow: the lost ones
+// are losses, the others' (rank, status) go to `ended` for the loop.
+void ReapLostTogether(WorkerSet& workers, const RankWatch& watch, LaunchResult* result,
+                      std::deque<std::pair<int, int>>* ended) {
+  const auto until = std::chrono::steady_clock::now() + kLeaveTogetherWindow;
+  while (workers.running() > 0 && std::chrono::steady_clock::now() < until) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    const int rank = workers.Reaped(pid, status);
+    if (rank < 0) continue;
+    if (IsLost(status)) {
+      result->losses.push_back(watch.Loss(rank, status));
+    } else {
+      ended->emplace_back(rank, status);
+    }
+  }
+}
+
 }  // namespace
 
 absl::Status LaunchLocalWorkers(const LaunchOptions& options,
@@ -287,26 +386,46 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
   if (!pids.ok()) return pids.status();
   WorkerSet workers(*std::move(pids), result);
   RankWatch watch(options, *store);
+  MembershipLog memberships(options, *store);
   if (options.forward_preemption_signals) workers.ForwardPreemptionSignals();
   int preempted = 0;
-  while (workers.running() > 0) {
+  std::deque<std::pair<int, int>> ended;  // reaped, not yet handled
+  while (workers.running() > 0 || !ended.empty()) {
     int status = 0;
-    const pid_t pid = NextEnded(workers, watch, &status);
-    if (pid < 0) break;
-    const int rank = workers.Reaped(pid, status);
-    if (rank < 0) continue;
+    int rank = -1;
+    if (!ended.empty()) {
+      std::tie(rank, status) = ended.front();
+      ended.pop_front();
+    } else {
+      const pid_t pid = NextEnded(workers, watch, &status);
+      if (pid < 0) break;
+      rank = workers.Reaped(pid, status);
+      if (rank < 0) continue;
+    }
     if (WIFEXITED(status) && WEXITSTATUS(status) == kPreemptedExitCode) {
       ++preempted;
       continue;
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      result->failed_rank = rank;
-      result->losses.push_back(watch.Loss(rank, status));
-      const std::string& why = result->losses.back().why;
-      LOG(ERROR) << "launcher: rank " << rank << " " << why << "; stopping the other ranks";
-      return RankFailed(rank, why, workers.StopAll(options.grace));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+    result->losses.push_back(watch.Loss(rank, status));
+    if (memberships.GoesOn(status, workers)) {
+      const size_t first = result->losses.size() - 1;
+      ReapLostTogether(workers, watch, result, &ended);
+      if (workers.running() > 0 && memberships.Publish(workers, result->losses, first).ok()) {
+        for (size_t i = first; i < result->losses.size(); ++i) {
+          LOG(ERROR) << "launcher: rank " << result->losses[i].rank << " "
+                     << result->losses[i].why << "; the others go on without it";
+        }
+        continue;
+      }
     }
+    result->failed_rank = rank;
+    const std::string why = watch.Loss(rank, status).why;
+    LOG(ERROR) << "launcher: rank " << rank << " " << why << "; stopping the other ranks";
+    memberships.ReadReports(result->losses);
+    return RankFailed(rank, why, workers.StopAll(options.grace));
   }
+  memberships.ReadReports(result->losses);
   if (preempted > 0) {
     return absl::AbortedError(absl::StrCat(
         preempted, " of ", options.world_size,

@@ -21,6 +21,15 @@
 // (SIGKILL) and reports it as the failed rank, "stopped answering", within
 // the timeout and a poll, not a collective's timeout later.
 //
+// Survivors go on: with `survivors_go_on` (and host_store), a rank lost to
+// a signal (SIGKILL, a crash) or frozen does not stop the others: the
+// launcher publishes the next membership, the launch ranks still running
+// (runtime/membership.h), tells the workers at start that it will
+// (RECEIPT_PARITY_SURVIVORS_GO_ON=1), and goes on waiting. A rank that
+// exits with a code (bad input, parity failed, an error) still stops every
+// rank, and so does losing the last one. Ranks lost at the same moment
+// (reaped before the membership is published) leave in one change.
+//
 // Ranks on their own cores: when the launcher's affinity mask holds at
 // least W CPUs, rank r is pinned to the r-th of them before it execs
 // (runtime/cpu_pinning.h); the launcher logs the pinning either way.
@@ -62,11 +71,15 @@ struct LaunchOptions {
   bool host_store = false;
   // With host_store: the heartbeat watch's timeout; zero: no watch.
   std::chrono::milliseconds heartbeat_timeout{0};
+  // With host_store: a lost rank leaves and the others go on (above).
+  bool survivors_go_on = false;
 };
 
 // A rank the run lost: what the launcher saw.
 struct RankLoss {
   int rank = -1;
+  // As from waitpid.
+  int wait_status = 0;
   // "was killed by signal 9 (Killed)", "stopped answering: no heartbeat
   // for 1.2 s; killed", ...
   std::string why;
@@ -75,6 +88,16 @@ struct RankLoss {
   // From its last heartbeat the launcher saw to the launcher acting on the
   // loss; 0 without a heartbeat watch.
   double detection_seconds = 0;
+  // With survivors_go_on: the membership it left (1, 2, ...; ranks that
+  // left together share it), the launch ranks that went on, and what the
+  // survivors reported (runtime/membership.h): the slowest one's
+  // re-forming seconds, the updates redone, the update they went on from
+  // (-1 when no survivor reported). membership 0: the attempt ended.
+  int membership = 0;
+  std::vector<int> survivors;
+  double reforming_seconds = 0;
+  int updates_redone = 0;
+  int64_t went_on_from_update = -1;
 };
 
 struct LaunchResult {

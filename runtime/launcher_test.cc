@@ -138,6 +138,34 @@ TEST(LauncherTest, ARankWhoseHeartbeatStallsIsKilledAndNamedWithinTheTimeout) {
   EXPECT_LT(seconds, 15);
 }
 
+TEST(LauncherTest, WithSurvivorsGoingOnALostRankLeavesAndTheOthersFinish) {
+  LaunchOptions options = HostingLauncher(3, "rank_2_dies");
+  options.survivors_go_on = true;
+  LaunchResult result;
+  const absl::Status status = LaunchLocalWorkers(options, &result);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(result.failed_rank, -1);
+  ASSERT_EQ(result.losses.size(), 1u);
+  const RankLoss& loss = result.losses[0];
+  EXPECT_EQ(loss.rank, 2);
+  EXPECT_EQ(loss.why, "was killed by signal 9 (Killed)");
+  EXPECT_EQ(loss.membership, 1);
+  EXPECT_EQ(loss.survivors, (std::vector<int>{0, 1}));
+  // The survivors' reports, read back.
+  EXPECT_EQ(loss.reforming_seconds, 0.25);
+  EXPECT_EQ(loss.updates_redone, 1);
+  EXPECT_EQ(loss.went_on_from_update, 7);
+}
+
+TEST(LauncherTest, WithoutSurvivorsGoingOnALostRankStopsTheOthers) {
+  LaunchResult result;
+  const absl::Status status = LaunchLocalWorkers(HostingLauncher(3, "rank_2_dies"), &result);
+  EXPECT_TRUE(absl::IsAborted(status)) << status;
+  EXPECT_EQ(result.failed_rank, 2);
+  ASSERT_EQ(result.losses.size(), 1u);
+  EXPECT_EQ(result.losses[0].membership, 0);
+}
+
 TEST(CpuPinningTest, CpuForRankAndItsDescription) {
   EXPECT_EQ(CpuForRank({2, 5, 7}, 1, 2), 5);
   EXPECT_EQ(CpuForRank({2}, 0, 2), std::nullopt);

@@ -196,6 +196,36 @@ absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
   }
 }
 
+absl::StatusOr<ProcessGroupHandle> ReformProcessGroup(
+    const DistributedEnv& env, int membership, const std::vector<int>& launch_ranks,
+    std::chrono::seconds timeout, std::shared_ptr<RankHeartbeat> heartbeat) {
+  const auto mine = std::find(launch_ranks.begin(), launch_ranks.end(), env.rank);
+  if (mine == launch_ranks.end()) {
+    return absl::NotFoundError(absl::StrCat("launch rank ", env.rank, " is not in membership ",
+                                            membership));
+  }
+  const int rank = static_cast<int>(mine - launch_ranks.begin());
+  const int world_size = static_cast<int>(launch_ranks.size());
+  try {
+    c10d::TCPStoreOptions options;
+    options.port = static_cast<uint16_t>(env.master_port);
+    options.isServer = false;
+    options.waitWorkers = false;
+    options.timeout = timeout;
+    auto tcp_store = JoinStore(env, options);
+    ProcessGroupHandle handle;
+    handle.store = c10::make_intrusive<GuardedStore>(
+        absl::StrCat(AttemptKeyPrefix(), "/membership-", membership), tcp_store, rank);
+    handle.group =
+        MakeGlooProcessGroup(handle.store, rank, world_size, timeout, GlooDevice(env));
+    handle.gradient_group = handle.group;
+    handle.heartbeat = std::move(heartbeat);
+    return handle;
+  } catch (const std::exception& e) {
+    return JoinFailed(env, LibTorchErrorMessage(e));
+  }
+}
+
 absl::Status StoreSet(c10d::Store& store, const std::string& key,
                       const std::string& value) {
   try {

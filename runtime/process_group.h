@@ -65,6 +65,18 @@ absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
     const DistributedEnv& env, std::chrono::seconds timeout,
     const CudaSupport* nccl = nullptr, bool gradients_over_mpi = false);
 
+// A new Gloo group of the ranks in membership `membership` (launch ranks,
+// runtime/membership.h), joined by this rank, launch rank env.rank: its
+// group rank is its index there. Over a new connection to the launcher's
+// store (REQUIRES: env.launcher_hosts_store), its keys under
+// "attempt-N/membership-K/", so nothing the earlier group wrote is read.
+// The heartbeat goes on as it was (the launcher watches launch ranks).
+// Errors as ConnectProcessGroup's; NotFound when env.rank is not in
+// `launch_ranks`.
+absl::StatusOr<ProcessGroupHandle> ReformProcessGroup(
+    const DistributedEnv& env, int membership, const std::vector<int>& launch_ranks,
+    std::chrono::seconds timeout, std::shared_ptr<RankHeartbeat> heartbeat);
+
 // Start-of-run agreement. Every rank publishes `fields` (name, value) and
 // compares every other rank's with its own. On a mismatch EVERY rank gets
 // FailedPrecondition naming the first differing rank and field with both

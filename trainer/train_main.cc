@@ -55,6 +55,7 @@
 #include "trainer/run_folder_setup.h"
 #include "config/plugin_listing.h"
 #include "trainer/rank_transport.h"
+#include "trainer/live_membership.h"
 #include "trainer/training_run.h"
 
 ABSL_FLAG(std::string, config, "", "Training config (text proto), e.g. configs/one_worker.pbtxt.");
@@ -304,9 +305,12 @@ int ReportFinished(const RunFolderDecision& decision) {
 // the launcher did, holds the lock and has decided, and deciding again reads
 // the same folder (nothing was written since) and gives its decision.
 absl::StatusOr<std::optional<PreparedRunFolder>> RankRunFolder(
-    const LoadedConfig& loaded, int rank, const std::string& out,
+    const LoadedConfig& loaded, const DistributedEnv& env, const std::string& out,
     const std::string& reference_dir, const std::optional<CheckpointPlan>& checkpoints) {
-  if (rank != 0) return std::optional<PreparedRunFolder>();
+  // When survivors go on, any rank may become the writer: each knows the
+  // launcher's decision (read before any rank writes: rank 0 begins the
+  // attempt only after every rank joined).
+  if (env.rank != 0 && !env.survivors_go_on) return std::optional<PreparedRunFolder>();
   if (!ParentHoldsRunFolderLock(out)) {
     absl::StatusOr<PreparedRunFolder> prepared =
         PrepareRunFolder(FolderRequest(loaded, out, out, reference_dir, checkpoints));
@@ -336,6 +340,50 @@ int ExitCodeOf(const TrainingOutcome& outcome, const std::string& out) {
   return 0;
 }
 
+// Trains with `options` over `group`; when survivors go on
+// (env.survivors_go_on) and a rank is lost, goes on in the launcher's next
+// membership from the agreed state (trainer/live_membership.h), as often as
+// ranks are lost.
+int TrainGoingOnAfterLosses(const LoadedConfig& loaded, const DistributedEnv& env,
+                            ProcessGroupHandle group, TrainingRunOptions options,
+                            const std::string& out) {
+  const TrainingConfig& config = loaded.config;
+  const std::chrono::seconds timeout(config.run().collective_timeout_seconds());
+  // A lost rank's membership comes within the heartbeat's timeout of the
+  // loss (the launcher kills a frozen rank then) and a margin.
+  const std::chrono::milliseconds wait =
+      std::chrono::milliseconds(10 * env.heartbeat_interval_ms) + std::chrono::seconds(5);
+  options.process_group = &group;
+  LiveHandover from;
+  LiveHandover into;
+  std::optional<LoadedConfig> resized;
+  int membership = 0;
+  while (true) {
+    into = LiveHandover();
+    if (env.survivors_go_on) options.live = &into;
+    absl::StatusOr<TrainingOutcome> outcome = RunTraining(options);
+    if (outcome.ok()) return ExitCodeOf(*outcome, out);
+    if (!env.survivors_go_on || !into.filled) return Fail(outcome.status());
+    LOG(WARNING) << "launch rank " << env.rank << ": " << outcome.status().message()
+                 << "; waiting for the launcher's next membership";
+    absl::StatusOr<std::optional<GroupAfterLoss>> next =
+        GoOnWithoutLostRanks(env, membership, &group, &into, timeout, wait);
+    if (!next.ok()) return Fail(next.status());
+    if (!next->has_value()) return Fail(outcome.status());  // no rank was lost
+    membership = (*next)->membership;
+    group = std::move((*next)->group);
+    absl::StatusOr<LoadedConfig> adopted = WithWorldSize(loaded, (*next)->world_size);
+    if (!adopted.ok()) return Fail(adopted.status());
+    resized = *std::move(adopted);
+    options.loaded = &*resized;
+    options.rank = (*next)->rank;
+    options.world_size = (*next)->world_size;
+    options.fault = FaultPlan{};  // the injected failure has happened
+    std::swap(from, into);
+    options.resume_from_memory = &from;
+  }
+}
+
 int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
             const std::string& out) {
   const TrainingConfig& config = loaded.config;
@@ -345,7 +393,7 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
   // This process's checkpoint plan, decided once (config/checkpoint_plan.h).
   const std::optional<CheckpointPlan> checkpoints = PlanCheckpoints(config, out);
   absl::StatusOr<std::optional<PreparedRunFolder>> folder =
-      RankRunFolder(loaded, env.rank, out, reference_dir, checkpoints);
+      RankRunFolder(loaded, env, out, reference_dir, checkpoints);
   if (!folder.ok()) return Fail(folder.status());
   // NCCL binds each rank to the GPU current when it starts.
   if (config.device() == "cuda") {
@@ -372,7 +420,7 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
       *group, env.rank, env.world_size, folder->has_value() && (*folder)->decision.finished);
   if (!finished.ok()) return Fail(finished.status());
   if (*finished) {
-    if (folder->has_value()) return ReportFinished((*folder)->decision);
+    if (env.rank == 0 && folder->has_value()) return ReportFinished((*folder)->decision);
     std::cout << "rank " << env.rank << ": the run in " << out
               << " is finished; nothing to train" << std::endl;
     return 0;
@@ -395,9 +443,7 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
     };
   }
   options.preemptible = TakePreemption(config, checkpoints);
-  absl::StatusOr<TrainingOutcome> outcome = RunTraining(options);
-  if (!outcome.ok()) return Fail(outcome.status());
-  return ExitCodeOf(*outcome, out);
+  return TrainGoingOnAfterLosses(loaded, env, *std::move(group), options, out);
 }
 
 // The config this rank runs: `loaded`, or, when the launcher started
@@ -470,14 +516,26 @@ int LaunchExitCode(const LaunchResult& result, bool under_mpirun) {
   return kExitRunFailed;
 }
 
-// membership.json: the ranks the attempt lost (the launcher stopped the
-// others, so the attempt ended). A record that cannot be written is said,
-// and the run's own error stands.
+// membership.json: the ranks the attempt lost, those the others went on
+// without and the one that ended it. A rank that exited with bad input (2)
+// or failed parity (3) gave the run's verdict and is no loss. A record
+// that cannot be written is said, and the run's own outcome stands.
 void RecordLosses(const LoadedConfig& loaded, const std::string& out, int attempt,
                   const LaunchResult& result) {
-  if (result.losses.empty()) return;
   std::vector<MembershipChange> changes;
+  int previous_membership = 0;
   for (const RankLoss& loss : result.losses) {
+    if (WIFEXITED(loss.wait_status) && (WEXITSTATUS(loss.wait_status) == kExitBadInput ||
+                                        WEXITSTATUS(loss.wait_status) == kExitCheckFailed)) {
+      continue;
+    }
+    if (loss.membership > 0 && loss.membership == previous_membership) {
+      // Left together with the rank before.
+      changes.back().add_left(loss.rank);
+      changes.back().add_why(loss.why);
+      continue;
+    }
+    previous_membership = loss.membership;
     MembershipChange change;
     change.set_attempt(attempt);
     change.set_at(absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()));
@@ -485,14 +543,48 @@ void RecordLosses(const LoadedConfig& loaded, const std::string& out, int attemp
     change.add_why(loss.why);
     change.set_updates_completed(static_cast<int32_t>(loss.updates_completed));
     change.set_detection_seconds(loss.detection_seconds);
-    change.set_world_size_before(loaded.config.world_size());
-    change.set_world_size_after(0);
-    change.set_outcome("attempt_ended");
+    change.set_world_size_before(changes.empty() ? loaded.config.world_size()
+                                                 : changes.back().world_size_after());
+    if (loss.membership > 0) {
+      change.set_world_size_after(static_cast<int32_t>(loss.survivors.size()));
+      change.set_outcome("survivors_went_on");
+      change.set_reforming_seconds(loss.reforming_seconds);
+      change.set_updates_redone(loss.updates_redone);
+      change.set_went_on_from_update(static_cast<int32_t>(loss.went_on_from_update));
+    } else {
+      change.set_outcome("attempt_ended");
+    }
     changes.push_back(std::move(change));
   }
+  if (changes.empty()) return;
   const absl::Status written =
       AppendMembershipChanges(out, MakeArtifactStamp(loaded.fingerprint, attempt), changes);
   if (!written.ok()) LOG(WARNING) << "launcher: " << written.message();
+}
+
+// run.survivors_go_on, where it can apply (said at start where it cannot):
+// under this launcher (not mpirun), over Gloo, with updates that ignore the
+// world size.
+bool SurvivorsGoOn(const LoadedConfig& loaded, bool under_mpirun) {
+  const TrainingConfig& config = loaded.config;
+  if (!config.run().survivors_go_on()) return false;
+  std::string why_not;
+  if (under_mpirun) {
+    why_not = "run.launcher is mpirun, which ends the job when a rank dies";
+  } else if (config.backend() != "gloo") {
+    why_not = absl::StrCat("backend ", config.backend(), ": a new group is formed over Gloo only");
+  } else if (!loaded.plugins.world_size_dependence.empty()) {
+    why_not = loaded.plugins.world_size_dependence;
+  }
+  if (why_not.empty()) {
+    LOG(INFO) << "launcher: a rank lost to a signal or frozen leaves, and the others go on "
+                 "at the smaller world size (run.survivors_go_on)";
+    return true;
+  }
+  LOG(WARNING) << "launcher: run.survivors_go_on does not apply (" << why_not
+               << "): a lost rank ends the attempt, and the same command resumes from the "
+                  "last generation";
+  return false;
 }
 
 int Launch(const LoadedConfig& loaded, const std::string& out,
@@ -519,6 +611,7 @@ int Launch(const LoadedConfig& loaded, const std::string& out,
   options.host_store = !options.under_mpirun;
   options.heartbeat_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(config.run().heartbeat_timeout_seconds() * 1000));
+  options.survivors_go_on = SurvivorsGoOn(loaded, options.under_mpirun);
   for (int i = 1; i < argc; ++i) {
     if (!IsOverwriteFlag(argv[i])) options.args.push_back(argv[i]);
   }
@@ -528,13 +621,13 @@ int Launch(const LoadedConfig& loaded, const std::string& out,
             << options.master_addr << " MASTER_PORT=" << options.master_port << ")";
   LaunchResult result;
   absl::Status status = LaunchLocalWorkers(options, &result);
+  RecordLosses(loaded, out, folder->decision.attempt, result);
   if (status.ok()) {
     std::cout << "results in " << out << "/ (reference in " << reference_dir
               << "/)" << std::endl;
     return 0;
   }
   std::cerr << "error: " << status.message() << std::endl;
-  RecordLosses(loaded, out, folder->decision.attempt, result);
   return LaunchExitCode(result, options.under_mpirun);
 }
 

@@ -312,26 +312,38 @@ absl::Status ReportWorldSizeChange(Run& run) {
       change, run.options->artifact_dir + "/world_size_change.json");
 }
 
-// With a checkpoint plan: resume from the newest generation that verifies
-// (or start fresh).
+// What the run's checkpoints (and its copies in memory) are made with.
+void FillCheckpointContext(const Run& run, RunCheckpointContext* checkpoints) {
+  const TrainingRunOptions& options = *run.options;
+  if (options.checkpoints.has_value()) checkpoints->plan = *options.checkpoints;
+  checkpoints->rank = options.rank;
+  checkpoints->world_size = options.world_size;
+  checkpoints->store =
+      options.process_group ? options.process_group->store.get() : nullptr;
+  checkpoints->config = run.config;
+  checkpoints->model_revision = run.manifest.model_revision().revision();
+  checkpoints->optimizer = options.loaded->optimizer.plugin.get();
+  checkpoints->data_hash = run.data_hash;
+  checkpoints->allow_recipe_change = options.allow_recipe_change;
+  checkpoints->world_size_dependence = options.loaded->plugins.world_size_dependence;
+  checkpoints->fault = options.fault;
+}
+
+// From a peer's memory (a new group after a lost rank), or with a
+// checkpoint plan from the newest generation that verifies (or fresh).
 absl::Status ResumeRun(Run* run) {
   const TrainingRunOptions& options = *run->options;
-  if (!options.checkpoints.has_value()) return absl::OkStatus();
-  RunCheckpointContext& checkpoints = run->checkpoints;
-  checkpoints.plan = *options.checkpoints;
-  checkpoints.rank = options.rank;
-  checkpoints.world_size = options.world_size;
-  checkpoints.store =
-      options.process_group ? options.process_group->store.get() : nullptr;
-  checkpoints.config = run->config;
-  checkpoints.model_revision = run->manifest.model_revision().revision();
-  checkpoints.optimizer = options.loaded->optimizer.plugin.get();
-  checkpoints.data_hash = run->data_hash;
-  checkpoints.allow_recipe_change = options.allow_recipe_change;
-  checkpoints.world_size_dependence = options.loaded->plugins.world_size_dependence;
-  checkpoints.fault = options.fault;
-  absl::StatusOr<ResumeRecord> resumed = ResumeFromCheckpoint(
-      checkpoints, run->model(), *run->optimizer, &run->cursor);
+  FillCheckpointContext(*run, &run->checkpoints);
+  absl::StatusOr<ResumeRecord> resumed;
+  if (options.resume_from_memory != nullptr) {
+    resumed = ResumeFromMemory(run->checkpoints, options.resume_from_memory->state,
+                               run->model(), *run->optimizer, &run->cursor);
+  } else if (options.checkpoints.has_value()) {
+    resumed = ResumeFromCheckpoint(run->checkpoints, run->model(), *run->optimizer,
+                                   &run->cursor);
+  } else {
+    return absl::OkStatus();
+  }
   if (!resumed.ok()) return resumed.status();
   run->resume = *std::move(resumed);
   return absl::OkStatus();
@@ -398,7 +410,13 @@ absl::StatusOr<std::unique_ptr<UpdateVerifier>> MakeVerifier(Run& run) {
   }
   v.seed = MixSeed(config.seeds().sampler(), 0x76657269);  // "veri"
   auto verifier = std::make_unique<UpdateVerifier>(v);
-  if (!run.fresh()) {
+  const LiveHandover* memory = options.resume_from_memory;
+  if (memory != nullptr && memory->every_update.has_value()) {
+    verifier->RestoreAfterLoss(
+        *memory->every_update, run.cursor.total_updates,
+        "its checks' reports cross the ranks with the next update's gradients, a reduction a "
+        "lost rank abandoned (membership.json); the survivors' replicas agreed after it");
+  } else if (!run.fresh()) {
     EveryUpdateVerdict earlier;
     const std::string path = options.artifact_dir + "/" + kEveryUpdateRecordFile;
     std::error_code ec;
@@ -546,8 +564,15 @@ std::vector<ReplicaTensor> OptimizerStateBeforeSave(const Run& run, const Checkp
 
 // The updates from the cursor to the run's end; `recorder`, `cadence` and
 // `report` keep what they recorded, saved and counted.
+// Where the update loop stood when it ended (or failed).
+struct TrainProgress {
+  LoopPosition position;
+  int64_t updates_stepped = -1;
+};
+
 absl::StatusOr<UpdateLoopEnd> Train(Run& run, UpdateRecorder* recorder,
-                                    CheckpointCadence* cadence, RankReportBuilder* report) {
+                                    CheckpointCadence* cadence, RankReportBuilder* report,
+                                    TrainProgress* standing) {
   const TrainingRunOptions& options = *run.options;
   const TrainingConfig& config = *run.config;
   UpdateStepParts step_parts;
@@ -605,7 +630,37 @@ absl::StatusOr<UpdateLoopEnd> Train(Run& run, UpdateRecorder* recorder,
   loop.report = report;
   loop.gate = gates.empty() ? nullptr : &chain;
   if (config.parity().stop_on_failure()) loop.failed_check_stop = kStoppedByParity;
-  return RunUpdateLoop(schedule, loop);
+  loop.position = &standing->position;
+  absl::StatusOr<UpdateLoopEnd> end = RunUpdateLoop(schedule, loop);
+  standing->updates_stepped = step.updates_stepped();
+  return end;
+}
+
+// After the update loop failed (TrainingRunOptions::live): the whole state
+// at the last update this rank stepped (the one in flight when its step
+// was applied), for its rank to go on with in a new group. A copy that
+// fails leaves the handover unfilled: the loop's error then stands.
+void HandOver(Run& run, const TrainProgress& progress, const CheckpointCadence& cadence,
+              LiveHandover* live) {
+  live->failed_at = std::chrono::steady_clock::now();
+  const LoopPosition& at = progress.position;
+  const bool stepped = at.after_in_flight.total_updates > at.completed.total_updates &&
+                       progress.updates_stepped == at.after_in_flight.total_updates;
+  absl::StatusOr<MemoryState> state =
+      CopyWholeState(run.checkpoints, run.model(), *run.optimizer,
+                     stepped ? at.after_in_flight : at.completed);
+  if (!state.ok()) {
+    LOG(ERROR) << "rank " << run.options->rank << ": cannot copy the state to go on with: "
+               << state.status();
+    return;
+  }
+  live->state = *std::move(state);
+  live->state.local_batch = run.local_batch;
+  live->state.next_generation = cadence.next_generation();
+  live->abandoned_in_flight = at.after_in_flight.total_updates > at.completed.total_updates &&
+                              !stepped;
+  if (run.verifier != nullptr) live->every_update = run.verifier->record();
+  live->filled = true;
 }
 
 // A preempted attempt: its record in run_state.json (rank 0), nothing else.
@@ -689,7 +744,8 @@ absl::Status CheckRunnable(const LoadedConfig& loaded) {
 absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   Run run;
   if (absl::Status s = StartRun(options, &run); !s.ok()) return s;
-  if (options.folder != nullptr && run.writer()) {
+  // A new group after a lost rank goes on in the attempt it was in.
+  if (options.folder != nullptr && run.writer() && options.resume_from_memory == nullptr) {
     if (absl::Status s = BeginAttempt(options.artifact_dir, *run.config, *options.folder);
         !s.ok()) {
       return s;
@@ -713,11 +769,18 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   CheckpointCadence cadence = MakeCadence(run, pruner ? &*pruner : nullptr);
   RankReportBuilder report(options.rank, options.world_size,
                            run.data.train->size());
-  absl::StatusOr<UpdateLoopEnd> end = Train(run, &recorder, &cadence, &report);
-  if (!end.ok()) return end.status();
+  TrainProgress progress;
+  // A failure from here on, where survivors go on, hands the state over
+  // (a lost rank's collective or store wait).
+  auto failed = [&](absl::Status status) {
+    if (options.live != nullptr) HandOver(run, progress, cadence, options.live);
+    return status;
+  };
+  absl::StatusOr<UpdateLoopEnd> end = Train(run, &recorder, &cadence, &report, &progress);
+  if (!end.ok()) return failed(end.status());
   // Every save started is advertised, and retention done (keep_last
   // generations on disk), before the run ends.
-  if (absl::Status s = cadence.Finish(); !s.ok()) return s;
+  if (absl::Status s = cadence.Finish(); !s.ok()) return failed(s);
   if (pruner.has_value()) {
     if (absl::Status s = pruner->Wait(); !s.ok()) return s;
   }
@@ -740,7 +803,10 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
     LOG(WARNING) << s.message() << " (after the update the every-update checks stopped at)";
   }
 
-  return FinishRun(run, report, recorder.first_step(), cadence.cost());
+  absl::StatusOr<TrainingOutcome> outcome =
+      FinishRun(run, report, recorder.first_step(), cadence.cost());
+  if (!outcome.ok()) return failed(outcome.status());
+  return outcome;
 }
 
 }  // namespace receipt_parity

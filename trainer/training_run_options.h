@@ -5,12 +5,14 @@
 #ifndef RECEIPT_PARITY_TRAINER_TRAINING_RUN_OPTIONS_H_
 #define RECEIPT_PARITY_TRAINER_TRAINING_RUN_OPTIONS_H_
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
 
 #include "artifacts/run_folder.h"
+#include "checkpointing/run_checkpoints.h"
 #include "checkpoint/fault_injection.h"
 #include "config/checkpoint_plan.h"
 #include "config/config_loader.h"
@@ -18,8 +20,25 @@
 #include "trainer/run_examples.h"
 #include "samplers/audit.h"
 #include "verdicts/whole_run_references.h"
+#include "verify/update_verifier.h"
 
 namespace receipt_parity {
+
+// What a run whose update loop failed hands back when asked
+// (TrainingRunOptions::live), for its rank to go on in a new group after a
+// lost rank (trainer/live_membership.h).
+struct LiveHandover {
+  bool filled = false;
+  // The whole state at the last update this rank stepped, its cursor, the
+  // group's world size and local batches, the cadence's next generation.
+  MemoryState state;
+  // Whether the update in flight was abandoned before this rank stepped it.
+  bool abandoned_in_flight = false;
+  // The every-update checks' record so far (with checks on).
+  std::optional<EveryUpdateVerdict> every_update;
+  // When the loop's error came back.
+  std::chrono::steady_clock::time_point failed_at;
+};
 
 struct TrainingRunOptions {
   const LoadedConfig* loaded = nullptr;
@@ -76,6 +95,13 @@ struct TrainingRunOptions {
   // (runtime/preemption.h's watch is running): with a checkpoint plan, the
   // run stops where its ranks agree and saves a generation there.
   bool preemptible = false;
+  // Survivors go on (runtime/membership.h): when set, an error of the
+  // update loop fills this before it is returned. Not owned.
+  LiveHandover* live = nullptr;
+  // Start from this state, a peer's memory, instead of the checkpoints: a
+  // new group after a lost rank, in the same attempt (the folder's attempt
+  // is not begun again). Not owned.
+  const LiveHandover* resume_from_memory = nullptr;
 };
 
 struct TrainingOutcome {

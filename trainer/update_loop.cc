@@ -118,6 +118,28 @@ absl::StatusOr<bool> StopsAtGate(const UpdateLoopParts& parts, int64_t total, in
 
 }  // namespace
 
+namespace {
+
+// The cursor after update `u` of `updates_in_epoch` in `epoch`, the run's
+// update `total`.
+TrainingCursor CursorAfter(int epoch, int64_t u, int64_t updates_in_epoch, int64_t total) {
+  if (u + 1 < updates_in_epoch) return TrainingCursor{total + 1, epoch, u + 1};
+  return TrainingCursor{total + 1, epoch + 1, 0};
+}
+
+void MarkInFlight(const UpdateLoopParts& parts, const TrainingCursor& after) {
+  if (parts.position != nullptr) parts.position->after_in_flight = after;
+}
+
+// `total` updates done: the position, and the heartbeat's count
+// (runtime/heartbeat.h).
+void MarkCompleted(const UpdateLoopParts& parts, int64_t total) {
+  PublishUpdatesCompleted(total);
+  if (parts.position != nullptr) parts.position->completed = parts.position->after_in_flight;
+}
+
+}  // namespace
+
 absl::StatusOr<UpdateLoopEnd> RunUpdateLoop(const UpdateSchedule& schedule,
                                             const UpdateLoopParts& parts) {
   CHECK(schedule.sampler != nullptr && parts.step != nullptr &&
@@ -126,6 +148,7 @@ absl::StatusOr<UpdateLoopEnd> RunUpdateLoop(const UpdateSchedule& schedule,
       << "RunUpdateLoop: sampler, step, cadence, progress and report are required";
   const TrainingCursor& start = schedule.start;
   int64_t total = start.total_updates;
+  if (parts.position != nullptr) *parts.position = LoopPosition{start, start};
   bool stop = false;
   UpdateLoopEnd end;
   for (int epoch = start.epoch; epoch < schedule.epochs && !stop; ++epoch) {
@@ -139,6 +162,7 @@ absl::StatusOr<UpdateLoopEnd> RunUpdateLoop(const UpdateSchedule& schedule,
         break;
       }
       const Clock::time_point begin = Clock::now();
+      MarkInFlight(parts, CursorAfter(epoch, u, plan->num_updates(), total));
       absl::StatusOr<UpdateResult> result =
           parts.step->Run(*plan, u, total, parts.observer);
       if (!result.ok()) return result.status();
@@ -156,8 +180,7 @@ absl::StatusOr<UpdateLoopEnd> RunUpdateLoop(const UpdateSchedule& schedule,
       if (parts.observer != nullptr) {
         if (absl::Status s = parts.observer->AfterTimedUpdate(total); !s.ok()) return s;
       }
-      ++total;
-      PublishUpdatesCompleted(total);  // the heartbeat's (runtime/heartbeat.h)
+      MarkCompleted(parts, ++total);
       // A generation holds this update only once its checks passed.
       if (parts.cadence->SavesAfter(total)) {
         absl::StatusOr<bool> failed = SettleLastUpdate(parts);

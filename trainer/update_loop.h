@@ -95,6 +95,15 @@ class GateChain : public UpdateGate {
 };
 
 // Not owned; observer and gate may be nullptr.
+// Where the loop stands, kept as it goes (for a caller that must know,
+// after an error, which update was in flight): the cursor after the last
+// update it completed, and the cursor after the update in flight (equal
+// between updates).
+struct LoopPosition {
+  TrainingCursor completed;
+  TrainingCursor after_in_flight;
+};
+
 struct UpdateLoopParts {
   UpdateStep* step = nullptr;
   UpdateObserver* observer = nullptr;
@@ -108,6 +117,8 @@ struct UpdateLoopParts {
   // UpdateLoopEnd.stopped_by; empty: the run goes on. The step must then
   // skip the step after a failed check (skip_step_after_failed_check).
   std::string failed_check_stop;
+  // Kept up to date when set.
+  LoopPosition* position = nullptr;
 };
 
 // What ended the loop: empty when the schedule ran out (its epochs or

@@ -456,6 +456,7 @@ absl::Status UpdateStep::Step(int64_t total_update, UpdateResult* result) {
   } catch (const std::exception& e) {
     return LibTorchError(e, parts_.rank, total_update);
   }
+  updates_stepped_ = total_update + 1;
   return absl::OkStatus();
 }
 

@@ -254,6 +254,11 @@ class UpdateStep {
   // without checks).
   absl::StatusOr<std::optional<UpdateVerdict>> SettleChecks();
 
+  // The run updates whose optimizer step this step has applied (the last
+  // one's index + 1); -1 before any. After an error in Run, it says whether
+  // the update in flight was stepped (the model then holds it).
+  int64_t updates_stepped() const { return updates_stepped_; }
+
  private:
   absl::StatusOr<WeightedBackwardResult> Backward(const EpochPlan& plan, int64_t update,
                                                   int64_t total_update);
@@ -334,6 +339,7 @@ class UpdateStep {
   // Each parameter group's rate as the optimizer was built: what the
   // schedule's factor multiplies.
   std::vector<double> base_rates_;
+  int64_t updates_stepped_ = -1;
   // The model has synchronized batch norms (model/sync_batch_norm.h).
   bool has_sync_batch_norm_ = false;
   // The reducer's chunk_slots(): > 0 in the ordered mode.

@@ -525,6 +525,13 @@ std::string EveryUpdatePart(const EveryUpdateVerdict& verdict) {
                ? ""
                : absl::StrCat("; every-update checks not run (", verdict.not_verified(), ")");
   }
+  if (verdict.pass() && verdict.lost_with_rank_size() > 0) {
+    return absl::StrCat("; every update (", verdict.verified(), " of ", verdict.updates(),
+                        ") verified (", absl::StrJoin(verdict.checks(), ", "), ") but update",
+                        verdict.lost_with_rank_size() > 1 ? "s " : " ",
+                        absl::StrJoin(verdict.lost_with_rank(), ", "),
+                        ", not judged: its reports were lost with a rank");
+  }
   if (verdict.pass()) {
     return absl::StrCat("; every update (", verdict.verified(), " of ", verdict.updates(),
                         ") verified (", absl::StrJoin(verdict.checks(), ", "), ")");

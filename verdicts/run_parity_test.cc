@@ -285,3 +285,36 @@ TEST_F(RunParityTest, TwoGpusAreTheSameKind) {
 
 }  // namespace
 }  // namespace receipt_parity
+
+namespace receipt_parity {
+namespace {
+
+// Issue 50: an update whose reports were lost with a rank is said on the
+// verdict line, and leaves the report passing; an unverified one does not.
+TEST(EveryUpdateVerdictLineTest, AnUpdateLostWithARankIsSaidNotCountedAndDoesNotFail) {
+  EveryUpdateVerdict lost;
+  lost.set_updates(40);
+  lost.set_verified(39);
+  lost.add_checks("reduction");
+  lost.add_lost_with_rank(12);
+  lost.add_lost_with_rank_why("its reports rode the abandoned reduction");
+  lost.set_pass(true);
+  ParityReport report;
+  report.set_pass(true);
+  AddEveryUpdateVerdict(lost, &report);
+  EXPECT_TRUE(report.pass());
+  EXPECT_THAT(ParityVerdictLine(report),
+              ::testing::HasSubstr("every update (39 of 40) verified (reduction) but update 12, "
+                                   "not judged: its reports were lost with a rank"));
+  EveryUpdateVerdict unverified = lost;
+  unverified.set_pass(false);
+  unverified.set_not_verified("updates 12 to 12 were trained by an attempt that recorded no "
+                              "every-update checks");
+  ParityReport failing;
+  failing.set_pass(true);
+  AddEveryUpdateVerdict(unverified, &failing);
+  EXPECT_FALSE(failing.pass());
+}
+
+}  // namespace
+}  // namespace receipt_parity

@@ -431,6 +431,14 @@ absl::StatusOr<std::string> UpdateVerifier::DescribeReplicas(const Pending& pend
   return std::string();
 }
 
+// Every update verified but those lost with a rank, and none left
+// unverified.
+static bool PassesWhole(const EveryUpdateVerdict& record) {
+  return record.updates() > 0 &&
+         record.verified() + record.lost_with_rank_size() == record.updates() &&
+         record.not_verified().empty();
+}
+
 void UpdateVerifier::Record(int64_t total_update, const UpdateCheckResult& result) {
   record_.set_updates(record_.updates() + 1);
   record_.set_largest_reduction_share(
@@ -446,8 +454,7 @@ void UpdateVerifier::Record(int64_t total_update, const UpdateCheckResult& resul
     }
     record_.set_failed_updates_total(record_.failed_updates_total() + 1);
   }
-  record_.set_pass(record_.updates() > 0 && record_.verified() == record_.updates() &&
-                   record_.not_verified().empty());
+  record_.set_pass(PassesWhole(record_));
 }
 
 int64_t UpdateVerifier::RiderElements(at::ScalarType dtype) const {
@@ -653,6 +660,15 @@ void UpdateVerifier::Restore(const EveryUpdateVerdict& earlier, int64_t resume_u
     }
   }
   restored.set_failed_updates_total(static_cast<int32_t>(failed_before));
+  restored.clear_lost_with_rank();
+  restored.clear_lost_with_rank_why();
+  for (int i = 0; i < earlier.lost_with_rank_size(); ++i) {
+    if (earlier.lost_with_rank(i) >= resume_update) continue;  // redone here
+    restored.add_lost_with_rank(earlier.lost_with_rank(i));
+    restored.add_lost_with_rank_why(i < earlier.lost_with_rank_why_size()
+                                        ? earlier.lost_with_rank_why(i)
+                                        : std::string());
+  }
   if (earlier.has_first_failure() && earlier.first_failure().update() >= resume_update) {
     restored.clear_first_failure();
   }
@@ -669,9 +685,19 @@ void UpdateVerifier::Restore(const EveryUpdateVerdict& earlier, int64_t resume_u
   for (const std::string& check : record_.checks()) restored.add_checks(check);
   restored.clear_method();
   for (const std::string& method : record_.method()) restored.add_method(method);
-  restored.set_pass(restored.updates() > 0 && restored.verified() == restored.updates() &&
-                    restored.not_verified().empty());
+  restored.set_pass(PassesWhole(restored));
   record_ = std::move(restored);
+}
+
+void UpdateVerifier::RestoreAfterLoss(const EveryUpdateVerdict& earlier, int64_t resume_update,
+                                      const std::string& why) {
+  EveryUpdateVerdict taken = earlier;
+  if (earlier.updates() + 1 == resume_update) {
+    taken.add_lost_with_rank(static_cast<int32_t>(earlier.updates()));
+    taken.add_lost_with_rank_why(why);
+    taken.set_updates(static_cast<int32_t>(resume_update));
+  }
+  Restore(taken, resume_update);
 }
 
 }  // namespace receipt_parity

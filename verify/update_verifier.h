@@ -201,6 +201,13 @@ class UpdateVerifier {
   // after that update is redone here.
   void Restore(const EveryUpdateVerdict& earlier, int64_t resume_update);
 
+  // Restore for a new group after a lost rank (trainer/live_membership.h):
+  // `earlier` is the survivors' record, whose last update before
+  // `resume_update` may still have had its reports in flight; such an
+  // update is recorded as lost_with_rank with `why`, not as unverified.
+  void RestoreAfterLoss(const EveryUpdateVerdict& earlier, int64_t resume_update,
+                        const std::string& why);
+
  private:
   struct Pending;
   struct GatherInFlight;

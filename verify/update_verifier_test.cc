@@ -275,5 +275,45 @@ TEST(UpdateVerifierTest, TheRecordCountsAndRestoresAcrossAttempts) {
   EXPECT_FALSE(verifier.record().pass());
 }
 
+// Issue 50: the survivors of a lost rank take up their record; the update
+// whose reports rode the abandoned reduction is said as lost, not passed
+// as verified, and a later resume before it redoes it.
+TEST(UpdateVerifierTest, AnUpdateWhoseReportsWereLostWithARankIsSaidNotVerified) {
+  const TwoRanks setup;
+  const GlobalCountWeighting global_count;
+  UpdateVerifier verifier(setup.Options(0, nullptr, global_count));
+  EveryUpdateVerdict survivors;
+  survivors.set_updates(12);  // 0..11 settled; 12 stepped, its reports in flight
+  survivors.set_verified(12);
+  verifier.RestoreAfterLoss(survivors, 13, "lost with rank 2");
+  EXPECT_EQ(verifier.record().updates(), 13);
+  EXPECT_EQ(verifier.record().verified(), 12);
+  ASSERT_EQ(verifier.record().lost_with_rank_size(), 1);
+  EXPECT_EQ(verifier.record().lost_with_rank(0), 12);
+  EXPECT_EQ(verifier.record().lost_with_rank_why(0), "lost with rank 2");
+  EXPECT_TRUE(verifier.record().not_verified().empty());
+  EXPECT_TRUE(verifier.record().pass());
+  // Nothing in flight (the loss came at a save, after the settlement).
+  UpdateVerifier settled(setup.Options(0, nullptr, global_count));
+  survivors.set_updates(13);
+  survivors.set_verified(13);
+  settled.RestoreAfterLoss(survivors, 13, "x");
+  EXPECT_EQ(settled.record().lost_with_rank_size(), 0);
+  EXPECT_TRUE(settled.record().pass());
+  // A later attempt resumed from update 10 redoes update 12: no longer lost.
+  const EveryUpdateVerdict with_loss = verifier.record();
+  verifier.Restore(with_loss, 10);
+  EXPECT_EQ(verifier.record().lost_with_rank_size(), 0);
+  EXPECT_EQ(verifier.record().verified(), 10);
+  EXPECT_TRUE(verifier.record().pass());
+  // A failed update still fails the record, a lost one beside it or not.
+  EveryUpdateVerdict failed = with_loss;
+  failed.set_verified(11);
+  failed.add_failed_updates(3);
+  failed.set_failed_updates_total(1);
+  verifier.Restore(failed, 13);
+  EXPECT_FALSE(verifier.record().pass());
+}
+
 }  // namespace
 }  // namespace receipt_parity
