@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -138,11 +139,22 @@ c10::intrusive_ptr<c10d::TCPStore> JoinStore(const DistributedEnv& env,
   return c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
 }
 
+// A write to a socket whose peer died (Gloo writes with writev, which
+// raises SIGPIPE) must be that call's error, not this process's death by
+// SIGPIPE: the rank then reports the lost peer, or goes on without it.
+void IgnoreBrokenPipes() {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
+}
+
 }  // namespace
 
 absl::StatusOr<ProcessGroupHandle> ConnectProcessGroup(
     const DistributedEnv& env, std::chrono::seconds timeout,
     const CudaSupport* nccl, bool gradients_over_mpi) {
+  IgnoreBrokenPipes();
   const Clock::time_point deadline = Clock::now() + timeout;
   try {
     c10d::TCPStoreOptions options;
@@ -206,6 +218,7 @@ absl::StatusOr<ProcessGroupHandle> ReformProcessGroup(
   }
   const int rank = static_cast<int>(mine - launch_ranks.begin());
   const int world_size = static_cast<int>(launch_ranks.size());
+  IgnoreBrokenPipes();
   try {
     c10d::TCPStoreOptions options;
     options.port = static_cast<uint16_t>(env.master_port);

@@ -53,6 +53,9 @@ struct ProcessGroupHandle {
   std::shared_ptr<RankHeartbeat> heartbeat;
 };
 
+// A rank that joins ignores SIGPIPE from then on (process-wide): a write to
+// a dead peer's socket is the collective's error, not the rank's death.
+//
 // Blocks until every rank has joined or `timeout` passes (then
 // DeadlineExceeded naming the address, within about a second of it, on the
 // store's host and on every other rank). The timeout also bounds every

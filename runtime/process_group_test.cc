@@ -3,6 +3,8 @@
 // code the trainer's processes run over their TCPStore.
 #include "runtime/process_group.h"
 
+#include <signal.h>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -204,6 +206,11 @@ TEST(ConnectProcessGroupTest, TheStoreListensOnMasterAddrOnly) {
   ASSERT_TRUE(handle.ok()) << handle.status();
   // 127.0.0.1 in /proc/net/tcp's byte order; never 0.0.0.0 or [::].
   EXPECT_THAT(ListeningAddresses(*port), ElementsAre("0100007F"));
+  // A joined rank ignores SIGPIPE: a write to a dead peer's socket is an
+  // error of the call (issue 50: survivors must outlive a lost peer).
+  struct sigaction now {};
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
 }
 
 TEST(ConnectProcessGroupTest, AnAddressThatDoesNotResolveIsNamed) {
