@@ -165,8 +165,8 @@ absl::Status AgreeOnState(GroupAfterLoss& next, LiveHandover* handover) {
 }
 
 // Step 5: what this rank tells the launcher of the change.
-void Report(c10d::Store& store, const DistributedEnv& env, const GroupAfterLoss& formed,
-            const LiveHandover& handover) {
+ReformedReport Report(c10d::Store& store, const DistributedEnv& env, const GroupAfterLoss& formed,
+                      const LiveHandover& handover) {
   ReformedReport report;
   report.reforming_seconds =
       std::chrono::duration<double>(Clock::now() - handover.failed_at).count();
@@ -184,6 +184,7 @@ void Report(c10d::Store& store, const DistributedEnv& env, const GroupAfterLoss&
                << ": going on as rank " << formed.rank << " of " << formed.world_size
                << " from update " << report.went_on_from_update << " after "
                << report.reforming_seconds << " s";
+  return report;
 }
 
 }  // namespace
@@ -217,7 +218,7 @@ absl::StatusOr<std::optional<GroupAfterLoss>> GoOnWithoutLostRanks(
                           formed.membership));
     }
     if (agreed.ok()) {
-      Report(**store, env, formed, *handover);
+      formed.report = Report(**store, env, formed, *handover);
       return next;
     }
     if (absl::IsFailedPrecondition(agreed) || absl::IsDataLoss(agreed)) return agreed;

@@ -29,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/distributed_env.h"
+#include "runtime/membership.h"
 #include "runtime/process_group.h"
 #include "trainer/training_run_options.h"
 
@@ -40,6 +41,8 @@ struct GroupAfterLoss {
   int membership = 0;
   int rank = 0;
   int world_size = 1;
+  // What this rank reported of the change.
+  ReformedReport report;
 };
 
 // REQUIRES: env.survivors_go_on, `handover` filled by the failed run,

@@ -497,6 +497,7 @@ absl::StatusOr<TrainingOutcome> WriteArtifacts(
   validation.set_purpose(run.options->purpose);
   *summary.mutable_checkpoint() = cost;
   *summary.mutable_buffers() = buffers;
+  if (run.options->membership.changes() > 0) *summary.mutable_membership() = run.options->membership;
   RunArtifactMessages artifacts;
   ParityReport parity;
   absl::StatusOr<std::optional<ParityReport>> checked = std::optional<ParityReport>();

@@ -340,6 +340,16 @@ int ExitCodeOf(const TrainingOutcome& outcome, const std::string& out) {
   return 0;
 }
 
+// One change of membership into run_summary.json's totals.
+void CountChange(const ReformedReport& report, int world_size_before, int world_size_after,
+                 MembershipTotals* totals) {
+  if (totals->changes() == 0) totals->set_first_world_size(world_size_before);
+  totals->set_changes(totals->changes() + 1);
+  totals->set_reforming_seconds(totals->reforming_seconds() + report.reforming_seconds);
+  totals->set_updates_redone(totals->updates_redone() + report.updates_redone);
+  totals->set_world_size(world_size_after);
+}
+
 // Trains with `options` over `group`; when survivors go on
 // (env.survivors_go_on) and a rank is lost, goes on in the launcher's next
 // membership from the agreed state (trainer/live_membership.h), as often as
@@ -372,6 +382,7 @@ int TrainGoingOnAfterLosses(const LoadedConfig& loaded, const DistributedEnv& en
     if (!next->has_value()) return Fail(outcome.status());  // no rank was lost
     membership = (*next)->membership;
     group = std::move((*next)->group);
+    CountChange((*next)->report, options.world_size, (*next)->world_size, &options.membership);
     absl::StatusOr<LoadedConfig> adopted = WithWorldSize(loaded, (*next)->world_size);
     if (!adopted.ok()) return Fail(adopted.status());
     resized = *std::move(adopted);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "artifacts/run_folder.h"
+#include "artifacts/run_summary.pb.h"
 #include "checkpointing/run_checkpoints.h"
 #include "checkpoint/fault_injection.h"
 #include "config/checkpoint_plan.h"
@@ -102,6 +103,9 @@ struct TrainingRunOptions {
   // new group after a lost rank, in the same attempt (the folder's attempt
   // is not begun again). Not owned.
   const LiveHandover* resume_from_memory = nullptr;
+  // The changes of membership so far (run_summary.json's membership); no
+  // changes: none.
+  MembershipTotals membership;
 };
 
 struct TrainingOutcome {

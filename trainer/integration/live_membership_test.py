@@ -83,6 +83,17 @@ class SurvivorsGoOnTest(unittest.TestCase):
       self.assertLessEqual(change.get("updates_redone", 0), 1, trial)
       self.assertLess(change["reforming_seconds"], 10, trial)
     self.assertEqual(changes[-1]["world_size_after"], survivors, "%s: %s" % (trial, changes))
+    # run_summary.json sums what the survivors went through.
+    totals = support.load(os.path.join(out, "run_summary.json"))["membership"]
+    # A membership the survivors passed over (a later one was already out)
+    # has no report: went_on_from_update -1.
+    formed = [c for c in changes if c.get("went_on_from_update", 0) >= 0]
+    self.assertEqual(totals["changes"], len(formed), "%s: %s" % (trial, changes))
+    self.assertEqual(totals["first_world_size"], 3, trial)
+    self.assertEqual(totals["world_size"], survivors, trial)
+    self.assertEqual(totals.get("updates_redone", 0),
+                     sum(c.get("updates_redone", 0) for c in changes), trial)
+    self.assertLess(totals["reforming_seconds"], 10 * len(changes), trial)
     # No checkpoint was read to go on: every attempt is the first.
     self.assertEqual(support.load(os.path.join(out, "run_state.json"))["attempt"], 1, trial)
     return changes
