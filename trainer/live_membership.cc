@@ -8,7 +8,6 @@
 
 #include <ATen/ATen.h>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint/shard_state.h"
 #include "collectives/collective_error.h"
@@ -96,42 +95,74 @@ std::string BroadcastBytes(c10d::ProcessGroup& group, int root, const std::strin
   return std::string(static_cast<const char*>(payload[0].data_ptr()), size);
 }
 
-// What the source sends: its state's bytes, its checks' record, whether it
-// abandoned the update in flight.
+// Per-rank entries of the sent state (outside its replica hash): whether
+// the sender abandoned the update in flight, and its checks' record (the
+// protobuf's bytes).
+constexpr char kAbandonedEntry[] = "live/abandoned_in_flight";
+constexpr char kEveryUpdateEntry[] = "live/every_update";
+
+// What the source sends: its whole state with those two entries, in
+// LibTorch's serialization (checkpoint/shard_state.h).
 absl::StatusOr<std::string> Package(const LiveHandover& handover) {
-  absl::StatusOr<std::string> state = SerializeShardState(handover.state.whole);
-  if (!state.ok()) return state.status();
-  std::string record;
-  if (handover.every_update.has_value()) handover.every_update->SerializeToString(&record);
-  return absl::StrCat(handover.abandoned_in_flight ? "1" : "0",
-                      handover.every_update.has_value() ? "1" : "0", record.size(), ":", record,
-                      *state);
+  ShardState sent = handover.state.whole;
+  sent.rank_tensors[kAbandonedEntry] =
+      at::full({1}, handover.abandoned_in_flight ? 1 : 0, at::kLong);
+  if (handover.every_update.has_value()) {
+    const std::string record = handover.every_update->SerializeAsString();
+    at::Tensor bytes = at::empty({static_cast<int64_t>(record.size())}, at::kByte);
+    std::memcpy(bytes.data_ptr(), record.data(), record.size());
+    sent.rank_tensors[kEveryUpdateEntry] = bytes;
+  }
+  return SerializeShardState(sent);
 }
 
-// The inverse of Package, into `handover` (its cursor, world size, local
-// batches and next generation are the receiver's own, the same on every
-// member once the updates agree).
-absl::Status Unpack(const std::string& bytes, LiveHandover* handover) {
-  const size_t colon = bytes.find(':');
-  size_t record_size = 0;
-  if (bytes.size() < 3 || colon == std::string::npos ||
-      !absl::SimpleAtoi(bytes.substr(2, colon - 2), &record_size) ||
-      colon + 1 + record_size > bytes.size()) {
-    return absl::DataLossError("the state sent over the new group is not a package");
+// The cursor in a sent state's scalars; DataLoss when one is missing.
+absl::StatusOr<TrainingCursor> SentCursor(const ShardState& state) {
+  TrainingCursor cursor;
+  for (const auto& [name, field] :
+       {std::make_pair("total_updates", &cursor.total_updates),
+        std::make_pair("update_in_epoch", &cursor.update_in_epoch)}) {
+    auto it = state.scalars.find(name);
+    if (it == state.scalars.end()) {
+      return absl::DataLossError(absl::StrCat("the state sent over the new group lacks ", name));
+    }
+    *field = it->second;
   }
-  handover->abandoned_in_flight = bytes[0] == '1';
+  auto epoch = state.scalars.find("epoch");
+  if (epoch == state.scalars.end()) {
+    return absl::DataLossError("the state sent over the new group lacks epoch");
+  }
+  cursor.epoch = static_cast<int>(epoch->second);
+  return cursor;
+}
+
+// The inverse of Package, into `handover` (its world size, local batches
+// and next generation are the receiver's own, the same on every member).
+absl::Status Unpack(const std::string& bytes, LiveHandover* handover) {
+  absl::StatusOr<ShardState> state =
+      DeserializeShardState(bytes, "the state sent over the new group");
+  if (!state.ok()) return state.status();
+  auto abandoned = state->rank_tensors.find(kAbandonedEntry);
+  if (abandoned == state->rank_tensors.end() || abandoned->second.numel() != 1) {
+    return absl::DataLossError("the state sent over the new group lacks " +
+                               std::string(kAbandonedEntry));
+  }
+  handover->abandoned_in_flight = abandoned->second.item<int64_t>() != 0;
+  state->rank_tensors.erase(abandoned);
   handover->every_update.reset();
-  if (bytes[1] == '1') {
-    EveryUpdateVerdict record;
-    if (!record.ParseFromString(bytes.substr(colon + 1, record_size))) {
+  if (auto record = state->rank_tensors.find(kEveryUpdateEntry);
+      record != state->rank_tensors.end()) {
+    const at::Tensor data = record->second.contiguous();
+    EveryUpdateVerdict parsed;
+    if (!parsed.ParseFromArray(data.data_ptr(), static_cast<int>(data.numel()))) {
       return absl::DataLossError("the every-update record sent over the new group does not parse");
     }
-    handover->every_update = std::move(record);
+    handover->every_update = std::move(parsed);
+    state->rank_tensors.erase(record);
   }
-  absl::StatusOr<ShardState> state =
-      DeserializeShardState(absl::string_view(bytes).substr(colon + 1 + record_size),
-                            "the state sent over the new group");
-  if (!state.ok()) return state.status();
+  absl::StatusOr<TrainingCursor> cursor = SentCursor(*state);
+  if (!cursor.ok()) return cursor.status();
+  handover->state.cursor = *cursor;
   handover->state.whole = *std::move(state);
   return absl::OkStatus();
 }
@@ -156,10 +187,6 @@ absl::Status AgreeOnState(GroupAfterLoss& next, LiveHandover* handover) {
         " both completed update ", mine, " but their states differ (replica hash ", own_hash,
         " != ", source_hash, "): the survivors cannot go on from one state"));
   }
-  received.state.cursor = TrainingCursor{};  // from the sent state's scalars
-  received.state.cursor.total_updates = received.state.whole.scalars.at("total_updates");
-  received.state.cursor.epoch = static_cast<int>(received.state.whole.scalars.at("epoch"));
-  received.state.cursor.update_in_epoch = received.state.whole.scalars.at("update_in_epoch");
   *handover = std::move(received);
   return absl::OkStatus();
 }
