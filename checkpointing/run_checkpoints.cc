@@ -332,25 +332,10 @@ absl::Status RestoreState(const RunCheckpointContext& c,
   return RestoreRng(shards[c.rank]);
 }
 
-absl::StatusOr<int64_t> SavedScalar(const ShardState& shard, const char* name) {
-  auto it = shard.scalars.find(name);
-  if (it == shard.scalars.end()) {
-    return absl::DataLossError(
-        absl::StrCat("checkpoint shard of rank 0 lacks the cursor's '", name, "'"));
-  }
-  return it->second;
-}
-
 // The cursor rank 0 saved. DataLoss when a part of it is missing.
 absl::StatusOr<TrainingCursor> SavedCursor(const std::vector<ShardState>& shards) {
   if (shards.empty()) return absl::DataLossError("checkpoint has no shard");
-  absl::StatusOr<int64_t> total = SavedScalar(shards[0], "total_updates");
-  absl::StatusOr<int64_t> epoch = SavedScalar(shards[0], "epoch");
-  absl::StatusOr<int64_t> in_epoch = SavedScalar(shards[0], "update_in_epoch");
-  for (const absl::StatusOr<int64_t>* part : {&total, &epoch, &in_epoch}) {
-    if (!part->ok()) return part->status();
-  }
-  return TrainingCursor{*total, static_cast<int>(*epoch), *in_epoch};
+  return CursorOf(shards[0], "checkpoint shard of rank 0");
 }
 
 // This rank's shard: its part of the replicated state (balanced by
@@ -475,7 +460,27 @@ int64_t GenerationBytes(const RunCheckpointContext& c, int64_t generation) {
   return bytes;
 }
 
+// Where `cursor` puts a resumed run, in its record.
+void RecordResumedAt(const TrainingCursor& cursor, ResumeRecord* record) {
+  record->set_update(static_cast<int32_t>(cursor.total_updates));
+  record->set_epoch(cursor.epoch);
+  record->set_epoch_cursor(static_cast<int32_t>(cursor.update_in_epoch));
+}
+
 }  // namespace
+
+absl::StatusOr<TrainingCursor> CursorOf(const ShardState& shard, absl::string_view what) {
+  int64_t parts[3] = {0, 0, 0};
+  const char* names[3] = {"total_updates", "epoch", "update_in_epoch"};
+  for (int i = 0; i < 3; ++i) {
+    auto it = shard.scalars.find(names[i]);
+    if (it == shard.scalars.end()) {
+      return absl::DataLossError(absl::StrCat(what, " lacks the cursor's '", names[i], "'"));
+    }
+    parts[i] = it->second;
+  }
+  return TrainingCursor{parts[0], static_cast<int>(parts[1]), parts[2]};
+}
 
 absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
     const RunCheckpointContext& c, Classifier& model,
@@ -518,9 +523,7 @@ absl::StatusOr<ResumeRecord> ResumeFromCheckpoint(
                                                ": ", s.message()));
   }
   *cursor = *saved;
-  record.set_update(static_cast<int32_t>(cursor->total_updates));
-  record.set_epoch(cursor->epoch);
-  record.set_epoch_cursor(static_cast<int32_t>(cursor->update_in_epoch));
+  RecordResumedAt(*cursor, &record);
   LOG(INFO) << "rank " << c.rank << ": resumed from " << c.plan.folder << "/"
             << GenerationFolderName(manifest.generation()) << " at update " << cursor->total_updates
             << " (epoch " << cursor->epoch << ", update " << cursor->update_in_epoch
@@ -570,9 +573,7 @@ absl::StatusOr<ResumeRecord> ResumeFromMemory(const RunCheckpointContext& c,
   *cursor = state.cursor;
   ResumeRecord record;
   record.set_from_peer_memory(true);
-  record.set_update(static_cast<int32_t>(cursor->total_updates));
-  record.set_epoch(cursor->epoch);
-  record.set_epoch_cursor(static_cast<int32_t>(cursor->update_in_epoch));
+  RecordResumedAt(*cursor, &record);
   record.set_saved_world_size(state.world_size);
   record.set_world_size(c.world_size);
   record.set_world_size_changed(state.world_size != c.world_size);

@@ -25,6 +25,7 @@
 #include <torch/optim/optimizer.h>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "checkpoint/background_prune.h"
 #include "checkpoint/fault_injection.h"
 #include "checkpoint/shard_state.h"
@@ -151,6 +152,11 @@ absl::StatusOr<SaveCopy> CopyForSave(const RunCheckpointContext& context, Classi
 absl::StatusOr<SaveResult> WriteSaveCopy(const RunCheckpointContext& context,
                                          int64_t generation, const SaveCopy& copy,
                                          BackgroundPruner* pruner = nullptr);
+
+// The cursor a shard holds (its scalars "total_updates", "epoch",
+// "update_in_epoch"). DataLoss "<what> lacks the cursor's '<name>'" when
+// one is missing.
+absl::StatusOr<TrainingCursor> CursorOf(const ShardState& shard, absl::string_view what);
 
 // A run's whole state in memory, as a survivor of a lost rank hands it to
 // its new group (trainer/live_membership.h): every replicated tensor (one

@@ -13,7 +13,8 @@
 // store, so rank 0 does not; runtime/launcher.h) and, with a heartbeat
 // watch, RECEIPT_PARITY_HEARTBEAT_MS (each rank beats that often;
 // runtime/heartbeat.h), and RECEIPT_PARITY_SURVIVORS_GO_ON=1 when a lost
-// rank leaves and the others go on (runtime/membership.h). Bad values are refused naming the variable.
+// rank leaves and the others go on (runtime/membership.h). Bad values are
+// refused naming the variable.
 //
 // srun's conventions: when neither RANK nor OMPI_COMM_WORLD_RANK is set and
 // the process is a task of an srun step (SLURM_PROCID and SLURM_STEP_ID set;

@@ -85,18 +85,12 @@ std::vector<int> HeartbeatWatch::Frozen(const std::vector<bool>& watched) {
   for (int rank = 0; rank < static_cast<int>(ranks_.size()); ++rank) {
     Seen& seen = ranks_[rank];
     if (!watched[rank] || seen.reported) continue;
-    std::string value;
-    try {
-      if (!store_->check({HeartbeatKey(rank)})) continue;
-      const std::vector<uint8_t> bytes = store_->get(HeartbeatKey(rank));
-      value.assign(bytes.begin(), bytes.end());
-    } catch (const std::exception&) {
-      return {};
-    }
-    if (value != seen.value) {
-      seen.value = value;
+    const std::optional<std::string> value = ValueIfPresent(*store_, HeartbeatKey(rank));
+    if (!value.has_value()) continue;  // not beaten yet, or not read this time
+    if (*value != seen.value) {
+      seen.value = *value;
       seen.changed = now;
-      seen.updates = UpdatesOf(value);
+      seen.updates = UpdatesOf(*value);
       continue;
     }
     if (now - seen.changed >= timeout_) {

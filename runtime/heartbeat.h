@@ -80,15 +80,14 @@ class HeartbeatWatch {
 
   // Reads every rank's heartbeat for which `watched[rank]` is true, and
   // returns those whose value has not changed for the timeout since it was
-  // first seen (each rank once: it is not watched again). A store that
-  // cannot be read judges no rank this time.
+  // first seen (each rank once: it is not watched again). A rank whose key
+  // cannot be read is not judged this time.
   std::vector<int> Frozen(const std::vector<bool>& watched);
 
   // The updates `rank` had completed at its last beat seen; -1 before any.
   int64_t UpdatesCompleted(int rank) const { return ranks_[rank].updates; }
   // Seconds from `rank`'s last changed beat to now (0 before any).
   double SecondsSinceLastBeat(int rank) const;
-  std::chrono::milliseconds timeout() const { return timeout_; }
 
  private:
   struct Seen {

@@ -210,7 +210,6 @@ class RankWatch {
     if (store && options.heartbeat_timeout.count() > 0) {
       heartbeats_.emplace(std::move(store), options.world_size, options.heartbeat_timeout);
     }
-    frozen_.assign(options.world_size, false);
   }
 
   bool watching() const { return heartbeats_.has_value(); }
@@ -220,7 +219,6 @@ class RankWatch {
     for (int rank : heartbeats_->Frozen(workers.Live())) {
       LOG(ERROR) << "launcher: rank " << rank << " stopped answering: no heartbeat for "
                  << heartbeats_->SecondsSinceLastBeat(rank) << " s; killing it";
-      frozen_[rank] = true;
       frozen_seconds_[rank] = heartbeats_->SecondsSinceLastBeat(rank);
       workers.Kill(rank);
     }
@@ -231,8 +229,8 @@ class RankWatch {
     RankLoss loss;
     loss.rank = rank;
     loss.wait_status = status;
-    if (frozen_[rank]) {
-      const double seconds = frozen_seconds_.at(rank);
+    if (auto frozen = frozen_seconds_.find(rank); frozen != frozen_seconds_.end()) {
+      const double seconds = frozen->second;
       loss.why = absl::StrCat("stopped answering: no heartbeat for ",
                               absl::SixDigits(seconds), " s; killed");
       loss.detection_seconds = seconds;
@@ -246,7 +244,7 @@ class RankWatch {
 
  private:
   std::optional<HeartbeatWatch> heartbeats_;
-  std::vector<bool> frozen_;
+  // The ranks the watch killed, with their seconds without a heartbeat.
   std::map<int, double> frozen_seconds_;
 };
 
@@ -329,14 +327,9 @@ class MembershipLog {
 
  private:
   std::optional<ReformedReport> ReadReport(int membership, int rank) const {
-    try {
-      const std::string key = ReformedKey(membership, rank);
-      if (!store_->check({key})) return std::nullopt;
-      const std::vector<uint8_t> bytes = store_->get(key);
-      return ParseReformed(std::string(bytes.begin(), bytes.end()));
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
+    const std::optional<std::string> text = ValueIfPresent(*store_, ReformedKey(membership, rank));
+    if (!text.has_value()) return std::nullopt;
+    return ParseReformed(*text);
   }
 
   c10::intrusive_ptr<c10d::Store> store_;
@@ -407,7 +400,8 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
       continue;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
-    result->losses.push_back(watch.Loss(rank, status));
+    const RankLoss loss = watch.Loss(rank, status);
+    result->losses.push_back(loss);
     if (memberships.GoesOn(status, workers)) {
       const size_t first = result->losses.size() - 1;
       ReapLostTogether(workers, watch, result, &ended);
@@ -420,10 +414,9 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
       }
     }
     result->failed_rank = rank;
-    const std::string why = watch.Loss(rank, status).why;
-    LOG(ERROR) << "launcher: rank " << rank << " " << why << "; stopping the other ranks";
+    LOG(ERROR) << "launcher: rank " << rank << " " << loss.why << "; stopping the other ranks";
     memberships.ReadReports(result->losses);
-    return RankFailed(rank, why, workers.StopAll(options.grace));
+    return RankFailed(rank, loss.why, workers.StopAll(options.grace));
   }
   memberships.ReadReports(result->losses);
   if (preempted > 0) {

@@ -7,8 +7,8 @@
 // publishes membership k+1: the launch ranks still running, in order, under
 // MembershipKey(k+1). The survivors, whose collective failed, wait for it,
 // form a new process group of its ranks (group rank = the index of their
-// launch rank in it; runtime/process_group.h, ConnectProcessGroup's
-// `membership`), and go on. Each survivor reports how its change went
+// launch rank in it; runtime/process_group.h, ReformProcessGroup), and go
+// on. Each survivor reports how its change went
 // under ReformedKey(k, launch rank); the launcher reads the reports into
 // membership.json.
 //

@@ -48,28 +48,11 @@ std::shared_ptr<::gloo::transport::Device> GlooDevice(
 }
 
 using Clock = std::chrono::steady_clock;
-using Addresses = std::unique_ptr<addrinfo, decltype(&freeaddrinfo)>;
-
-// The TCP addresses of MASTER_ADDR:MASTER_PORT. InvalidArgument when the
-// name does not resolve.
-absl::StatusOr<Addresses> MasterAddresses(const DistributedEnv& env) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int resolved = getaddrinfo(env.master_addr.c_str(),
-                                   std::to_string(env.master_port).c_str(), &hints, &found);
-  if (resolved != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "MASTER_ADDR=", env.master_addr, " does not resolve: ", gai_strerror(resolved)));
-  }
-  return Addresses(found, &freeaddrinfo);
-}
 
 // Whether a TCP connection to MASTER_ADDR:MASTER_PORT succeeds within
 // `limit`.
 bool Connects(const DistributedEnv& env, std::chrono::milliseconds limit) {
-  absl::StatusOr<Addresses> found = MasterAddresses(env);
+  absl::StatusOr<TcpAddresses> found = ResolveTcpAddress(env.master_addr, env.master_port);
   if (!found.ok()) return false;
   bool connected = false;
   for (addrinfo* a = found->get(); a != nullptr && !connected; a = a->ai_next) {

@@ -1,6 +1,5 @@
 #include "runtime/store_host.h"
 
-#include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,11 +10,8 @@
 #include "absl/strings/str_cat.h"
 
 namespace receipt_parity {
-namespace {
 
-using Addresses = std::unique_ptr<addrinfo, decltype(&freeaddrinfo)>;
-
-absl::StatusOr<Addresses> Resolve(const std::string& address, int port) {
+absl::StatusOr<TcpAddresses> ResolveTcpAddress(const std::string& address, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -26,13 +22,11 @@ absl::StatusOr<Addresses> Resolve(const std::string& address, int port) {
     return absl::InvalidArgumentError(
         absl::StrCat("MASTER_ADDR=", address, " does not resolve: ", gai_strerror(resolved)));
   }
-  return Addresses(found, &freeaddrinfo);
+  return TcpAddresses(found, &freeaddrinfo);
 }
 
-}  // namespace
-
 absl::StatusOr<int> ListenOnAddress(const std::string& address, int port) {
-  absl::StatusOr<Addresses> found = Resolve(address, port);
+  absl::StatusOr<TcpAddresses> found = ResolveTcpAddress(address, port);
   if (!found.ok()) return found.status();
   int fd = -1;
   std::string why = "no address";
@@ -86,6 +80,16 @@ absl::StatusOr<c10::intrusive_ptr<c10d::TCPStore>> ConnectToStore(
   } catch (const std::exception& e) {
     return absl::InternalError(
         absl::StrCat("cannot reach the store at ", address, ":", port, ": ", e.what()));
+  }
+}
+
+std::optional<std::string> ValueIfPresent(c10d::Store& store, const std::string& key) {
+  try {
+    if (!store.check({key})) return std::nullopt;
+    const std::vector<uint8_t> bytes = store.get(key);
+    return std::string(bytes.begin(), bytes.end());
+  } catch (const std::exception&) {
+    return std::nullopt;
   }
 }
 

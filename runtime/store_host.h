@@ -9,7 +9,11 @@
 #ifndef RECEIPT_PARITY_RUNTIME_STORE_HOST_H_
 #define RECEIPT_PARITY_RUNTIME_STORE_HOST_H_
 
+#include <netdb.h>
+
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -17,6 +21,12 @@
 #include "absl/status/statusor.h"
 
 namespace receipt_parity {
+
+// The TCP addresses of `address`:`port` (getaddrinfo's list, freed with
+// the pointer). InvalidArgument "MASTER_ADDR=<address> does not resolve:
+// ..." when the name does not resolve.
+using TcpAddresses = std::unique_ptr<addrinfo, decltype(&freeaddrinfo)>;
+absl::StatusOr<TcpAddresses> ResolveTcpAddress(const std::string& address, int port);
 
 // A TCP socket bound to `address`'s own address (not every interface, as
 // c10d's TCPStore would bind) and `port`, listening. InvalidArgument when
@@ -35,6 +45,10 @@ absl::StatusOr<c10::intrusive_ptr<c10d::TCPStore>> HostStore(const std::string& 
 // by `timeout`. Internal with what c10d threw when it cannot connect.
 absl::StatusOr<c10::intrusive_ptr<c10d::TCPStore>> ConnectToStore(
     const std::string& address, int port, std::chrono::milliseconds timeout);
+
+// The value of `key` when `store` holds it now, without waiting; nullopt
+// when it does not, or when the store cannot be read.
+std::optional<std::string> ValueIfPresent(c10d::Store& store, const std::string& key);
 
 }  // namespace receipt_parity
 

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/shard_state.h"
+#include "checkpointing/run_checkpoints.h"
 #include "collectives/collective_error.h"
 #include "logging/glog.h"
 #include "runtime/membership.h"
@@ -59,9 +60,8 @@ absl::StatusOr<std::optional<GroupAfterLoss>> FormNextGroup(
       GroupAfterLoss next;
       next.group = *std::move(formed);
       next.membership = membership;
-      next.rank = static_cast<int>(std::find(members.begin(), members.end(), env.rank) -
-                                   members.begin());
-      next.world_size = static_cast<int>(members.size());
+      next.rank = next.group.group->getRank();
+      next.world_size = next.group.group->getSize();
       return std::optional<GroupAfterLoss>(std::move(next));
     }
     LOG(WARNING) << "launch rank " << env.rank << ": membership " << membership
@@ -116,26 +116,6 @@ absl::StatusOr<std::string> Package(const LiveHandover& handover) {
   return SerializeShardState(sent);
 }
 
-// The cursor in a sent state's scalars; DataLoss when one is missing.
-absl::StatusOr<TrainingCursor> SentCursor(const ShardState& state) {
-  TrainingCursor cursor;
-  for (const auto& [name, field] :
-       {std::make_pair("total_updates", &cursor.total_updates),
-        std::make_pair("update_in_epoch", &cursor.update_in_epoch)}) {
-    auto it = state.scalars.find(name);
-    if (it == state.scalars.end()) {
-      return absl::DataLossError(absl::StrCat("the state sent over the new group lacks ", name));
-    }
-    *field = it->second;
-  }
-  auto epoch = state.scalars.find("epoch");
-  if (epoch == state.scalars.end()) {
-    return absl::DataLossError("the state sent over the new group lacks epoch");
-  }
-  cursor.epoch = static_cast<int>(epoch->second);
-  return cursor;
-}
-
 // The inverse of Package, into `handover` (its world size, local batches
 // and next generation are the receiver's own, the same on every member).
 absl::Status Unpack(const std::string& bytes, LiveHandover* handover) {
@@ -160,7 +140,7 @@ absl::Status Unpack(const std::string& bytes, LiveHandover* handover) {
     handover->every_update = std::move(parsed);
     state->rank_tensors.erase(record);
   }
-  absl::StatusOr<TrainingCursor> cursor = SentCursor(*state);
+  absl::StatusOr<TrainingCursor> cursor = CursorOf(*state, "the state sent over the new group");
   if (!cursor.ok()) return cursor.status();
   handover->state.cursor = *cursor;
   handover->state.whole = *std::move(state);
@@ -199,13 +179,11 @@ ReformedReport Report(c10d::Store& store, const DistributedEnv& env, const Group
       std::chrono::duration<double>(Clock::now() - handover.failed_at).count();
   report.updates_redone = handover.abandoned_in_flight ? 1 : 0;
   report.went_on_from_update = handover.state.cursor.total_updates;
-  const std::string text = FormatReformed(report);
-  try {
-    store.set(ReformedKey(formed.membership, env.rank),
-              std::vector<uint8_t>(text.begin(), text.end()));
-  } catch (const std::exception& e) {
+  if (absl::Status s =
+          StoreSet(store, ReformedKey(formed.membership, env.rank), FormatReformed(report));
+      !s.ok()) {
     LOG(WARNING) << "launch rank " << env.rank << ": cannot report membership "
-                 << formed.membership << ": " << e.what();
+                 << formed.membership << ": " << s.message();
   }
   LOG(WARNING) << "launch rank " << env.rank << ": membership " << formed.membership
                << ": going on as rank " << formed.rank << " of " << formed.world_size

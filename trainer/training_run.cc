@@ -562,14 +562,15 @@ std::vector<ReplicaTensor> OptimizerStateBeforeSave(const Run& run, const Checkp
   return state;
 }
 
-// The updates from the cursor to the run's end; `recorder`, `cadence` and
-// `report` keep what they recorded, saved and counted.
 // Where the update loop stood when it ended (or failed).
 struct TrainProgress {
   LoopPosition position;
   int64_t updates_stepped = -1;
 };
 
+// The updates from the cursor to the run's end; `recorder`, `cadence` and
+// `report` keep what they recorded, saved and counted, `standing` where
+// the loop stood.
 absl::StatusOr<UpdateLoopEnd> Train(Run& run, UpdateRecorder* recorder,
                                     CheckpointCadence* cadence, RankReportBuilder* report,
                                     TrainProgress* standing) {
@@ -644,8 +645,9 @@ void HandOver(Run& run, const TrainProgress& progress, const CheckpointCadence& 
               LiveHandover* live) {
   live->failed_at = std::chrono::steady_clock::now();
   const LoopPosition& at = progress.position;
-  const bool stepped = at.after_in_flight.total_updates > at.completed.total_updates &&
-                       progress.updates_stepped == at.after_in_flight.total_updates;
+  const bool in_flight = at.after_in_flight.total_updates > at.completed.total_updates;
+  const bool stepped =
+      in_flight && progress.updates_stepped == at.after_in_flight.total_updates;
   absl::StatusOr<MemoryState> state =
       CopyWholeState(run.checkpoints, run.model(), *run.optimizer,
                      stepped ? at.after_in_flight : at.completed);
@@ -657,8 +659,7 @@ void HandOver(Run& run, const TrainProgress& progress, const CheckpointCadence& 
   live->state = *std::move(state);
   live->state.local_batch = run.local_batch;
   live->state.next_generation = cadence.next_generation();
-  live->abandoned_in_flight = at.after_in_flight.total_updates > at.completed.total_updates &&
-                              !stepped;
+  live->abandoned_in_flight = in_flight && !stepped;
   if (run.verifier != nullptr) live->every_update = run.verifier->record();
   live->filled = true;
 }

@@ -116,10 +116,6 @@ absl::StatusOr<bool> StopsAtGate(const UpdateLoopParts& parts, int64_t total, in
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // The cursor after update `u` of `updates_in_epoch` in `epoch`, the run's
 // update `total`.
 TrainingCursor CursorAfter(int epoch, int64_t u, int64_t updates_in_epoch, int64_t total) {
