@@ -83,7 +83,8 @@ absl::StatusOr<FaultPlan> MakeFaultPlan(int rank, absl::string_view point,
 const std::vector<KillPhase>& AllKillPhases() {
   static const auto* const phases = new std::vector<KillPhase>{
       KillPhase::kForwardBackward, KillPhase::kAllReduce,
-      KillPhase::kValidationGather, KillPhase::kSave, KillPhase::kSaveBackground};
+      KillPhase::kValidationGather, KillPhase::kSave, KillPhase::kSaveBackground,
+      KillPhase::kOptimizerStep};
   return *phases;
 }
 
@@ -99,6 +100,8 @@ absl::string_view KillPhaseName(KillPhase phase) {
       return "save";
     case KillPhase::kSaveBackground:
       return "save_background";
+    case KillPhase::kOptimizerStep:
+      return "optimizer_step";
   }
   LOG(FATAL) << "invalid KillPhase " << static_cast<int>(phase);
 }

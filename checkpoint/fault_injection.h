@@ -68,6 +68,8 @@ enum class KillPhase {
   kValidationGather,
   kSave,
   kSaveBackground,
+  // The optimizer's step of an update (after its reduction).
+  kOptimizerStep,
 };
 
 // Every phase, in the order above.

@@ -70,7 +70,7 @@ TEST(PhaseKillPlanTest, NamesAreTheStableOnesAndRoundTrip) {
   }
   EXPECT_THAT(names, ::testing::ElementsAre("forward_backward", "allreduce",
                                             "validation_gather", "save",
-                                            "save_background"));
+                                            "save_background", "optimizer_step"));
 }
 
 TEST(PhaseKillPlanTest, MakeValidatesAndNamesOnlyItsPhaseRankAndUpdate) {

@@ -421,6 +421,10 @@ absl::Status ValidateRunOptions(const RunOptions& run, int world_size) {
     return Invalid("run.heartbeat_timeout_seconds",
                    absl::StrCat("must be in (0, 3600], got ", run.heartbeat_timeout_seconds()));
   }
+  if (run.max_replacements() < 0 || run.max_replacements() > 1000) {
+    return Invalid("run.max_replacements",
+                   absl::StrCat("must be in [0, 1000], got ", run.max_replacements()));
+  }
   if (run.master_addr().empty()) {
     return Invalid("run.master_addr", "must not be empty (unset: 127.0.0.1)");
   }
@@ -490,6 +494,9 @@ void ApplyDefaults(TrainingConfig* c) {
   if (!run->has_launcher()) run->set_launcher("local");
   if (!run->has_preemption_grace_seconds()) run->set_preemption_grace_seconds(20);
   if (!run->has_heartbeat_timeout_seconds()) run->set_heartbeat_timeout_seconds(5);
+  if (!run->has_survivors_go_on()) run->set_survivors_go_on(true);
+  if (!run->has_replace_lost_ranks()) run->set_replace_lost_ranks(true);
+  if (!run->has_max_replacements()) run->set_max_replacements(4);
   if (!run->fault().has_kill_generation()) run->mutable_fault()->set_kill_generation(1);
 }
 

@@ -69,6 +69,9 @@ TEST(ConfigLoaderTest, UnsetFieldsKeepTodaysDefaults) {
   EXPECT_EQ(c.run().log_every_updates(), 10);
   EXPECT_EQ(c.run().collective_timeout_seconds(), 60);
   EXPECT_EQ(c.run().heartbeat_timeout_seconds(), 5);
+  EXPECT_TRUE(c.run().survivors_go_on());
+  EXPECT_TRUE(c.run().replace_lost_ranks());
+  EXPECT_EQ(c.run().max_replacements(), 4);
   EXPECT_EQ(c.run().intra_op_threads(), 1);
   EXPECT_EQ(c.run().master_addr(), "127.0.0.1");
   EXPECT_EQ(c.run().launcher(), "local");
@@ -530,6 +533,8 @@ TEST(ConfigLoaderTest, WrittenZerosAreCheckedNotReplaced) {
        "z.pbtxt:7:7: run.heartbeat_timeout_seconds: must be in (0, 3600], got 0"},
       {"run { heartbeat_timeout_seconds: nan }",
        "z.pbtxt:7:7: run.heartbeat_timeout_seconds: must be in (0, 3600], got nan"},
+      {"run { max_replacements: -1 }",
+       "z.pbtxt:7:7: run.max_replacements: must be in [0, 1000], got -1"},
       {"run { intra_op_threads: 0 }", "z.pbtxt:7:7: run.intra_op_threads: must be >= 1"},
       {"run { master_addr: \"\" }", "z.pbtxt:7:7: run.master_addr: must not be empty"},
       {"run { launcher: \"slurm\" }",

@@ -279,7 +279,7 @@ class FaultDrillTest(unittest.TestCase):
     for flags, message in (
         (["--kill_phase=backward", "--kill_update=3"],
          'unknown kill phase "backward"; valid: forward_backward, allreduce, '
-         "validation_gather, save, save_background"),
+         "validation_gather, save, save_background, optimizer_step"),
         (["--kill_phase=save"], "--kill_phase needs --kill_update >= 0"),
         (["--kill_phase=save", "--kill_update=3", "--kill_delay_us=-1"],
          "kill delay -1 us must be >= 0"),

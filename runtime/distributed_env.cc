@@ -65,6 +65,16 @@ absl::Status ReadLauncherVariables(DistributedEnv& env) {
     }
     env.survivors_go_on = *go_on == 1;
   }
+  if (IsSet(kJoinsAfterVariable)) {
+    absl::StatusOr<int> after = IntVariable(kJoinsAfterVariable, 0, 1 << 20, kLauncherOnly);
+    if (!after.ok()) return after.status();
+    if (!env.survivors_go_on) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kJoinsAfterVariable, " is set but ", kSurvivorsGoOnVariable,
+          "=1 is not: a replacement joins survivors that go on"));
+    }
+    env.joins_after_membership = *after;
+  }
   if (!IsSet(kHeartbeatVariable)) return absl::OkStatus();
   absl::StatusOr<int> interval = IntVariable(kHeartbeatVariable, 1, 3600 * 1000, kLauncherOnly);
   if (!interval.ok()) return interval.status();
@@ -235,6 +245,9 @@ std::vector<std::string> ToEnvironmentEntries(const DistributedEnv& env) {
     entries.push_back(absl::StrCat(kHeartbeatVariable, "=", env.heartbeat_interval_ms));
   }
   if (env.survivors_go_on) entries.push_back(absl::StrCat(kSurvivorsGoOnVariable, "=1"));
+  if (env.joins_after_membership >= 0) {
+    entries.push_back(absl::StrCat(kJoinsAfterVariable, "=", env.joins_after_membership));
+  }
   return entries;
 }
 

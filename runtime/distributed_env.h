@@ -13,8 +13,11 @@
 // store, so rank 0 does not; runtime/launcher.h) and, with a heartbeat
 // watch, RECEIPT_PARITY_HEARTBEAT_MS (each rank beats that often;
 // runtime/heartbeat.h), and RECEIPT_PARITY_SURVIVORS_GO_ON=1 when a lost
-// rank leaves and the others go on (runtime/membership.h). Bad values are
-// refused naming the variable.
+// rank leaves and the others go on (runtime/membership.h), and
+// RECEIPT_PARITY_JOINS_AFTER_MEMBERSHIP=k for a replacement it starts for a
+// lost rank: the process joins the survivors of membership k from a peer's
+// memory instead of starting the run (trainer/live_membership.h). Bad
+// values are refused naming the variable.
 //
 // srun's conventions: when neither RANK nor OMPI_COMM_WORLD_RANK is set and
 // the process is a task of an srun step (SLURM_PROCID and SLURM_STEP_ID set;
@@ -41,6 +44,7 @@ namespace receipt_parity {
 inline constexpr char kLauncherStoreVariable[] = "RECEIPT_PARITY_LAUNCHER_STORE";
 inline constexpr char kHeartbeatVariable[] = "RECEIPT_PARITY_HEARTBEAT_MS";
 inline constexpr char kSurvivorsGoOnVariable[] = "RECEIPT_PARITY_SURVIVORS_GO_ON";
+inline constexpr char kJoinsAfterVariable[] = "RECEIPT_PARITY_JOINS_AFTER_MEMBERSHIP";
 
 struct DistributedEnv {
   int rank = 0;
@@ -63,6 +67,10 @@ struct DistributedEnv {
   // RECEIPT_PARITY_SURVIVORS_GO_ON=1: a lost rank leaves and the others go
   // on (runtime/membership.h); needs the launcher's store.
   bool survivors_go_on = false;
+  // RECEIPT_PARITY_JOINS_AFTER_MEMBERSHIP=k: a replacement for a lost rank,
+  // joining a membership after k (needs survivors_go_on); -1: a rank the
+  // run started with.
+  int joins_after_membership = -1;
 };
 
 // The first host of a Slurm hostlist ("node[03-06,09],gpu7" -> "node03",

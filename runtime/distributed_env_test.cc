@@ -24,7 +24,8 @@ constexpr const char* kVariables[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK",
                                       "SLURM_STEP_NUM_TASKS", "SLURM_JOB_NODELIST",
                                       "SLURM_JOB_ID", "RECEIPT_PARITY_LAUNCHER_STORE",
                                       "RECEIPT_PARITY_HEARTBEAT_MS",
-                                      "RECEIPT_PARITY_SURVIVORS_GO_ON"};
+                                      "RECEIPT_PARITY_SURVIVORS_GO_ON",
+                                      "RECEIPT_PARITY_JOINS_AFTER_MEMBERSHIP"};
 
 TEST(ElasticRestartCountTest, IsTheCountOrZero) {
   unsetenv("TORCHELASTIC_RESTART_COUNT");
@@ -111,16 +112,19 @@ TEST_F(DistributedEnvTest, TheLaunchersStoreAndHeartbeatVariables) {
   EXPECT_FALSE((*plain)->launcher_hosts_store);
   EXPECT_EQ((*plain)->heartbeat_interval_ms, 0);
   Set({{"RECEIPT_PARITY_LAUNCHER_STORE", "1"}, {"RECEIPT_PARITY_HEARTBEAT_MS", "250"},
-       {"RECEIPT_PARITY_SURVIVORS_GO_ON", "1"}});
+       {"RECEIPT_PARITY_SURVIVORS_GO_ON", "1"}, {"RECEIPT_PARITY_JOINS_AFTER_MEMBERSHIP", "2"}});
   absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
   ASSERT_TRUE(env.ok()) << env.status();
   EXPECT_TRUE((*env)->launcher_hosts_store);
   EXPECT_EQ((*env)->heartbeat_interval_ms, 250);
   EXPECT_TRUE((*env)->survivors_go_on);
+  EXPECT_EQ((*env)->joins_after_membership, 2);
+  EXPECT_EQ((*plain)->joins_after_membership, -1);
   const std::vector<std::string> entries = ToEnvironmentEntries(**env);
   EXPECT_THAT(entries, ::testing::Contains("RECEIPT_PARITY_SURVIVORS_GO_ON=1"));
   EXPECT_THAT(entries, ::testing::Contains("RECEIPT_PARITY_LAUNCHER_STORE=1"));
   EXPECT_THAT(entries, ::testing::Contains("RECEIPT_PARITY_HEARTBEAT_MS=250"));
+  EXPECT_THAT(entries, ::testing::Contains("RECEIPT_PARITY_JOINS_AFTER_MEMBERSHIP=2"));
 }
 
 TEST_F(DistributedEnvTest, BadLauncherVariablesAreNamed) {
@@ -135,6 +139,15 @@ TEST_F(DistributedEnvTest, BadLauncherVariablesAreNamed) {
   Clear();
   EXPECT_THAT(ErrorWith({{"RECEIPT_PARITY_SURVIVORS_GO_ON", "1"}}),
               HasSubstr("RECEIPT_PARITY_LAUNCHER_STORE=1 is not"));
+  Clear();
+  EXPECT_THAT(ErrorWith({{"RECEIPT_PARITY_LAUNCHER_STORE", "1"},
+                         {"RECEIPT_PARITY_JOINS_AFTER_MEMBERSHIP", "1"}}),
+              HasSubstr("RECEIPT_PARITY_SURVIVORS_GO_ON=1 is not"));
+  Clear();
+  EXPECT_EQ(ErrorWith({{"RECEIPT_PARITY_LAUNCHER_STORE", "1"},
+                       {"RECEIPT_PARITY_SURVIVORS_GO_ON", "1"},
+                       {"RECEIPT_PARITY_JOINS_AFTER_MEMBERSHIP", "-3"}}),
+            "RECEIPT_PARITY_JOINS_AFTER_MEMBERSHIP=-3 is not an integer in [0, 1048576]");
 }
 
 TEST_F(DistributedEnvTest, MissingCompanionsOfRankAreNamed) {

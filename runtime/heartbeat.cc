@@ -6,12 +6,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "runtime/membership.h"
 #include "runtime/store_host.h"
 
 namespace receipt_parity {
 namespace {
 
 std::atomic<int64_t> updates_completed{0};
+// WatchForMembership's membership (-1: none) and whether it was seen.
+std::atomic<int> watched_membership{-1};
+std::atomic<bool> watched_membership_seen{false};
 
 using Clock = std::chrono::steady_clock;
 
@@ -34,6 +38,13 @@ std::chrono::milliseconds HeartbeatInterval(std::chrono::milliseconds timeout) {
 void PublishUpdatesCompleted(int64_t updates) {
   updates_completed.store(updates, std::memory_order_relaxed);
 }
+
+void WatchForMembership(int membership) {
+  watched_membership_seen.store(false);
+  watched_membership.store(membership);
+}
+
+bool NewMembershipPublished() { return watched_membership_seen.load(std::memory_order_relaxed); }
 
 absl::StatusOr<std::unique_ptr<RankHeartbeat>> RankHeartbeat::Start(
     const std::string& address, int port, int rank, std::chrono::milliseconds interval) {
@@ -67,6 +78,11 @@ void RankHeartbeat::Beat() {
         absl::StrCat(++beat, " ", updates_completed.load(std::memory_order_relaxed));
     try {
       store_->set(key_, std::vector<uint8_t>(value.begin(), value.end()));
+      const int membership = watched_membership.load();
+      if (membership >= 0 && !watched_membership_seen.load() &&
+          store_->check({MembershipKey(membership)}) && watched_membership.load() == membership) {
+        watched_membership_seen.store(true);
+      }
     } catch (const std::exception&) {
       // The launcher is gone or busy: the next beat tries again; a rank
       // whose launcher died dies with it (PR_SET_PDEATHSIG).
@@ -99,6 +115,16 @@ std::vector<int> HeartbeatWatch::Frozen(const std::vector<bool>& watched) {
     }
   }
   return frozen;
+}
+
+void HeartbeatWatch::Restart(int rank) {
+  try {
+    store_->deleteKey(HeartbeatKey(rank));
+  } catch (const std::exception&) {
+    // Not there, or the store is busy: the new process's first beat
+    // replaces it.
+  }
+  ranks_[rank] = Seen();
 }
 
 double HeartbeatWatch::SecondsSinceLastBeat(int rank) const {

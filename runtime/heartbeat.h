@@ -44,6 +44,14 @@ std::chrono::milliseconds HeartbeatInterval(std::chrono::milliseconds timeout);
 // it after each; an atomic store, nothing else).
 void PublishUpdatesCompleted(int64_t updates);
 
+// Process-wide, for survivors that go on (runtime/membership.h): from now
+// on the beating thread also looks, at every beat, for membership
+// `membership` in the store, and NewMembershipPublished says whether it has
+// seen it (reset by each call here). An atomic read on the training
+// thread; the store is asked only by the beating thread.
+void WatchForMembership(int membership);
+bool NewMembershipPublished();
+
 // A rank's beating thread; it stops (and joins) when destroyed.
 // Thread safety: the object is used by the thread that made it.
 class RankHeartbeat {
@@ -88,6 +96,11 @@ class HeartbeatWatch {
   int64_t UpdatesCompleted(int rank) const { return ranks_[rank].updates; }
   // Seconds from `rank`'s last changed beat to now (0 before any).
   double SecondsSinceLastBeat(int rank) const;
+
+  // A new process takes `rank`'s place (a replacement): its predecessor's
+  // beat is deleted from the store and forgotten, and the rank is watched
+  // again from its first beat.
+  void Restart(int rank);
 
  private:
   struct Seen {

@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/membership.h"
 #include "runtime/process_group.h"
 #include "runtime/store_host.h"
 
@@ -77,6 +78,52 @@ TEST(HeartbeatTest, ARankNotWatchedOrNotYetBeatingIsNeverCalledFrozen) {
   EXPECT_THAT(FrozenWithin(watch, {true, true, false}, std::chrono::milliseconds(400)),
               IsEmpty());
   EXPECT_EQ(watch.UpdatesCompleted(0), -1);
+}
+
+TEST(HeartbeatTest, AReplacementIsWatchedFromItsOwnFirstBeat) {
+  int port = 0;
+  c10::intrusive_ptr<c10d::TCPStore> store = HostOnFreePort(&port);
+  const std::chrono::milliseconds timeout(200);
+  HeartbeatWatch watch(store, 1, timeout);
+  auto first = RankHeartbeat::Start("127.0.0.1", port, 0, HeartbeatInterval(timeout));
+  ASSERT_TRUE(first.ok());
+  EXPECT_THAT(FrozenWithin(watch, {true}, timeout), IsEmpty());
+  first->reset();
+  EXPECT_THAT(FrozenWithin(watch, {true}, 4 * timeout), ElementsAre(0));
+  // Its replacement has not beaten yet: the old beat is gone, not judged.
+  watch.Restart(0);
+  EXPECT_FALSE(store->check({HeartbeatKey(0)}));
+  EXPECT_THAT(FrozenWithin(watch, {true}, 3 * timeout), IsEmpty());
+  EXPECT_EQ(watch.UpdatesCompleted(0), -1);
+  // Once it beats and stops, it is frozen again.
+  auto second = RankHeartbeat::Start("127.0.0.1", port, 0, HeartbeatInterval(timeout));
+  ASSERT_TRUE(second.ok());
+  EXPECT_THAT(FrozenWithin(watch, {true}, timeout), IsEmpty());
+  second->reset();
+  EXPECT_THAT(FrozenWithin(watch, {true}, 4 * timeout), ElementsAre(0));
+}
+
+TEST(HeartbeatTest, TheBeatingThreadSeesTheWatchedMembership) {
+  int port = 0;
+  c10::intrusive_ptr<c10d::TCPStore> store = HostOnFreePort(&port);
+  auto beating = RankHeartbeat::Start("127.0.0.1", port, 0, std::chrono::milliseconds(20));
+  ASSERT_TRUE(beating.ok());
+  WatchForMembership(3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(NewMembershipPublished());
+  // Another membership is not the watched one.
+  ASSERT_TRUE(PublishMembership(*store, 4, {0, 1}).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(NewMembershipPublished());
+  ASSERT_TRUE(PublishMembership(*store, 3, {0, 1, 2}).ok());
+  const Clock::time_point end = Clock::now() + std::chrono::seconds(5);
+  while (!NewMembershipPublished() && Clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(NewMembershipPublished());
+  // A new watch starts unseen.
+  WatchForMembership(5);
+  EXPECT_FALSE(NewMembershipPublished());
 }
 
 TEST(HeartbeatTest, StartNamesAStoreThatDoesNotListen) {

@@ -11,9 +11,11 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <thread>
 #include <utility>
@@ -33,8 +35,9 @@
 namespace receipt_parity {
 namespace {
 
-// `cpu` < 0: not pinned.
-pid_t StartWorker(const LaunchOptions& options, int rank, int cpu) {
+// `cpu` < 0: not pinned. `joins_after` >= 0: a replacement, joining after
+// that membership.
+pid_t StartWorker(const LaunchOptions& options, int rank, int cpu, int joins_after = -1) {
   DistributedEnv env;
   env.rank = rank;
   env.world_size = options.world_size;
@@ -43,6 +46,7 @@ pid_t StartWorker(const LaunchOptions& options, int rank, int cpu) {
   env.master_port = options.master_port;
   env.launcher_hosts_store = options.host_store;
   env.survivors_go_on = options.host_store && options.survivors_go_on;
+  env.joins_after_membership = joins_after;
   if (options.host_store && options.heartbeat_timeout.count() > 0) {
     env.heartbeat_interval_ms =
         static_cast<int>(HeartbeatInterval(options.heartbeat_timeout).count());
@@ -97,6 +101,14 @@ class WorkerSet {
     std::vector<bool> live(pids_.size());
     for (size_t r = 0; r < pids_.size(); ++r) live[r] = pids_[r] > 0;
     return live;
+  }
+
+  // A new process `pid` runs as `rank` (a replacement; the rank's last
+  // was reaped).
+  void Replace(int rank, pid_t pid) {
+    pids_[rank] = pid;
+    if (live_pids_ != nullptr) (*live_pids_)[rank].store(pid);
+    ++running_;
   }
 
   // Kills `rank` (SIGKILL; a stopped process dies too); it is reaped as
@@ -171,10 +183,11 @@ class WorkerSet {
   std::shared_ptr<std::vector<std::atomic<pid_t>>> live_pids_;
 };
 
-// Starts one worker per rank; on a failed start none is left running.
-absl::StatusOr<std::vector<pid_t>> StartWorkers(const LaunchOptions& options) {
+// Starts one worker per rank, on `cpus`; on a failed start none is left
+// running.
+absl::StatusOr<std::vector<pid_t>> StartWorkers(const LaunchOptions& options,
+                                                const std::vector<int>& cpus) {
   std::vector<pid_t> pids(options.world_size, -1);
-  const std::vector<int> cpus = RankCpus(options);
   for (int rank = 0; rank < options.world_size; ++rank) {
     pids[rank] = StartWorker(options, rank, cpus[rank]);
     if (pids[rank] < 0) {
@@ -224,6 +237,12 @@ class RankWatch {
     }
   }
 
+  // A replacement runs as `rank`: watched from its own first beat.
+  void Restart(int rank) {
+    frozen_seconds_.erase(rank);
+    if (heartbeats_) heartbeats_->Restart(rank);
+  }
+
   // The loss of `rank`, which ended with `status`.
   RankLoss Loss(int rank, int status) const {
     RankLoss loss;
@@ -248,16 +267,17 @@ class RankWatch {
   std::map<int, double> frozen_seconds_;
 };
 
-// The next child that ended: blocking without a watch; with one, polling
-// and killing the ranks whose heartbeats stall meanwhile. -1 when there
-// is no child left to wait for.
-pid_t NextEnded(WorkerSet& workers, RankWatch& watch, int* status) {
+// The next child that ended: blocking when `polls` is false; otherwise
+// polling, and calling `between_polls` (kill the ranks whose heartbeats
+// stall, admit ready replacements) meanwhile. -1 when there is no child
+// left to wait for.
+pid_t NextEnded(bool polls, const std::function<void()>& between_polls, int* status) {
   while (true) {
-    const pid_t pid = waitpid(-1, status, watch.watching() ? WNOHANG : 0);
+    const pid_t pid = waitpid(-1, status, polls ? WNOHANG : 0);
     if (pid > 0) return pid;
     if (pid < 0 && errno == EINTR) continue;
     if (pid < 0) return -1;
-    watch.KillFrozen(workers);
+    between_polls();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -280,28 +300,39 @@ absl::StatusOr<c10::intrusive_ptr<c10d::Store>> MaybeHostStore(const LaunchOptio
 // Whether a rank that ended with `status` was lost (a signal: SIGKILL, a
 // crash; or frozen and killed by the watch) rather than ending with a code
 // of its own, which is the run's verdict.
-bool IsLost(int status) { return WIFSIGNALED(status); }
+bool IsLost(int status) {
+  return WIFSIGNALED(status);
+}
 
 // The changes of membership a run with survivors_go_on went through.
 class MembershipLog {
  public:
   MembershipLog(const LaunchOptions& options, c10::intrusive_ptr<c10d::Store> store)
-      : store_(std::move(store)), enabled_(options.host_store && options.survivors_go_on) {}
-
-  // Whether `status` makes `rank` leave while the others go on.
-  bool GoesOn(int status, const WorkerSet& workers) const {
-    return enabled_ && IsLost(status) && workers.running() > 0;
+      : store_(std::move(store)), enabled_(options.host_store && options.survivors_go_on) {
+    for (int r = 0; r < options.world_size; ++r) members_.push_back(r);
   }
 
-  // Publishes the next membership (the ranks still running) with every
+  int membership() const { return membership_; }
+  const std::vector<int>& members() const { return members_; }
+
+  // Whether `status` makes `rank` leave while the others go on (some
+  // member is still running).
+  bool GoesOn(int status, const WorkerSet& workers) const {
+    if (!enabled_ || !IsLost(status)) return false;
+    const std::vector<bool> live = workers.Live();
+    return std::any_of(members_.begin(), members_.end(), [&](int r) { return live[r]; });
+  }
+
+  // Publishes the next membership (the members still running) with every
   // loss in `losses` from `first` on; Unavailable when it cannot.
   absl::Status Publish(const WorkerSet& workers, std::vector<RankLoss>& losses, size_t first) {
     ++membership_;
     std::vector<int> survivors;
     const std::vector<bool> live = workers.Live();
-    for (int r = 0; r < static_cast<int>(live.size()); ++r) {
+    for (int r : members_) {
       if (live[r]) survivors.push_back(r);
     }
+    members_ = survivors;
     for (size_t i = first; i < losses.size(); ++i) {
       losses[i].membership = membership_;
       losses[i].survivors = survivors;
@@ -311,30 +342,169 @@ class MembershipLog {
     return PublishMembership(*store_, membership_, survivors);
   }
 
-  // The survivors' reports of each change, read into `losses`.
-  void ReadReports(std::vector<RankLoss>& losses) const {
+  // Whether every member of the newest membership (after a change) has
+  // reported how it went.
+  bool AllReported() const {
+    if (membership_ == 0) return false;
+    for (int r : members_) {
+      if (!ValueIfPresent(*store_, ReformedKey(membership_, r)).has_value()) return false;
+    }
+    return true;
+  }
+
+  // Publishes the next membership: the members, then `joining`.
+  absl::Status Grow(const std::vector<int>& joining) {
+    ++membership_;
+    members_.insert(members_.end(), joining.begin(), joining.end());
+    LOG(WARNING) << "launcher: membership " << membership_ << ": ranks "
+                 << FormatMembership(members_) << " (rank(s) " << FormatMembership(joining)
+                 << " replaced) go on at the next update boundary";
+    return PublishMembership(*store_, membership_, members_);
+  }
+
+  // The members' reports of each change, read into `losses` and `joins`.
+  void ReadReports(std::vector<RankLoss>& losses, std::vector<RankJoin>& joins) const {
     for (RankLoss& loss : losses) {
       if (loss.membership == 0) continue;
-      for (int rank : loss.survivors) {
-        std::optional<ReformedReport> report = ReadReport(loss.membership, rank);
-        if (!report.has_value()) continue;
-        loss.reforming_seconds = std::max(loss.reforming_seconds, report->reforming_seconds);
-        loss.updates_redone = std::max(loss.updates_redone, report->updates_redone);
-        loss.went_on_from_update = report->went_on_from_update;
-      }
+      ReadInto(loss.membership, loss.survivors, &loss.reforming_seconds, &loss.updates_redone,
+               &loss.went_on_from_update);
+    }
+    for (RankJoin& join : joins) {
+      int redone = 0;
+      ReadInto(join.membership, join.members, &join.reforming_seconds, &redone,
+               &join.went_on_from_update);
     }
   }
 
  private:
-  std::optional<ReformedReport> ReadReport(int membership, int rank) const {
-    const std::optional<std::string> text = ValueIfPresent(*store_, ReformedKey(membership, rank));
-    if (!text.has_value()) return std::nullopt;
-    return ParseReformed(*text);
+  // The slowest report of `membership`'s `ranks`.
+  void ReadInto(int membership, const std::vector<int>& ranks, double* seconds, int* redone,
+                int64_t* from) const {
+    for (int rank : ranks) {
+      const std::optional<std::string> text =
+          ValueIfPresent(*store_, ReformedKey(membership, rank));
+      if (!text.has_value()) continue;
+      const std::optional<ReformedReport> report = ParseReformed(*text);
+      if (!report.has_value()) continue;
+      *seconds = std::max(*seconds, report->reforming_seconds);
+      *redone = std::max(*redone, report->updates_redone);
+      *from = report->went_on_from_update;
+    }
   }
 
   c10::intrusive_ptr<c10d::Store> store_;
   bool enabled_;
   int membership_ = 0;
+  // The launch ranks of the newest membership, in group order.
+  std::vector<int> members_;
+};
+
+// The replacements of lost ranks (LaunchOptions::replace_lost_ranks).
+class Replacements {
+ public:
+  Replacements(const LaunchOptions& options, c10::intrusive_ptr<c10d::Store> store,
+               std::vector<int> cpus)
+      : options_(options), store_(std::move(store)), cpus_(std::move(cpus)) {}
+
+  bool pending() const { return !pending_.empty(); }
+  int pending_count() const { return static_cast<int>(pending_.size()); }
+  bool IsPending(int rank) const { return pending_.count(rank) > 0; }
+
+  // Starts a replacement for each of `lost` (reaped) that the limit
+  // allows, to join after `membership`.
+  void Start(const std::vector<int>& lost, int membership, WorkerSet& workers, RankWatch& watch) {
+    if (!options_.replace_lost_ranks) return;
+    for (int rank : lost) {
+      if (started_ >= options_.max_replacements) {
+        LOG(WARNING) << "launcher: rank " << rank << " is not replaced: run.max_replacements ("
+                     << options_.max_replacements << ") are used up";
+        continue;
+      }
+      watch.Restart(rank);
+      const pid_t pid = StartWorker(options_, rank, cpus_[rank], membership);
+      if (pid < 0) {
+        LOG(ERROR) << "launcher: cannot start a replacement for rank " << rank << ": "
+                   << std::strerror(errno);
+        continue;
+      }
+      ++started_;
+      workers.Replace(rank, pid);
+      pending_[rank] = Pending{membership, std::chrono::steady_clock::now()};
+      LOG(WARNING) << "launcher: started a replacement for rank " << rank << " (" << started_
+                   << " of at most " << options_.max_replacements
+                   << "); it joins at an update boundary once it is ready";
+    }
+  }
+
+  // Whether `rank` is a replacement the launcher stopped because the
+  // members finished before its group formed (its end is no loss).
+  bool Unneeded(int rank) const { return unneeded_.count(rank) > 0; }
+
+  // A member finished its run: a replacement taken into a membership that
+  // has not formed yet never will (the members finished before their next
+  // update boundary); it is stopped, and its join is not recorded.
+  void MemberFinished(WorkerSet& workers, LaunchResult* result) {
+    for (auto it = result->joins.begin(); it != result->joins.end();) {
+      if (ValueIfPresent(*store_, ReformedKey(it->membership, it->rank)).has_value()) {
+        ++it;
+        continue;
+      }
+      LOG(WARNING) << "launcher: the members finished before the replacement for rank "
+                   << it->rank << " joined; stopping it";
+      unneeded_.insert(it->rank);
+      workers.Kill(it->rank);
+      it = result->joins.erase(it);
+    }
+  }
+
+  // A pending replacement ended before it joined: said; the run goes on.
+  void Ended(int rank, int status) {
+    pending_.erase(rank);
+    LOG(ERROR) << "launcher: the replacement for rank " << rank << " " << DescribeWaitStatus(status)
+               << " before it joined; the others go on without it";
+  }
+
+  // When every member has reported the last change, publishes the next
+  // membership with the replacements that are ready.
+  void AdmitReady(MembershipLog& log, LaunchResult* result) {
+    if (pending_.empty() || !log.AllReported()) return;
+    std::vector<int> ready;
+    for (const auto& [rank, pending] : pending_) {
+      if (ValueIfPresent(*store_, JoiningKey(pending.joins_after, rank)).has_value()) {
+        ready.push_back(rank);
+      }
+    }
+    if (ready.empty()) return;
+    if (absl::Status s = log.Grow(ready); !s.ok()) {
+      LOG(ERROR) << "launcher: " << s.message();
+      return;
+    }
+    for (int rank : ready) {
+      RankJoin join;
+      join.rank = rank;
+      join.membership = log.membership();
+      join.members = log.members();
+      join.world_size_after = static_cast<int>(log.members().size());
+      join.joining_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                           pending_[rank].started)
+                                 .count();
+      result->joins.push_back(join);
+      pending_.erase(rank);
+    }
+  }
+
+ private:
+  struct Pending {
+    int joins_after = 0;
+    std::chrono::steady_clock::time_point started;
+  };
+
+  const LaunchOptions& options_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::vector<int> cpus_;
+  std::map<int, Pending> pending_;
+  std::set<int> unneeded_;
+  int started_ = 0;
 };
 
 // How long after a lost rank the launcher waits for others to end before
@@ -343,9 +513,11 @@ class MembershipLog {
 // a group whose member is already dead.
 constexpr std::chrono::milliseconds kLeaveTogetherWindow{50};
 
-// Reaps every worker that ends within kLeaveTogetherWindow: the lost ones
-// are losses, the others' (rank, status) go to `ended` for the loop.
-void ReapLostTogether(WorkerSet& workers, const RankWatch& watch, LaunchResult* result,
+// Reaps every worker that ends within kLeaveTogetherWindow: the lost
+// members are losses, the others' (rank, status) go to `ended` for the
+// loop.
+void ReapLostTogether(WorkerSet& workers, const RankWatch& watch,
+                      const Replacements& replacements, LaunchResult* result,
                       std::deque<std::pair<int, int>>* ended) {
   const auto until = std::chrono::steady_clock::now() + kLeaveTogetherWindow;
   while (workers.running() > 0 && std::chrono::steady_clock::now() < until) {
@@ -357,12 +529,35 @@ void ReapLostTogether(WorkerSet& workers, const RankWatch& watch, LaunchResult* 
     }
     const int rank = workers.Reaped(pid, status);
     if (rank < 0) continue;
-    if (IsLost(status)) {
+    if (IsLost(status) && !replacements.IsPending(rank)) {
       result->losses.push_back(watch.Loss(rank, status));
     } else {
       ended->emplace_back(rank, status);
     }
   }
+}
+
+// After the loss just recorded last in `result`: the members lost with
+// it are reaped, the next membership published without them, and their
+// replacements started. False when no member is left running or the
+// membership cannot be published (the run then stops).
+bool WentOnWithout(int status, WorkerSet& workers, RankWatch& watch, MembershipLog& memberships,
+                   Replacements& replacements, LaunchResult* result,
+                   std::deque<std::pair<int, int>>* ended) {
+  const size_t first = result->losses.size() - 1;
+  ReapLostTogether(workers, watch, replacements, result, ended);
+  if (!memberships.GoesOn(status, workers) ||
+      !memberships.Publish(workers, result->losses, first).ok()) {
+    return false;
+  }
+  std::vector<int> lost;
+  for (size_t i = first; i < result->losses.size(); ++i) {
+    LOG(ERROR) << "launcher: rank " << result->losses[i].rank << " " << result->losses[i].why
+               << "; the others go on without it";
+    lost.push_back(result->losses[i].rank);
+  }
+  replacements.Start(lost, memberships.membership(), workers, watch);
+  return true;
 }
 
 }  // namespace
@@ -373,52 +568,66 @@ absl::Status LaunchLocalWorkers(const LaunchOptions& options,
   result->wait_status.assign(options.world_size, 0);
   result->failed_rank = -1;
   result->losses.clear();
+  result->joins.clear();
   absl::StatusOr<c10::intrusive_ptr<c10d::Store>> store = MaybeHostStore(options);
   if (!store.ok()) return store.status();
-  absl::StatusOr<std::vector<pid_t>> pids = StartWorkers(options);
+  const std::vector<int> cpus = RankCpus(options);
+  absl::StatusOr<std::vector<pid_t>> pids = StartWorkers(options, cpus);
   if (!pids.ok()) return pids.status();
   WorkerSet workers(*std::move(pids), result);
   RankWatch watch(options, *store);
   MembershipLog memberships(options, *store);
+  Replacements replacements(options, *store, cpus);
   if (options.forward_preemption_signals) workers.ForwardPreemptionSignals();
+  const auto between_polls = [&] {
+    if (watch.watching()) watch.KillFrozen(workers);
+    replacements.AdmitReady(memberships, result);
+  };
   int preempted = 0;
   std::deque<std::pair<int, int>> ended;  // reaped, not yet handled
-  while (workers.running() > 0 || !ended.empty()) {
+  while (workers.running() > replacements.pending_count() || !ended.empty()) {
     int status = 0;
     int rank = -1;
     if (!ended.empty()) {
       std::tie(rank, status) = ended.front();
       ended.pop_front();
     } else {
-      const pid_t pid = NextEnded(workers, watch, &status);
+      const pid_t pid =
+          NextEnded(watch.watching() || replacements.pending(), between_polls, &status);
       if (pid < 0) break;
       rank = workers.Reaped(pid, status);
       if (rank < 0) continue;
     }
+    if (replacements.IsPending(rank)) {
+      replacements.Ended(rank, status);
+      continue;
+    }
+    if (replacements.Unneeded(rank)) continue;
     if (WIFEXITED(status) && WEXITSTATUS(status) == kPreemptedExitCode) {
       ++preempted;
       continue;
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      replacements.MemberFinished(workers, result);
+      continue;
+    }
     const RankLoss loss = watch.Loss(rank, status);
     result->losses.push_back(loss);
-    if (memberships.GoesOn(status, workers)) {
-      const size_t first = result->losses.size() - 1;
-      ReapLostTogether(workers, watch, result, &ended);
-      if (workers.running() > 0 && memberships.Publish(workers, result->losses, first).ok()) {
-        for (size_t i = first; i < result->losses.size(); ++i) {
-          LOG(ERROR) << "launcher: rank " << result->losses[i].rank << " "
-                     << result->losses[i].why << "; the others go on without it";
-        }
-        continue;
-      }
+    if (memberships.GoesOn(status, workers) &&
+        WentOnWithout(status, workers, watch, memberships, replacements, result, &ended)) {
+      continue;
     }
     result->failed_rank = rank;
     LOG(ERROR) << "launcher: rank " << rank << " " << loss.why << "; stopping the other ranks";
-    memberships.ReadReports(result->losses);
+    memberships.ReadReports(result->losses, result->joins);
     return RankFailed(rank, loss.why, workers.StopAll(options.grace));
   }
-  memberships.ReadReports(result->losses);
+  if (replacements.pending()) {
+    LOG(WARNING) << "launcher: every member finished; stopping the replacement(s) still "
+                    "waiting to join";
+    workers.StopAll(options.grace);
+  }
+  memberships.ReadReports(result->losses, result->joins);
   if (preempted > 0) {
     return absl::AbortedError(absl::StrCat(
         preempted, " of ", options.world_size,

@@ -30,6 +30,17 @@
 // rank, and so does losing the last one. Ranks lost at the same moment
 // (reaped before the membership is published) leave in one change.
 //
+// Replacements: with `replace_lost_ranks` too, the launcher starts a new
+// process for each lost launch rank (up to `max_replacements` in all),
+// told to join after the membership just published
+// (RECEIPT_PARITY_JOINS_AFTER_MEMBERSHIP). Once it says it is ready and
+// every member of the newest membership has reported, the launcher
+// publishes the next membership with it (runtime/membership.h); the
+// members stop at the next update boundary and the grown group forms. A
+// replacement that ends before it joined is said and the run goes on
+// without it; one still waiting when every member has finished is
+// stopped, and the run's outcome is the members'.
+//
 // Ranks on their own cores: when the launcher's affinity mask holds at
 // least W CPUs, rank r is pinned to the r-th of them before it execs
 // (runtime/cpu_pinning.h); the launcher logs the pinning either way.
@@ -73,6 +84,25 @@ struct LaunchOptions {
   std::chrono::milliseconds heartbeat_timeout{0};
   // With host_store: a lost rank leaves and the others go on (above).
   bool survivors_go_on = false;
+  // With survivors_go_on: a lost rank is replaced, at most this many times
+  // in all (above).
+  bool replace_lost_ranks = false;
+  int max_replacements = 0;
+};
+
+// A replacement that joined: its launch rank, the membership it joined,
+// seconds from its start to that membership's publication, and what the
+// grown group reported (as RankLoss's; went_on_from_update -1 when no
+// member reported).
+struct RankJoin {
+  int rank = -1;
+  int membership = 0;
+  double joining_seconds = 0;
+  double reforming_seconds = 0;
+  int64_t went_on_from_update = -1;
+  int world_size_after = 0;
+  // The launch ranks of the membership it joined, in group order.
+  std::vector<int> members;
 };
 
 // A rank the run lost: what the launcher saw.
@@ -108,6 +138,8 @@ struct LaunchResult {
   // The ranks lost, in the order the launcher saw them (the first failure;
   // the others it stopped are not losses).
   std::vector<RankLoss> losses;
+  // The replacements that joined, in order.
+  std::vector<RankJoin> joins;
 };
 
 // Runs the workers to completion. Returns the result; `status` in the

@@ -1,5 +1,7 @@
 #include "runtime/membership.h"
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -13,6 +15,10 @@ std::string ReformedKey(int membership, int launch_rank) {
   return absl::StrCat("membership/", membership, "/reformed/", launch_rank);
 }
 
+std::string JoiningKey(int joins_after, int launch_rank) {
+  return absl::StrCat("membership/", joins_after, "/joining/", launch_rank);
+}
+
 std::string FormatMembership(const std::vector<int>& launch_ranks) {
   return absl::StrJoin(launch_ranks, ",");
 }
@@ -21,9 +27,10 @@ absl::StatusOr<std::vector<int>> ParseMembership(const std::string& text) {
   std::vector<int> ranks;
   for (absl::string_view part : absl::StrSplit(text, ',')) {
     int rank = -1;
-    if (!absl::SimpleAtoi(part, &rank) || rank < 0 || (!ranks.empty() && rank <= ranks.back())) {
+    if (!absl::SimpleAtoi(part, &rank) || rank < 0 ||
+        std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("membership '", text, "' is not increasing launch ranks"));
+          absl::StrCat("membership '", text, "' is not distinct launch ranks"));
     }
     ranks.push_back(rank);
   }

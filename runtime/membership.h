@@ -4,8 +4,18 @@
 //
 // Membership 0 is every launched rank. When a rank is lost (killed by a
 // signal, or frozen and killed: runtime/heartbeat.h), the launcher
-// publishes membership k+1: the launch ranks still running, in order, under
-// MembershipKey(k+1). The survivors, whose collective failed, wait for it,
+// publishes membership k+1: the launch ranks still running, in their order
+// in k, under MembershipKey(k+1).
+//
+// Replacements: the launcher may start a new process for a lost launch
+// rank, told to join after membership k+1
+// (RECEIPT_PARITY_JOINS_AFTER_MEMBERSHIP). It says it is ready under
+// JoiningKey(k+1, launch rank) once it can train; when the survivors of the
+// newest membership have all reported, the launcher publishes the next one:
+// those members, then the ready replacements, in that order (so a
+// membership lists distinct launch ranks, not always increasing). The
+// survivors see it at an update boundary (runtime/heartbeat.h
+// WatchForMembership), stop there together, and the grown group forms. The survivors, whose collective failed, wait for it,
 // form a new process group of its ranks (group rank = the index of their
 // launch rank in it; runtime/process_group.h, ReformProcessGroup), and go
 // on. Each survivor reports how its change went
@@ -31,9 +41,10 @@ namespace receipt_parity {
 
 std::string MembershipKey(int membership);
 std::string ReformedKey(int membership, int launch_rank);
+std::string JoiningKey(int joins_after, int launch_rank);
 
 // "0,2" <-> {0, 2}. ParseMembership: InvalidArgument for anything else
-// than increasing non-negative integers separated by commas.
+// than distinct non-negative integers separated by commas.
 std::string FormatMembership(const std::vector<int>& launch_ranks);
 absl::StatusOr<std::vector<int>> ParseMembership(const std::string& text);
 

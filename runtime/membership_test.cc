@@ -15,7 +15,9 @@ using ::testing::ElementsAre;
 TEST(MembershipTest, FormatAndParseAreInverse) {
   EXPECT_EQ(FormatMembership({0, 2, 5}), "0,2,5");
   EXPECT_THAT(*ParseMembership("0,2,5"), ElementsAre(0, 2, 5));
-  for (const char* bad : {"", "0,,2", "2,1", "1,1", "-1", "0,x"}) {
+  // A replacement comes after the survivors.
+  EXPECT_THAT(*ParseMembership("1,2,0"), ElementsAre(1, 2, 0));
+  for (const char* bad : {"", "0,,2", "2,1,2", "1,1", "-1", "0,x"}) {
     EXPECT_FALSE(ParseMembership(bad).ok()) << "'" << bad << "'";
   }
 }

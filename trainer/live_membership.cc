@@ -34,6 +34,16 @@ int NewestMembership(c10d::Store& store, int membership) {
   return membership;
 }
 
+// `group`, formed for `membership`, with this rank's place in it.
+GroupAfterLoss Formed(ProcessGroupHandle group, int membership) {
+  GroupAfterLoss formed;
+  formed.group = std::move(group);
+  formed.membership = membership;
+  formed.rank = formed.group.group->getRank();
+  formed.world_size = formed.group.group->getSize();
+  return formed;
+}
+
 // The group of the newest membership after `membership` (waiting up to
 // `wait` for the first); nullopt when none comes.
 absl::StatusOr<std::optional<GroupAfterLoss>> FormNextGroup(
@@ -56,14 +66,7 @@ absl::StatusOr<std::optional<GroupAfterLoss>> FormNextGroup(
     const std::vector<int>& members = **ranks;
     absl::StatusOr<ProcessGroupHandle> formed =
         ReformProcessGroup(env, membership, members, timeout, heartbeat);
-    if (formed.ok()) {
-      GroupAfterLoss next;
-      next.group = *std::move(formed);
-      next.membership = membership;
-      next.rank = next.group.group->getRank();
-      next.world_size = next.group.group->getSize();
-      return std::optional<GroupAfterLoss>(std::move(next));
-    }
+    if (formed.ok()) return std::optional<GroupAfterLoss>(Formed(*std::move(formed), membership));
     LOG(WARNING) << "launch rank " << env.rank << ": membership " << membership
                  << " did not form (" << formed.status().message() << "); trying the next";
     last = formed.status();
@@ -96,49 +99,105 @@ std::string BroadcastBytes(c10d::ProcessGroup& group, int root, const std::strin
 }
 
 // Per-rank entries of the sent state (outside its replica hash): whether
-// the sender abandoned the update in flight, and its checks' record (the
-// protobuf's bytes).
+// the sender abandoned the update in flight, its checks' record (the
+// protobuf's bytes), its replica hash (the state as it holds it in
+// memory), and what a replacement does not know of the group: the world
+// size and local batches the state was trained at, the next generation a
+// save writes and the run folder's attempt.
 constexpr char kAbandonedEntry[] = "live/abandoned_in_flight";
 constexpr char kEveryUpdateEntry[] = "live/every_update";
+constexpr char kReplicaHashEntry[] = "live/replica_hash";
+constexpr char kGroupEntry[] = "live/world_size,next_generation,attempt";
+constexpr char kLocalBatchEntry[] = "live/local_batch";
 
-// What the source sends: its whole state with those two entries, in
+at::Tensor BytesTensor(const std::string& bytes) {
+  at::Tensor tensor = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
+  if (!bytes.empty()) std::memcpy(tensor.data_ptr(), bytes.data(), bytes.size());
+  return tensor;
+}
+
+std::string TensorBytes(const at::Tensor& tensor) {
+  const at::Tensor data = tensor.contiguous();
+  return std::string(static_cast<const char*>(data.data_ptr()), data.numel());
+}
+
+// What the source sends: its whole state with those entries, in
 // LibTorch's serialization (checkpoint/shard_state.h).
 absl::StatusOr<std::string> Package(const LiveHandover& handover) {
   ShardState sent = handover.state.whole;
   sent.rank_tensors[kAbandonedEntry] =
       at::full({1}, handover.abandoned_in_flight ? 1 : 0, at::kLong);
   if (handover.every_update.has_value()) {
-    const std::string record = handover.every_update->SerializeAsString();
-    at::Tensor bytes = at::empty({static_cast<int64_t>(record.size())}, at::kByte);
-    std::memcpy(bytes.data_ptr(), record.data(), record.size());
-    sent.rank_tensors[kEveryUpdateEntry] = bytes;
+    sent.rank_tensors[kEveryUpdateEntry] = BytesTensor(handover.every_update->SerializeAsString());
   }
+  sent.rank_tensors[kReplicaHashEntry] = BytesTensor(ReplicaHash(handover.state.whole));
+  sent.rank_tensors[kGroupEntry] = at::tensor(
+      std::vector<int64_t>{handover.state.world_size, handover.state.next_generation,
+                           handover.attempt},
+      at::kLong);
+  sent.rank_tensors[kLocalBatchEntry] =
+      at::tensor(std::vector<int64_t>(handover.state.local_batch.begin(),
+                                      handover.state.local_batch.end()),
+                 at::kLong);
   return SerializeShardState(sent);
 }
 
-// The inverse of Package, into `handover` (its world size, local batches
-// and next generation are the receiver's own, the same on every member).
-absl::Status Unpack(const std::string& bytes, LiveHandover* handover) {
+// Takes entry `name` out of `state`; DataLoss when it is not there.
+absl::StatusOr<at::Tensor> TakeEntry(ShardState& state, const char* name) {
+  auto entry = state.rank_tensors.find(name);
+  if (entry == state.rank_tensors.end()) {
+    return absl::DataLossError(
+        absl::StrCat("the state sent over the new group lacks ", name));
+  }
+  at::Tensor tensor = entry->second.contiguous();
+  state.rank_tensors.erase(entry);
+  return tensor;
+}
+
+// The group's figures of a sent state into `handover`.
+absl::Status UnpackGroup(ShardState& state, LiveHandover* handover) {
+  absl::StatusOr<at::Tensor> group = TakeEntry(state, kGroupEntry);
+  if (!group.ok()) return group.status();
+  absl::StatusOr<at::Tensor> local = TakeEntry(state, kLocalBatchEntry);
+  if (!local.ok()) return local.status();
+  if (group->numel() != 3 || group->scalar_type() != at::kLong ||
+      local->scalar_type() != at::kLong) {
+    return absl::DataLossError(absl::StrCat("the state sent over the new group has a bad ",
+                                            kGroupEntry, " or ", kLocalBatchEntry));
+  }
+  handover->state.world_size = static_cast<int>(group->data_ptr<int64_t>()[0]);
+  handover->state.next_generation = group->data_ptr<int64_t>()[1];
+  handover->attempt = static_cast<int>(group->data_ptr<int64_t>()[2]);
+  handover->state.local_batch.assign(local->data_ptr<int64_t>(),
+                                     local->data_ptr<int64_t>() + local->numel());
+  return absl::OkStatus();
+}
+
+// The inverse of Package, into `handover`; the sender's replica hash into
+// `sent_hash`.
+absl::Status Unpack(const std::string& bytes, LiveHandover* handover, std::string* sent_hash) {
   absl::StatusOr<ShardState> state =
       DeserializeShardState(bytes, "the state sent over the new group");
   if (!state.ok()) return state.status();
-  auto abandoned = state->rank_tensors.find(kAbandonedEntry);
-  if (abandoned == state->rank_tensors.end() || abandoned->second.numel() != 1) {
-    return absl::DataLossError("the state sent over the new group lacks " +
-                               std::string(kAbandonedEntry));
+  absl::StatusOr<at::Tensor> abandoned = TakeEntry(*state, kAbandonedEntry);
+  if (!abandoned.ok()) return abandoned.status();
+  if (abandoned->numel() != 1) {
+    return absl::DataLossError(absl::StrCat("the state sent over the new group has a bad ",
+                                            kAbandonedEntry));
   }
-  handover->abandoned_in_flight = abandoned->second.item<int64_t>() != 0;
-  state->rank_tensors.erase(abandoned);
+  handover->abandoned_in_flight = abandoned->item<int64_t>() != 0;
+  absl::StatusOr<at::Tensor> hash = TakeEntry(*state, kReplicaHashEntry);
+  if (!hash.ok()) return hash.status();
+  *sent_hash = TensorBytes(*hash);
+  if (absl::Status s = UnpackGroup(*state, handover); !s.ok()) return s;
   handover->every_update.reset();
-  if (auto record = state->rank_tensors.find(kEveryUpdateEntry);
-      record != state->rank_tensors.end()) {
-    const at::Tensor data = record->second.contiguous();
+  if (state->rank_tensors.count(kEveryUpdateEntry) > 0) {
+    const std::string record = TensorBytes(*TakeEntry(*state, kEveryUpdateEntry));
     EveryUpdateVerdict parsed;
-    if (!parsed.ParseFromArray(data.data_ptr(), static_cast<int>(data.numel()))) {
+    if (!parsed.ParseFromString(record)) {
       return absl::DataLossError("the every-update record sent over the new group does not parse");
     }
     handover->every_update = std::move(parsed);
-    state->rank_tensors.erase(record);
   }
   absl::StatusOr<TrainingCursor> cursor = CursorOf(*state, "the state sent over the new group");
   if (!cursor.ok()) return cursor.status();
@@ -147,26 +206,51 @@ absl::Status Unpack(const std::string& bytes, LiveHandover* handover) {
   return absl::OkStatus();
 }
 
-// Step 4: every member holds the state of the lowest rank furthest on.
+// The updates a member holds: those it stepped, or -1 for a replacement
+// that holds no state yet.
+int64_t UpdatesHeld(const LiveHandover& handover) {
+  return handover.filled ? handover.state.cursor.total_updates : -1;
+}
+
+// Step 4: every member holds the state of the lowest rank furthest on,
+// checked against the replica hash the source computed from its memory: a
+// member at the same update compares its own state's, a replacement (and
+// every member) the received state's.
 absl::Status AgreeOnState(GroupAfterLoss& next, LiveHandover* handover) {
   c10d::ProcessGroup& group = *next.group.group;
-  const int64_t mine = handover->state.cursor.total_updates;
+  const int64_t mine = UpdatesHeld(*handover);
   const std::vector<int64_t> updates = GatherUpdates(group, mine);
   const int source = static_cast<int>(std::max_element(updates.begin(), updates.end()) -
                                       updates.begin());
-  absl::StatusOr<std::string> package = Package(*handover);
-  if (!package.ok()) return package.status();
-  const std::string own_hash = ReplicaHash(handover->state.whole);
-  const std::string sent = BroadcastBytes(group, source, next.rank == source ? *package : "");
-  LiveHandover received = *handover;
-  if (absl::Status s = Unpack(sent, &received); !s.ok()) return s;
-  const std::string source_hash = ReplicaHash(received.state.whole);
-  if (mine == updates[source] && own_hash != source_hash) {
+  if (updates[source] < 0) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "rank ", next.rank, " and rank ", source, " of membership ", next.membership,
-        " both completed update ", mine, " but their states differ (replica hash ", own_hash,
-        " != ", source_hash, "): the survivors cannot go on from one state"));
+        "membership ", next.membership,
+        " holds only replacements: no member has the state to go on from"));
   }
+  std::string package;
+  if (next.rank == source) {
+    absl::StatusOr<std::string> packed = Package(*handover);
+    if (!packed.ok()) return packed.status();
+    package = *std::move(packed);
+  }
+  const std::string sent = BroadcastBytes(group, source, package);
+  LiveHandover received = *handover;
+  std::string source_hash;
+  if (absl::Status s = Unpack(sent, &received, &source_hash); !s.ok()) return s;
+  const std::string own_hash = mine == updates[source] ? ReplicaHash(handover->state.whole)
+                                                       : ReplicaHash(received.state.whole);
+  if (own_hash != source_hash) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rank ", next.rank, " of membership ", next.membership,
+        mine == updates[source]
+            ? absl::StrCat(" and rank ", source, " both completed update ", mine,
+                           " but their states differ (replica hash ", own_hash, " != ",
+                           source_hash, "): the survivors cannot go on from one state")
+            : absl::StrCat(" received a state from rank ", source,
+                           " whose replica hash differs from the sender's (", own_hash, " != ",
+                           source_hash, "): it cannot go on from it")));
+  }
+  received.filled = true;
   *handover = std::move(received);
   return absl::OkStatus();
 }
@@ -192,7 +276,98 @@ ReformedReport Report(c10d::Store& store, const DistributedEnv& env, const Group
   return report;
 }
 
+// Steps 4 and 5 in the group `formed`: an error a collective threw is
+// converted (a member lost meanwhile).
+absl::Status AgreeAndReport(c10d::Store& store, const DistributedEnv& env,
+                            GroupAfterLoss& formed, LiveHandover* handover) {
+  absl::Status agreed;
+  try {
+    agreed = AgreeOnState(formed, handover);
+  } catch (const std::exception& e) {
+    agreed = CollectiveErrorToStatus(
+        e, absl::StrCat("launch rank ", env.rank, ": agreeing on the state in membership ",
+                        formed.membership));
+  }
+  if (agreed.ok()) formed.report = Report(store, env, formed, *handover);
+  return agreed;
+}
+
+// A replacement's membership: the first after `after` that lists it and
+// is the newest published (memberships that do not list it are losses
+// published before it was taken in). NotFound when none comes in `wait`.
+absl::StatusOr<std::pair<int, std::vector<int>>> AwaitMembershipWithMe(
+    c10d::Store& store, int launch_rank, int after, std::chrono::milliseconds wait) {
+  const Clock::time_point deadline = Clock::now() + wait;
+  int membership = after + 1;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    absl::StatusOr<std::optional<std::vector<int>>> members =
+        AwaitMembership(store, membership, std::max(left, std::chrono::milliseconds(1)));
+    if (!members.ok()) return members.status();
+    if (!members->has_value()) {
+      return absl::NotFoundError(absl::StrCat("launch rank ", launch_rank,
+                                              ": no membership took this replacement in"));
+    }
+    const int newest = NewestMembership(store, membership);
+    if (newest != membership) {
+      membership = newest;
+      continue;
+    }
+    const std::vector<int>& ranks = **members;
+    if (std::find(ranks.begin(), ranks.end(), launch_rank) != ranks.end()) {
+      return std::make_pair(membership, ranks);
+    }
+    ++membership;
+  }
+}
+
 }  // namespace
+
+absl::StatusOr<GroupAfterLoss> JoinAsReplacement(const DistributedEnv& env,
+                                                 LiveHandover* handover,
+                                                 std::chrono::seconds collective_timeout,
+                                                 std::chrono::milliseconds wait) {
+  std::shared_ptr<RankHeartbeat> heartbeat;
+  if (env.heartbeat_interval_ms > 0) {
+    absl::StatusOr<std::unique_ptr<RankHeartbeat>> started =
+        RankHeartbeat::Start(env.master_addr, env.master_port, env.rank,
+                             std::chrono::milliseconds(env.heartbeat_interval_ms));
+    if (!started.ok()) return started.status();
+    heartbeat = *std::move(started);
+  }
+  absl::StatusOr<c10::intrusive_ptr<c10d::TCPStore>> store =
+      ConnectToStore(env.master_addr, env.master_port, collective_timeout);
+  if (!store.ok()) return store.status();
+  if (absl::Status s = StoreSet(**store, JoiningKey(env.joins_after_membership, env.rank), "ready");
+      !s.ok()) {
+    return s;
+  }
+  LOG(WARNING) << "launch rank " << env.rank << ": a replacement, ready to join after membership "
+               << env.joins_after_membership;
+  *handover = LiveHandover();
+  int after = env.joins_after_membership;
+  absl::Status last = absl::OkStatus();
+  for (int tries = 0; tries < kMostFormingTries; ++tries) {
+    absl::StatusOr<std::pair<int, std::vector<int>>> found =
+        AwaitMembershipWithMe(**store, env.rank, after, wait);
+    if (!found.ok()) return last.ok() ? found.status() : last;
+    handover->failed_at = Clock::now();
+    absl::StatusOr<ProcessGroupHandle> formed =
+        ReformProcessGroup(env, found->first, found->second, collective_timeout, heartbeat);
+    after = found->first;
+    if (!formed.ok()) {
+      last = formed.status();
+      continue;
+    }
+    GroupAfterLoss next = Formed(*std::move(formed), found->first);
+    const absl::Status agreed = AgreeAndReport(**store, env, next, handover);
+    if (agreed.ok()) return next;
+    if (absl::IsFailedPrecondition(agreed) || absl::IsDataLoss(agreed)) return agreed;
+    LOG(WARNING) << agreed.message() << "; waiting for the next membership";
+    last = agreed;
+  }
+  return last;
+}
 
 absl::StatusOr<std::optional<GroupAfterLoss>> GoOnWithoutLostRanks(
     const DistributedEnv& env, int membership, ProcessGroupHandle* group,
@@ -214,18 +389,8 @@ absl::StatusOr<std::optional<GroupAfterLoss>> GoOnWithoutLostRanks(
       return next;
     }
     GroupAfterLoss& formed = **next;
-    absl::Status agreed;
-    try {
-      agreed = AgreeOnState(formed, handover);
-    } catch (const std::exception& e) {
-      agreed = CollectiveErrorToStatus(
-          e, absl::StrCat("launch rank ", env.rank, ": agreeing on the state in membership ",
-                          formed.membership));
-    }
-    if (agreed.ok()) {
-      formed.report = Report(**store, env, formed, *handover);
-      return next;
-    }
+    const absl::Status agreed = AgreeAndReport(**store, env, formed, handover);
+    if (agreed.ok()) return next;
     if (absl::IsFailedPrecondition(agreed) || absl::IsDataLoss(agreed)) return agreed;
     LOG(WARNING) << agreed.message() << "; waiting for the next membership";
     membership = formed.membership;

@@ -21,6 +21,13 @@
 // The rank then runs the run again at the new world size from that state
 // (TrainingRunOptions::resume_from_memory), redoing at most the update in
 // flight. No checkpoint is read or written for any of it.
+//
+// The same steps, from 2 on, grow the group back: when the launcher
+// publishes a membership with a replacement (runtime/membership.h), the
+// members' runs stop together at an update boundary (trainer/
+// membership_gate.h), hand their state over with no update in flight, and
+// GoOnWithoutLostRanks forms the grown group; the replacement
+// (JoinAsReplacement) receives the state there.
 #ifndef RECEIPT_PARITY_TRAINER_LIVE_MEMBERSHIP_H_
 #define RECEIPT_PARITY_TRAINER_LIVE_MEMBERSHIP_H_
 
@@ -55,6 +62,22 @@ absl::StatusOr<std::optional<GroupAfterLoss>> GoOnWithoutLostRanks(
     const DistributedEnv& env, int membership, ProcessGroupHandle* group,
     LiveHandover* handover, std::chrono::seconds collective_timeout,
     std::chrono::milliseconds wait);
+
+// A replacement the launcher started for a lost rank
+// (env.joins_after_membership >= 0), instead of joining the run's first
+// group: starts its heartbeat, says it is ready (runtime/membership.h
+// JoiningKey), waits up to `wait` for a membership that lists it (the
+// members stop at an update boundary to form it), forms that group and
+// receives the state as step 4 above (it holds none: it is never the
+// source), checking the received state's replica hash against the one its
+// sender computed from its memory; then reports as step 5. `handover`
+// receives the state. Errors: NotFound when no membership takes it in
+// `wait`; the group's, the store's; DataLoss and FailedPrecondition as
+// above, and FailedPrecondition when no member holds a state.
+absl::StatusOr<GroupAfterLoss> JoinAsReplacement(const DistributedEnv& env,
+                                                 LiveHandover* handover,
+                                                 std::chrono::seconds collective_timeout,
+                                                 std::chrono::milliseconds wait);
 
 }  // namespace receipt_parity
 

@@ -20,7 +20,9 @@
 // boundary with a generation saved there when it fitted; run it again).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -55,6 +57,7 @@
 #include "trainer/run_folder_setup.h"
 #include "config/plugin_listing.h"
 #include "trainer/rank_transport.h"
+#include "runtime/heartbeat.h"
 #include "trainer/live_membership.h"
 #include "trainer/training_run.h"
 
@@ -74,8 +77,8 @@ ABSL_FLAG(int32_t, kill_generation, 0,
           "run.fault.kill_generation; default 1).");
 ABSL_FLAG(std::string, kill_phase, "",
           "Injected failure inside a phase instead of at a save's kill point: "
-          "forward_backward, allreduce, validation_gather, save or save_background "
-          "(checkpoint.async). --kill_rank "
+          "forward_backward, allreduce, optimizer_step, validation_gather, save or "
+          "save_background (checkpoint.async). --kill_rank "
           "SIGKILLs itself --kill_delay_us after the phase of --kill_update "
           "began, or at the phase's end if it ends first.");
 ABSL_FLAG(int64_t, kill_update, -1,
@@ -350,13 +353,30 @@ void CountChange(const ReformedReport& report, int world_size_before, int world_
   totals->set_world_size(world_size_after);
 }
 
+// `options` train on in the group `next` formed (after a loss, a grown
+// group, or a replacement's first): its rank and world size, the config at
+// that world size (kept in `resized`), no injected failure (it happened).
+absl::Status TrainInGroup(const LoadedConfig& loaded, const GroupAfterLoss& next,
+                          std::optional<LoadedConfig>* resized, TrainingRunOptions* options) {
+  absl::StatusOr<LoadedConfig> adopted = WithWorldSize(loaded, next.world_size);
+  if (!adopted.ok()) return adopted.status();
+  *resized = *std::move(adopted);
+  options->loaded = &**resized;
+  options->rank = next.rank;
+  options->world_size = next.world_size;
+  options->fault = FaultPlan{};
+  return absl::OkStatus();
+}
+
 // Trains with `options` over `group`; when survivors go on
-// (env.survivors_go_on) and a rank is lost, goes on in the launcher's next
-// membership from the agreed state (trainer/live_membership.h), as often as
-// ranks are lost.
+// (env.survivors_go_on) and a rank is lost, or the launcher takes a
+// replacement in, goes on in the launcher's next membership from the
+// agreed state (trainer/live_membership.h), as often as that happens. A
+// replacement comes in `joined`, with the state it received in `from`.
 int TrainGoingOnAfterLosses(const LoadedConfig& loaded, const DistributedEnv& env,
                             ProcessGroupHandle group, TrainingRunOptions options,
-                            const std::string& out) {
+                            const std::string& out, std::optional<GroupAfterLoss> joined,
+                            LiveHandover from) {
   const TrainingConfig& config = loaded.config;
   const std::chrono::seconds timeout(config.run().collective_timeout_seconds());
   // A lost rank's membership comes within the heartbeat's timeout of the
@@ -364,32 +384,43 @@ int TrainGoingOnAfterLosses(const LoadedConfig& loaded, const DistributedEnv& en
   const std::chrono::milliseconds wait =
       std::chrono::milliseconds(10 * env.heartbeat_interval_ms) + std::chrono::seconds(5);
   options.process_group = &group;
-  LiveHandover from;
   LiveHandover into;
   std::optional<LoadedConfig> resized;
   int membership = 0;
+  if (joined.has_value()) {
+    membership = joined->membership;
+    group = std::move(joined->group);
+    CountChange(joined->report, from.state.world_size, joined->world_size, &options.membership);
+    if (absl::Status s = TrainInGroup(loaded, *joined, &resized, &options); !s.ok()) return Fail(s);
+    options.attempt = from.attempt;
+    options.resume_from_memory = &from;
+  }
   while (true) {
     into = LiveHandover();
-    if (env.survivors_go_on) options.live = &into;
+    if (env.survivors_go_on) {
+      options.live = &into;
+      WatchForMembership(membership + 1);
+    }
     absl::StatusOr<TrainingOutcome> outcome = RunTraining(options);
-    if (outcome.ok()) return ExitCodeOf(*outcome, out);
-    if (!env.survivors_go_on || !into.filled) return Fail(outcome.status());
-    LOG(WARNING) << "launch rank " << env.rank << ": " << outcome.status().message()
+    if (outcome.ok() && !outcome->membership_changed) return ExitCodeOf(*outcome, out);
+    if (!outcome.ok() && (!env.survivors_go_on || !into.filled)) return Fail(outcome.status());
+    LOG(WARNING) << "launch rank " << env.rank << ": "
+                 << (outcome.ok() ? std::string("a new membership takes a replacement in")
+                                  : std::string(outcome.status().message()))
                  << "; waiting for the launcher's next membership";
     absl::StatusOr<std::optional<GroupAfterLoss>> next =
         GoOnWithoutLostRanks(env, membership, &group, &into, timeout, wait);
     if (!next.ok()) return Fail(next.status());
-    if (!next->has_value()) return Fail(outcome.status());  // no rank was lost
+    if (!next->has_value()) {  // no rank was lost, or no membership came
+      return Fail(outcome.ok() ? absl::UnavailableError(absl::StrCat(
+                                     "launch rank ", env.rank, ": membership ", membership + 1,
+                                     " was seen but did not come"))
+                               : outcome.status());
+    }
     membership = (*next)->membership;
     group = std::move((*next)->group);
     CountChange((*next)->report, options.world_size, (*next)->world_size, &options.membership);
-    absl::StatusOr<LoadedConfig> adopted = WithWorldSize(loaded, (*next)->world_size);
-    if (!adopted.ok()) return Fail(adopted.status());
-    resized = *std::move(adopted);
-    options.loaded = &*resized;
-    options.rank = (*next)->rank;
-    options.world_size = (*next)->world_size;
-    options.fault = FaultPlan{};  // the injected failure has happened
+    if (absl::Status s = TrainInGroup(loaded, **next, &resized, &options); !s.ok()) return Fail(s);
     std::swap(from, into);
     options.resume_from_memory = &from;
   }
@@ -419,22 +450,35 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
   // MPI for backend "mpi" (after the folder: nothing forks after MPI_Init).
   absl::StatusOr<DistributedEnv> joining = PrepareRankTransport(config, env);
   if (!joining.ok()) return Fail(joining.status());
-  absl::StatusOr<ProcessGroupHandle> group = ConnectProcessGroup(
-      *joining, std::chrono::seconds(config.run().collective_timeout_seconds()), nccl,
-      /*gradients_over_mpi=*/ReducesOverMpi(config));
-  if (!group.ok()) return Fail(group.status());
-  LOG(INFO) << "rank " << env.rank << "/" << env.world_size << ": joined the "
-            << (nccl != nullptr ? "Gloo (CPU) and NCCL (CUDA)" : "Gloo")
-            << " process group at " << joining->master_addr << ":" << joining->master_port
-            << (MpiStarted() ? "; gradients over MPI" : "");
-  absl::StatusOr<bool> finished = AgreeRunFinished(
-      *group, env.rank, env.world_size, folder->has_value() && (*folder)->decision.finished);
-  if (!finished.ok()) return Fail(finished.status());
-  if (*finished) {
-    if (env.rank == 0 && folder->has_value()) return ReportFinished((*folder)->decision);
-    std::cout << "rank " << env.rank << ": the run in " << out
-              << " is finished; nothing to train" << std::endl;
-    return 0;
+  const std::chrono::seconds timeout(config.run().collective_timeout_seconds());
+  // A replacement for a lost rank joins the members from a peer's memory
+  // (trainer/live_membership.h); it waits as long as they train.
+  std::optional<GroupAfterLoss> replacement;
+  LiveHandover received;
+  if (env.joins_after_membership >= 0) {
+    absl::StatusOr<GroupAfterLoss> joined =
+        JoinAsReplacement(env, &received, timeout, std::chrono::hours(24 * 365));
+    if (!joined.ok()) return Fail(joined.status());
+    replacement = *std::move(joined);
+  }
+  absl::StatusOr<ProcessGroupHandle> group = ProcessGroupHandle();
+  if (!replacement.has_value()) {
+    group = ConnectProcessGroup(*joining, timeout, nccl,
+                                /*gradients_over_mpi=*/ReducesOverMpi(config));
+    if (!group.ok()) return Fail(group.status());
+    LOG(INFO) << "rank " << env.rank << "/" << env.world_size << ": joined the "
+              << (nccl != nullptr ? "Gloo (CPU) and NCCL (CUDA)" : "Gloo")
+              << " process group at " << joining->master_addr << ":" << joining->master_port
+              << (MpiStarted() ? "; gradients over MPI" : "");
+    absl::StatusOr<bool> finished = AgreeRunFinished(
+        *group, env.rank, env.world_size, folder->has_value() && (*folder)->decision.finished);
+    if (!finished.ok()) return Fail(finished.status());
+    if (*finished) {
+      if (env.rank == 0 && folder->has_value()) return ReportFinished((*folder)->decision);
+      std::cout << "rank " << env.rank << ": the run in " << out
+                << " is finished; nothing to train" << std::endl;
+      return 0;
+    }
   }
   TrainingRunOptions options;
   if (absl::Status s = FillRunOptions(loaded, checkpoints, &options); !s.ok()) return Fail(s);
@@ -454,7 +498,8 @@ int RunRank(const LoadedConfig& loaded, const DistributedEnv& env,
     };
   }
   options.preemptible = TakePreemption(config, checkpoints);
-  return TrainGoingOnAfterLosses(loaded, env, *std::move(group), options, out);
+  return TrainGoingOnAfterLosses(loaded, env, *std::move(group), options, out,
+                                 std::move(replacement), std::move(received));
 }
 
 // The config this rank runs: `loaded`, or, when the launcher started
@@ -527,26 +572,50 @@ int LaunchExitCode(const LaunchResult& result, bool under_mpirun) {
   return kExitRunFailed;
 }
 
+// membership.json's change for a replacement that joined.
+MembershipChange JoinChange(const RankJoin& join, int attempt) {
+  MembershipChange change;
+  change.set_attempt(attempt);
+  change.set_at(absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()));
+  change.add_joined(join.rank);
+  change.set_world_size_before(join.world_size_after - 1);
+  change.set_world_size_after(join.world_size_after);
+  change.set_outcome("replacement_joined");
+  change.set_joining_seconds(join.joining_seconds);
+  change.set_reforming_seconds(join.reforming_seconds);
+  change.set_went_on_from_update(static_cast<int32_t>(join.went_on_from_update));
+  change.set_updates_completed(static_cast<int32_t>(join.went_on_from_update));
+  return change;
+}
+
+// The changes in the order of their memberships (an attempt's end last).
+void OrderByMembership(std::vector<std::pair<int, MembershipChange>>* changes) {
+  std::stable_sort(changes->begin(), changes->end(), [](const auto& a, const auto& b) {
+    const int left = a.first == 0 ? INT32_MAX : a.first;
+    const int right = b.first == 0 ? INT32_MAX : b.first;
+    return left < right;
+  });
+}
+
 // membership.json: the ranks the attempt lost, those the others went on
-// without and the one that ended it. A rank that exited with bad input (2)
-// or failed parity (3) gave the run's verdict and is no loss. A record
-// that cannot be written is said, and the run's own outcome stands.
+// without and the one that ended it, and the replacements that joined. A
+// rank that exited with bad input (2) or failed parity (3) gave the run's
+// verdict and is no loss. A record that cannot be written is said, and
+// the run's own outcome stands.
 void RecordLosses(const LoadedConfig& loaded, const std::string& out, int attempt,
                   const LaunchResult& result) {
-  std::vector<MembershipChange> changes;
-  int previous_membership = 0;
+  std::vector<std::pair<int, MembershipChange>> changes;
   for (const RankLoss& loss : result.losses) {
     if (WIFEXITED(loss.wait_status) && (WEXITSTATUS(loss.wait_status) == kExitBadInput ||
                                         WEXITSTATUS(loss.wait_status) == kExitCheckFailed)) {
       continue;
     }
-    if (loss.membership > 0 && loss.membership == previous_membership) {
+    if (loss.membership > 0 && !changes.empty() && loss.membership == changes.back().first) {
       // Left together with the rank before.
-      changes.back().add_left(loss.rank);
-      changes.back().add_why(loss.why);
+      changes.back().second.add_left(loss.rank);
+      changes.back().second.add_why(loss.why);
       continue;
     }
-    previous_membership = loss.membership;
     MembershipChange change;
     change.set_attempt(attempt);
     change.set_at(absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()));
@@ -554,8 +623,6 @@ void RecordLosses(const LoadedConfig& loaded, const std::string& out, int attemp
     change.add_why(loss.why);
     change.set_updates_completed(static_cast<int32_t>(loss.updates_completed));
     change.set_detection_seconds(loss.detection_seconds);
-    change.set_world_size_before(changes.empty() ? loaded.config.world_size()
-                                                 : changes.back().world_size_after());
     if (loss.membership > 0) {
       change.set_world_size_after(static_cast<int32_t>(loss.survivors.size()));
       change.set_outcome("survivors_went_on");
@@ -565,12 +632,53 @@ void RecordLosses(const LoadedConfig& loaded, const std::string& out, int attemp
     } else {
       change.set_outcome("attempt_ended");
     }
-    changes.push_back(std::move(change));
+    changes.emplace_back(loss.membership, std::move(change));
+  }
+  for (const RankJoin& join : result.joins) {
+    changes.emplace_back(join.membership, JoinChange(join, attempt));
   }
   if (changes.empty()) return;
+  OrderByMembership(&changes);
+  std::vector<MembershipChange> ordered;
+  for (auto& [membership, change] : changes) {
+    if (change.outcome() != "replacement_joined") {
+      change.set_world_size_before(ordered.empty() ? loaded.config.world_size()
+                                                   : ordered.back().world_size_after());
+    }
+    ordered.push_back(std::move(change));
+  }
   const absl::Status written =
-      AppendMembershipChanges(out, MakeArtifactStamp(loaded.fingerprint, attempt), changes);
+      AppendMembershipChanges(out, MakeArtifactStamp(loaded.fingerprint, attempt), ordered);
   if (!written.ok()) LOG(WARNING) << "launcher: " << written.message();
+}
+
+// The launcher that started this rank, when it is not this binary's: it,
+// not the ranks, decides what a lost rank costs.
+std::string OutsideLauncher(const DistributedEnv& env) {
+  if (env.under_mpirun) return "mpirun, which ends the job when a rank dies";
+  if (std::getenv("TORCHELASTIC_RUN_ID") != nullptr) {
+    return "torchrun, whose agent stops and restarts every worker when one fails (the "
+           "restarted ranks resume from the last generation)";
+  }
+  if (env.world_size_variable == "SLURM_NTASKS") {
+    return "srun, whose step ends when a task dies under --kill-on-bad-exit (or waits for "
+           "the others without it; rerun the step to resume from the last generation)";
+  }
+  return "a launcher other than this binary's, which hosts no store the survivors can "
+         "re-form over";
+}
+
+// A rank started by another launcher: rank 0 says at its start that a lost
+// rank ends the attempt (run.survivors_go_on needs this binary's launcher).
+void SayWhereSurvivorsCannotGoOn(const TrainingConfig& config, const DistributedEnv& env) {
+  if (env.launcher_hosts_store || env.rank != 0 || env.world_size < 2 ||
+      !config.run().survivors_go_on()) {
+    return;
+  }
+  LOG(WARNING) << "run.survivors_go_on does not apply: this rank was started by "
+               << OutsideLauncher(env)
+               << "; a lost rank ends the attempt, and the same command resumes from the last "
+                  "generation";
 }
 
 // run.survivors_go_on, where it can apply (said at start where it cannot):
@@ -623,6 +731,8 @@ int Launch(const LoadedConfig& loaded, const std::string& out,
   options.heartbeat_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(config.run().heartbeat_timeout_seconds() * 1000));
   options.survivors_go_on = SurvivorsGoOn(loaded, options.under_mpirun);
+  options.replace_lost_ranks = options.survivors_go_on && config.run().replace_lost_ranks();
+  options.max_replacements = config.run().max_replacements();
   for (int i = 1; i < argc; ++i) {
     if (!IsOverwriteFlag(argv[i])) options.args.push_back(argv[i]);
   }
@@ -698,7 +808,10 @@ int Main(int argc, char** argv, const std::vector<std::string>& sets) {
   absl::StatusOr<std::optional<DistributedEnv>> env = DistributedEnvFromEnvironment();
   if (!env.ok()) return Fail(env.status());
   if (absl::Status s = CheckLauncherFits(*loaded, *env); !s.ok()) return Fail(s);
-  if (env->has_value()) return RunAsRank(*loaded, **env, out);
+  if (env->has_value()) {
+    SayWhereSurvivorsCannotGoOn(loaded->config, **env);
+    return RunAsRank(*loaded, **env, out);
+  }
   if (loaded->config.world_size() == 1) {
     // One worker: this run is the reference (with its checkpoints, if
     // any), unless it takes up OUT's multi-worker run on one worker.

@@ -38,6 +38,8 @@
 #include "config/device_check.h"
 #include "config/layer_policy.h"
 #include "config/plugin_kinds.h"
+#include "runtime/heartbeat.h"
+#include "trainer/membership_gate.h"
 #include "trainer/preemption_gate.h"
 #include "trainer/progress_log.h"
 #include "trainer/rank_report_builder.h"
@@ -617,8 +619,16 @@ absl::StatusOr<UpdateLoopEnd> Train(Run& run, UpdateRecorder* recorder,
       options.process_group ? options.process_group->group.get() : nullptr, options.rank,
       std::chrono::seconds(config.run().preemption_grace_seconds()), PreemptionRequested,
       [cadence] { return cadence->LongestSaveSeconds(); });
+  // Survivors that go on stop together for a membership that takes a
+  // replacement in.
+  MembershipGate membership_gate(
+      options.process_group ? options.process_group->group.get() : nullptr, options.rank,
+      NewMembershipPublished);
   std::vector<UpdateGate*> gates;
   if (options.preemptible && options.checkpoints.has_value()) gates.push_back(&preemption_gate);
+  if (options.live != nullptr && options.process_group != nullptr) {
+    gates.push_back(&membership_gate);
+  }
   if (!options.reference_dir.empty() && run.fresh() && config.parity().stop_on_failure()) {
     gates.push_back(&parity_gate);
   }
@@ -660,6 +670,7 @@ void HandOver(Run& run, const TrainProgress& progress, const CheckpointCadence& 
   live->state.local_batch = run.local_batch;
   live->state.next_generation = cadence.next_generation();
   live->abandoned_in_flight = in_flight && !stepped;
+  live->attempt = run.options->attempt;
   if (run.verifier != nullptr) live->every_update = run.verifier->record();
   live->filled = true;
 }
@@ -784,6 +795,17 @@ absl::StatusOr<TrainingOutcome> RunTraining(const TrainingRunOptions& options) {
   if (absl::Status s = cadence.Finish(); !s.ok()) return failed(s);
   if (pruner.has_value()) {
     if (absl::Status s = pruner->Wait(); !s.ok()) return s;
+  }
+  if (end->stopped_by == kStoppedByMembership) {
+    // Nothing in flight: the grown group goes on from this update.
+    HandOver(run, progress, cadence, options.live);
+    TrainingOutcome outcome;
+    outcome.membership_changed = options.live->filled;
+    if (!outcome.membership_changed) {
+      return absl::InternalError("cannot copy the state for the grown group");
+    }
+    outcome.updates = report.updates();
+    return outcome;
   }
   report.FinishLoop();
   if (run.verifier != nullptr) {

@@ -37,8 +37,10 @@ struct LiveHandover {
   bool abandoned_in_flight = false;
   // The every-update checks' record so far (with checks on).
   std::optional<EveryUpdateVerdict> every_update;
-  // When the loop's error came back.
+  // When the loop's error came back (or it stopped for a new membership).
   std::chrono::steady_clock::time_point failed_at;
+  // The run folder's attempt the state was trained in.
+  int attempt = 1;
 };
 
 struct TrainingRunOptions {
@@ -120,6 +122,11 @@ struct TrainingOutcome {
   // generation saved there (`saved_at_stop`) and run_state.json's record.
   bool preempted = false;
   bool saved_at_stop = false;
+  // The launcher published a membership that takes a replacement in
+  // (trainer/membership_gate.h): every member stopped at the same update
+  // boundary and handed its state over (TrainingRunOptions::live); nothing
+  // was validated or written. The rank goes on in the grown group.
+  bool membership_changed = false;
 };
 
 }  // namespace receipt_parity

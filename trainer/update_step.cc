@@ -452,6 +452,8 @@ absl::Status UpdateStep::Step(int64_t total_update, UpdateResult* result) {
   const double factor =
       parts_.schedule != nullptr ? parts_.schedule->Factor(total_update) : 1.0;
   try {
+    const PhaseKillScope injected_kill(parts_.phase_kill, KillPhase::kOptimizerStep, parts_.rank,
+                                       total_update);
     result->learning_rate = StepAtRate(*parts_.optimizer, base_rates_, factor);
   } catch (const std::exception& e) {
     return LibTorchError(e, parts_.rank, total_update);

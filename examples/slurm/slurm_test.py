@@ -237,6 +237,7 @@ class SlurmTest(unittest.TestCase):
     self.assertNotEqual(killed.returncode, 0, said[-3000:])
     self.assertIn("rank 1 kills itself (SIGKILL) at mid_shard of generation 2", said)
     self.assertRegex(said, r"task 1: Killed")
+    self.assertIn("run.survivors_go_on does not apply: this rank was started by srun", said)
     self.assertEqual(train_processes(out), [], "a rank outlived its job step")
     self.assertFalse(os.path.exists(os.path.join(out, "finished.json")))
     rerun = self.srun(2, out)

@@ -8,7 +8,9 @@ the writer) leaves, the others form a new group and go on from their
 memory, and every run ends with the uninterrupted run's
 final_parameter_hash and a passing bitwise whole-run verdict;
 membership.json records each change. A frozen rank leaves within the
-heartbeat's timeout. A run whose updates depend on the world size
+heartbeat's timeout. With replace_lost_ranks (the default), the launcher
+starts a replacement for each lost rank, which joins at an update boundary
+from a member's memory, and the run still ends on the same bits. A run whose updates depend on the world size
 (masked_tail) still ends the attempt and resumes from its generation."""
 import os
 import random
@@ -22,9 +24,9 @@ import integration_support as support
 UPDATES = 200  # epochs x updates per epoch of the config below
 
 
-def config(sampler="global_batches", extra_run=""):
+def config(sampler="global_batches", extra_run="replace_lost_ranks: false", updates=UPDATES):
   text = support.small_config(
-      ids=120, batch=12, world=3, epochs=UPDATES // 7, sampler=sampler,
+      ids=120, batch=12, world=3, epochs=updates // 7, sampler=sampler,
       reducer="ordered_sum",
       run_extra="heartbeat_timeout_seconds: 1 survivors_go_on: true " + extra_run,
       extra="checkpoint { every_updates: 5 keep_last: 2 }\n")
@@ -44,7 +46,8 @@ def start(config_path, out, log, *flags):
 
 
 def wait_for_update(launcher, log, update, seconds=120):
-  """The workers' pids once rank 0 has logged `update` updates."""
+  """The workers' pids, by launch rank, once rank 0 has logged `update`
+  updates."""
   deadline = time.time() + seconds
   while time.time() < deadline and launcher.poll() is None:
     pids = support.rank_pids(launcher.pid)
@@ -76,10 +79,16 @@ class SurvivorsGoOnTest(unittest.TestCase):
     self.assertTrue(parity["pass"], "%s: %s" % (trial, parity.get("failures")))
     self.assertEqual(parity["whole_run"]["mode"], "bitwise", trial)
     self.assertTrue(parity["whole_run"]["pass"], trial)
+    # The every-update checks ran across every change.
+    every = parity["every_update"]
+    self.assertEqual(every["updates"], self.updates, trial)
+    self.assertEqual(every["verified"] + len(every.get("lost_with_rank", [])),
+                     self.updates, "%s: %s" % (trial, every))
     changes = support.load(os.path.join(out, "membership.json"))["changes"]
     self.assertGreaterEqual(len(changes), 1, trial)
     for change in changes:
-      self.assertEqual(change["outcome"], "survivors_went_on", "%s: %s" % (trial, change))
+      self.assertIn(change["outcome"], ("survivors_went_on", "replacement_joined"),
+                    "%s: %s" % (trial, change))
       self.assertLessEqual(change.get("updates_redone", 0), 1, trial)
       self.assertLess(change["reforming_seconds"], 10, trial)
     self.assertEqual(changes[-1]["world_size_after"], survivors, "%s: %s" % (trial, changes))
@@ -145,6 +154,90 @@ class SurvivorsGoOnTest(unittest.TestCase):
     self.assertIn("stopped answering: no heartbeat for", changes[0]["why"][0])
     self.assertGreaterEqual(changes[0]["detection_seconds"], 1.0)
     self.assertLess(changes[0]["detection_seconds"], 3.0)
+
+
+class ReplacementTest(SurvivorsGoOnTest):
+  """The same runs with replace_lost_ranks (the default): the group grows
+  back to three, and the bits stay."""
+
+  @classmethod
+  def setUpClass(cls):
+    cls.tmp = support.temp_dir("replace")
+    # Long enough that a replacement (a process start, LibTorch, the config)
+    # is ready well before the members finish.
+    cls.config = support.write_config(cls.tmp, "replace",
+                                      config(extra_run="", updates=2 * UPDATES))
+    whole = os.path.join(cls.tmp, "whole")
+    result = support.train(cls.config, whole)
+    assert result.returncode == 0, result.stderr[-3000:]
+    cls.expected = support.final_hash(whole)
+    cls.updates = support.load(os.path.join(whole, "run_summary.json"))["updates"]
+
+  def check_replaced(self, out, log, code, trial, lost, replaced):
+    changes = self.check_went_on(out, log, code, trial, 3 - lost + replaced)
+    left = [c for c in changes if c["outcome"] == "survivors_went_on"]
+    joined = [c for c in changes if c["outcome"] == "replacement_joined"]
+    self.assertEqual(sum(len(c["left"]) for c in left), lost, "%s: %s" % (trial, changes))
+    self.assertEqual(sum(len(c["joined"]) for c in joined), replaced,
+                     "%s: %s" % (trial, changes))
+    for change in joined:
+      # Joined from a member's memory: the grown group reported it, and the
+      # replacement's own start-up ran while the members trained.
+      self.assertGreaterEqual(change["went_on_from_update"], 0, "%s: %s" % (trial, change))
+      self.assertGreater(change["joining_seconds"], 0, trial)
+    with open(log) as f:
+      self.assertIn("a replacement, ready to join after membership", f.read(), trial)
+    return changes
+
+  def test_a_rank_killed_in_each_phase_leaves_and_the_bits_stay(self):
+    for trial, (phase, rank, update) in enumerate((
+        ("allreduce", 2, 13), ("optimizer_step", 1, 9), ("save", 0, 10))):
+      out = os.path.join(self.tmp, "phase%d" % trial)
+      log = os.path.join(self.tmp, "phase%d.log" % trial)
+      launcher = start(self.config, out, log, "--kill_phase=" + phase,
+                       "--kill_rank=%d" % rank, "--kill_update=%d" % update)
+      changes = self.check_replaced(out, log, launcher.wait(timeout=600), phase, 1, 1)
+      self.assertEqual(changes[0]["left"], [rank], phase)
+      self.assertEqual(changes[1]["joined"], [rank], phase)
+
+  def test_random_losses_at_random_moments_end_on_the_same_bits(self):
+    rng = random.Random(51)
+    for trial in range(2):
+      out = os.path.join(self.tmp, "random%d" % trial)
+      log = os.path.join(self.tmp, "random%d.log" % trial)
+      launcher = start(self.config, out, log)
+      pids = wait_for_update(launcher, log, 5)
+      time.sleep(rng.uniform(0.0, 0.3))
+      victims = [1, 2] if trial == 1 else [rng.randrange(3)]
+      for victim in victims:
+        os.kill(pids[victim], signal.SIGKILL)
+      name = "trial %d (ranks %s)" % (trial, victims)
+      self.check_replaced(out, log, launcher.wait(timeout=600), name, len(victims),
+                          len(victims))
+
+  def test_a_frozen_rank_leaves_within_the_heartbeat_timeout(self):
+    out = os.path.join(self.tmp, "frozen")
+    log = os.path.join(self.tmp, "frozen.log")
+    launcher = start(self.config, out, log)
+    pids = wait_for_update(launcher, log, 5)
+    os.kill(pids[1], signal.SIGSTOP)
+    changes = self.check_replaced(out, log, launcher.wait(timeout=600), "frozen", 1, 1)
+    self.assertIn("stopped answering: no heartbeat for", changes[0]["why"][0])
+    self.assertGreaterEqual(changes[0]["detection_seconds"], 1.0)
+    self.assertLess(changes[0]["detection_seconds"], 3.0)
+
+  def test_the_limit_on_replacements_holds(self):
+    path = support.write_config(
+        self.tmp, "limit", config(extra_run="max_replacements: 1", updates=2 * UPDATES))
+    out = os.path.join(self.tmp, "limit")
+    log = os.path.join(self.tmp, "limit.log")
+    launcher = start(path, out, log)
+    pids = wait_for_update(launcher, log, 5)
+    for victim in (1, 2):
+      os.kill(pids[victim], signal.SIGKILL)
+    self.check_replaced(out, log, launcher.wait(timeout=600), "limit", 2, 1)
+    with open(log) as f:
+      self.assertIn("run.max_replacements (1) are used up", f.read())
 
 
 class WorldSizeDependentTest(unittest.TestCase):

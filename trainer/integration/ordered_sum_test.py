@@ -17,14 +17,14 @@ import integration_support as support
 DEALS = ((1, None), (2, [9, 3]), (3, [6, 3, 3]), (4, None))
 
 
-def config(world, local=None, max_updates=None, chunk_slots=3, extra=""):
+def config(world, local=None, max_updates=None, chunk_slots=3, extra="", run_extra=""):
   lines = [extra, "checkpoint { every_updates: 5 keep_last: 2 }"]
   if local:
     lines.append("local_batch_sizes: [%s]" % ", ".join(str(b) for b in local))
   text = support.small_config(
       ids=60, batch=12, world=world, epochs=10, sampler="global_batches",
       reducer="ordered_sum",
-      run_extra="max_updates: %d" % max_updates if max_updates else "",
+      run_extra=("max_updates: %d " % max_updates if max_updates else "") + run_extra,
       extra="\n".join(lines) + "\n")
   return text.replace(
       'reducer { name: "ordered_sum" }',
@@ -94,7 +94,10 @@ class OrderedSumAtEveryWorldSizeTest(unittest.TestCase):
 
   def test_a_rank_killed_in_its_all_reduce_resumes_to_the_same_bits(self):
     out = os.path.join(self.tmp, "killed")
-    path = support.write_config(self.tmp, "killed", config(2, [9, 3]))
+    # The attempt ends (survivors going on is the default: there the run
+    # would not stop; trainer/integration/live_membership_test).
+    path = support.write_config(self.tmp, "killed",
+                                config(2, [9, 3], run_extra="survivors_go_on: false"))
     killed = support.train(path, out, "--kill_rank=1", "--kill_phase=allreduce",
                            "--kill_update=17")
     self.assertNotEqual(killed.returncode, 0, killed.stderr[-2000:])

@@ -197,6 +197,10 @@ class TorchrunWithAnotherNprocTest(unittest.TestCase):
     second = self.torchrun(3, support.write_config(tmp, "more", config(2, max_updates=40)), out)
     self.assertEqual(second.returncode, 0, second.stderr[-3000:])
     self.assertIn("WORLD_SIZE=3 from the launcher", second.stderr)
+    # Survivors going on needs this binary's launcher: torchrun's start says
+    # a lost rank ends the attempt (issue 50).
+    self.assertIn("run.survivors_go_on does not apply: this rank was started by torchrun",
+                  second.stderr)
     resume = support.load(os.path.join(out, "resume.json"))
     self.assertEqual(resume["update"], 20)
     self.assertEqual(resume["world_size"], 3)
