@@ -31,13 +31,18 @@ class FailureCostTest(unittest.TestCase):
     with open(os.path.join(out, "failure_cost.json")) as f:
       report = json.load(f)
     runs = report["rounds"][0]["2"]["runs"]
-    self.assertEqual(set(runs), {"uninterrupted", "going_on", "restart"})
+    self.assertEqual(set(runs), {"uninterrupted", "going_on", "restart",
+                                 "uninterrupted_not_ready"})
+    self.assertEqual(runs["uninterrupted_not_ready"]["hash"], runs["uninterrupted"]["hash"])
+    self.assertIn("ready to go on / not ready", result.stdout)
     self.assertEqual(runs["going_on"]["outcome"], "survivors_went_on")
     self.assertEqual(runs["going_on"]["updates_redone"], 1)
     self.assertEqual(runs["restart"]["outcome"], "attempt_ended")
     for way in ("going_on", "restart"):
       self.assertEqual(runs[way]["hash"], runs["uninterrupted"]["hash"], way)
       self.assertGreater(runs[way]["stall_seconds"], 0, way)
+      self.assertAlmostEqual(runs[way]["lost_seconds"], runs[way]["stall_seconds"] -
+                             2 * runs["uninterrupted"]["update_seconds"])
     self.assertGreater(runs["uninterrupted"]["update_seconds"], 0)
     self.assertEqual(len(report["targets"]), 2)
     for t in report["targets"]:

@@ -10,7 +10,9 @@ final_parameter_hash and a passing bitwise whole-run verdict;
 membership.json records each change. A frozen rank leaves within the
 heartbeat's timeout. With replace_lost_ranks (the default), the launcher
 starts a replacement for each lost rank, which joins at an update boundary
-from a member's memory, and the run still ends on the same bits. A run whose updates depend on the world size
+from a member's memory, and the run still ends on the same bits. With
+allreduce_sum, whose sum depends on the world size in its last bits, the
+parity verdict holds across the changes. A run whose updates depend on the world size
 (masked_tail) still ends the attempt and resumes from its generation."""
 import os
 import random
@@ -24,10 +26,11 @@ import integration_support as support
 UPDATES = 200  # epochs x updates per epoch of the config below
 
 
-def config(sampler="global_batches", extra_run="replace_lost_ranks: false", updates=UPDATES):
+def config(sampler="global_batches", extra_run="replace_lost_ranks: false", updates=UPDATES,
+           reducer="ordered_sum"):
   text = support.small_config(
       ids=120, batch=12, world=3, epochs=updates // 7, sampler=sampler,
-      reducer="ordered_sum",
+      reducer=reducer,
       run_extra="heartbeat_timeout_seconds: 1 survivors_go_on: true " + extra_run,
       extra="checkpoint { every_updates: 5 keep_last: 2 }\n")
   text = text.replace("log_every_updates: 1000", "log_every_updates: 1")
@@ -238,6 +241,33 @@ class ReplacementTest(SurvivorsGoOnTest):
     self.check_replaced(out, log, launcher.wait(timeout=600), "limit", 2, 1)
     with open(log) as f:
       self.assertIn("run.max_replacements (1) are used up", f.read())
+
+
+class AllreduceSumTest(unittest.TestCase):
+  """allreduce_sum's sum depends on the world size in its last bits, so
+  across a change of membership the run is judged by the parity verdict
+  within its tolerance, not bit for bit: it must hold."""
+
+  def test_the_parity_verdict_holds_across_a_loss_and_a_join(self):
+    tmp = support.temp_dir("live_allreduce")
+    path = support.write_config(tmp, "allreduce",
+                                config(extra_run="", updates=2 * UPDATES, reducer="allreduce_sum"))
+    out = os.path.join(tmp, "out")
+    log = os.path.join(tmp, "allreduce.log")
+    launcher = start(path, out, log, "--kill_phase=allreduce", "--kill_rank=1",
+                     "--kill_update=13")
+    code = launcher.wait(timeout=600)
+    with open(log) as f:
+      text = f.read()
+    self.assertEqual(code, 0, text[-3000:])
+    changes = support.load(os.path.join(out, "membership.json"))["changes"]
+    self.assertEqual([c["outcome"] for c in changes],
+                     ["survivors_went_on", "replacement_joined"], changes)
+    parity = support.load(os.path.join(out, "parity.json"))
+    self.assertTrue(parity["pass"], parity.get("failures"))
+    self.assertTrue(parity["whole_run"]["pass"], parity["whole_run"])
+    every = parity["every_update"]
+    self.assertEqual(every["verified"] + len(every.get("lost_with_rank", [])), every["updates"])
 
 
 class WorldSizeDependentTest(unittest.TestCase):
