@@ -484,7 +484,6 @@ class Replacements {
       join.rank = rank;
       join.membership = log.membership();
       join.members = log.members();
-      join.world_size_after = static_cast<int>(log.members().size());
       join.joining_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                            pending_[rank].started)
                                  .count();

@@ -100,7 +100,6 @@ struct RankJoin {
   double joining_seconds = 0;
   double reforming_seconds = 0;
   int64_t went_on_from_update = -1;
-  int world_size_after = 0;
   // The launch ranks of the membership it joined, in group order.
   std::vector<int> members;
 };

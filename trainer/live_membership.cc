@@ -121,16 +121,17 @@ std::string TensorBytes(const at::Tensor& tensor) {
   return std::string(static_cast<const char*>(data.data_ptr()), data.numel());
 }
 
-// What the source sends: its whole state with those entries, in
-// LibTorch's serialization (checkpoint/shard_state.h).
-absl::StatusOr<std::string> Package(const LiveHandover& handover) {
+// What the source sends: its whole state with those entries (`own_hash`:
+// its state's ReplicaHash), in LibTorch's serialization
+// (checkpoint/shard_state.h).
+absl::StatusOr<std::string> Package(const LiveHandover& handover, const std::string& own_hash) {
   ShardState sent = handover.state.whole;
   sent.rank_tensors[kAbandonedEntry] =
       at::full({1}, handover.abandoned_in_flight ? 1 : 0, at::kLong);
   if (handover.every_update.has_value()) {
     sent.rank_tensors[kEveryUpdateEntry] = BytesTensor(handover.every_update->SerializeAsString());
   }
-  sent.rank_tensors[kReplicaHashEntry] = BytesTensor(ReplicaHash(handover.state.whole));
+  sent.rank_tensors[kReplicaHashEntry] = BytesTensor(own_hash);
   sent.rank_tensors[kGroupEntry] = at::tensor(
       std::vector<int64_t>{handover.state.world_size, handover.state.next_generation,
                            handover.attempt},
@@ -227,9 +228,13 @@ absl::Status AgreeOnState(GroupAfterLoss& next, LiveHandover* handover) {
         "membership ", next.membership,
         " holds only replacements: no member has the state to go on from"));
   }
+  // A member at the source's update hashes the state it holds (once: the
+  // source sends that hash); one behind hashes the state it receives.
+  const bool at_source_update = mine == updates[source];
+  const std::string held_hash = at_source_update ? ReplicaHash(handover->state.whole) : "";
   std::string package;
   if (next.rank == source) {
-    absl::StatusOr<std::string> packed = Package(*handover);
+    absl::StatusOr<std::string> packed = Package(*handover, held_hash);
     if (!packed.ok()) return packed.status();
     package = *std::move(packed);
   }
@@ -237,12 +242,11 @@ absl::Status AgreeOnState(GroupAfterLoss& next, LiveHandover* handover) {
   LiveHandover received = *handover;
   std::string source_hash;
   if (absl::Status s = Unpack(sent, &received, &source_hash); !s.ok()) return s;
-  const std::string own_hash = mine == updates[source] ? ReplicaHash(handover->state.whole)
-                                                       : ReplicaHash(received.state.whole);
+  const std::string own_hash = at_source_update ? held_hash : ReplicaHash(received.state.whole);
   if (own_hash != source_hash) {
     return absl::FailedPreconditionError(absl::StrCat(
         "rank ", next.rank, " of membership ", next.membership,
-        mine == updates[source]
+        at_source_update
             ? absl::StrCat(" and rank ", source, " both completed update ", mine,
                            " but their states differ (replica hash ", own_hash, " != ",
                            source_hash, "): the survivors cannot go on from one state")

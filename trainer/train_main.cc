@@ -353,11 +353,17 @@ void CountChange(const ReformedReport& report, int world_size_before, int world_
   totals->set_world_size(world_size_after);
 }
 
-// `options` train on in the group `next` formed (after a loss, a grown
-// group, or a replacement's first): its rank and world size, the config at
-// that world size (kept in `resized`), no injected failure (it happened).
-absl::Status TrainInGroup(const LoadedConfig& loaded, const GroupAfterLoss& next,
-                          std::optional<LoadedConfig>* resized, TrainingRunOptions* options) {
+// `options` go on in the group `next` formed (after a loss, a grown group,
+// or a replacement's first) from `agreed`, the state its members agreed
+// on: the group and its membership taken into `group` and `membership`,
+// the change counted, the rank and world size, the config at that world
+// size (kept in `resized`), no injected failure (it happened).
+absl::Status GoOnInGroup(const LoadedConfig& loaded, GroupAfterLoss& next,
+                         const LiveHandover& agreed, int* membership, ProcessGroupHandle* group,
+                         std::optional<LoadedConfig>* resized, TrainingRunOptions* options) {
+  *membership = next.membership;
+  *group = std::move(next.group);
+  CountChange(next.report, agreed.state.world_size, next.world_size, &options->membership);
   absl::StatusOr<LoadedConfig> adopted = WithWorldSize(loaded, next.world_size);
   if (!adopted.ok()) return adopted.status();
   *resized = *std::move(adopted);
@@ -365,6 +371,8 @@ absl::Status TrainInGroup(const LoadedConfig& loaded, const GroupAfterLoss& next
   options->rank = next.rank;
   options->world_size = next.world_size;
   options->fault = FaultPlan{};
+  options->attempt = agreed.attempt;
+  options->resume_from_memory = &agreed;
   return absl::OkStatus();
 }
 
@@ -388,12 +396,11 @@ int TrainGoingOnAfterLosses(const LoadedConfig& loaded, const DistributedEnv& en
   std::optional<LoadedConfig> resized;
   int membership = 0;
   if (joined.has_value()) {
-    membership = joined->membership;
-    group = std::move(joined->group);
-    CountChange(joined->report, from.state.world_size, joined->world_size, &options.membership);
-    if (absl::Status s = TrainInGroup(loaded, *joined, &resized, &options); !s.ok()) return Fail(s);
-    options.attempt = from.attempt;
-    options.resume_from_memory = &from;
+    if (absl::Status s =
+            GoOnInGroup(loaded, *joined, from, &membership, &group, &resized, &options);
+        !s.ok()) {
+      return Fail(s);
+    }
   }
   while (true) {
     into = LiveHandover();
@@ -417,12 +424,12 @@ int TrainGoingOnAfterLosses(const LoadedConfig& loaded, const DistributedEnv& en
                                      " was seen but did not come"))
                                : outcome.status());
     }
-    membership = (*next)->membership;
-    group = std::move((*next)->group);
-    CountChange((*next)->report, options.world_size, (*next)->world_size, &options.membership);
-    if (absl::Status s = TrainInGroup(loaded, **next, &resized, &options); !s.ok()) return Fail(s);
     std::swap(from, into);
-    options.resume_from_memory = &from;
+    if (absl::Status s =
+            GoOnInGroup(loaded, **next, from, &membership, &group, &resized, &options);
+        !s.ok()) {
+      return Fail(s);
+    }
   }
 }
 
@@ -572,14 +579,38 @@ int LaunchExitCode(const LaunchResult& result, bool under_mpirun) {
   return kExitRunFailed;
 }
 
-// membership.json's change for a replacement that joined.
-MembershipChange JoinChange(const RankJoin& join, int attempt) {
+// A change of membership.json, stamped with `attempt` and now.
+MembershipChange StampedChange(int attempt) {
   MembershipChange change;
   change.set_attempt(attempt);
   change.set_at(absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()));
+  return change;
+}
+
+// membership.json's change for a rank lost.
+MembershipChange LossChange(const RankLoss& loss, int attempt) {
+  MembershipChange change = StampedChange(attempt);
+  change.add_left(loss.rank);
+  change.add_why(loss.why);
+  change.set_updates_completed(static_cast<int32_t>(loss.updates_completed));
+  change.set_detection_seconds(loss.detection_seconds);
+  if (loss.membership == 0) {
+    change.set_outcome("attempt_ended");
+    return change;
+  }
+  change.set_world_size_after(static_cast<int32_t>(loss.survivors.size()));
+  change.set_outcome("survivors_went_on");
+  change.set_reforming_seconds(loss.reforming_seconds);
+  change.set_updates_redone(loss.updates_redone);
+  change.set_went_on_from_update(static_cast<int32_t>(loss.went_on_from_update));
+  return change;
+}
+
+// membership.json's change for a replacement that joined.
+MembershipChange JoinChange(const RankJoin& join, int attempt) {
+  MembershipChange change = StampedChange(attempt);
   change.add_joined(join.rank);
-  change.set_world_size_before(join.world_size_after - 1);
-  change.set_world_size_after(join.world_size_after);
+  change.set_world_size_after(static_cast<int32_t>(join.members.size()));
   change.set_outcome("replacement_joined");
   change.set_joining_seconds(join.joining_seconds);
   change.set_reforming_seconds(join.reforming_seconds);
@@ -588,13 +619,31 @@ MembershipChange JoinChange(const RankJoin& join, int attempt) {
   return change;
 }
 
-// The changes in the order of their memberships (an attempt's end last).
-void OrderByMembership(std::vector<std::pair<int, MembershipChange>>* changes) {
-  std::stable_sort(changes->begin(), changes->end(), [](const auto& a, const auto& b) {
+// The changes in the order of their memberships (an attempt's end last),
+// those of one membership in one change (ranks lost together, replacements
+// taken in together), each with the world size before it.
+std::vector<MembershipChange> InOrder(std::vector<std::pair<int, MembershipChange>> changes,
+                                      int world_size) {
+  std::stable_sort(changes.begin(), changes.end(), [](const auto& a, const auto& b) {
     const int left = a.first == 0 ? INT32_MAX : a.first;
     const int right = b.first == 0 ? INT32_MAX : b.first;
     return left < right;
   });
+  std::vector<MembershipChange> ordered;
+  int previous = -1;
+  for (auto& [membership, change] : changes) {
+    if (membership > 0 && membership == previous) {
+      MembershipChange& together = ordered.back();
+      for (int rank : change.left()) together.add_left(rank);
+      for (const std::string& why : change.why()) together.add_why(why);
+      for (int rank : change.joined()) together.add_joined(rank);
+      continue;
+    }
+    previous = membership;
+    change.set_world_size_before(ordered.empty() ? world_size : ordered.back().world_size_after());
+    ordered.push_back(std::move(change));
+  }
+  return ordered;
 }
 
 // membership.json: the ranks the attempt lost, those the others went on
@@ -610,45 +659,15 @@ void RecordLosses(const LoadedConfig& loaded, const std::string& out, int attemp
                                         WEXITSTATUS(loss.wait_status) == kExitCheckFailed)) {
       continue;
     }
-    if (loss.membership > 0 && !changes.empty() && loss.membership == changes.back().first) {
-      // Left together with the rank before.
-      changes.back().second.add_left(loss.rank);
-      changes.back().second.add_why(loss.why);
-      continue;
-    }
-    MembershipChange change;
-    change.set_attempt(attempt);
-    change.set_at(absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()));
-    change.add_left(loss.rank);
-    change.add_why(loss.why);
-    change.set_updates_completed(static_cast<int32_t>(loss.updates_completed));
-    change.set_detection_seconds(loss.detection_seconds);
-    if (loss.membership > 0) {
-      change.set_world_size_after(static_cast<int32_t>(loss.survivors.size()));
-      change.set_outcome("survivors_went_on");
-      change.set_reforming_seconds(loss.reforming_seconds);
-      change.set_updates_redone(loss.updates_redone);
-      change.set_went_on_from_update(static_cast<int32_t>(loss.went_on_from_update));
-    } else {
-      change.set_outcome("attempt_ended");
-    }
-    changes.emplace_back(loss.membership, std::move(change));
+    changes.emplace_back(loss.membership, LossChange(loss, attempt));
   }
   for (const RankJoin& join : result.joins) {
     changes.emplace_back(join.membership, JoinChange(join, attempt));
   }
   if (changes.empty()) return;
-  OrderByMembership(&changes);
-  std::vector<MembershipChange> ordered;
-  for (auto& [membership, change] : changes) {
-    if (change.outcome() != "replacement_joined") {
-      change.set_world_size_before(ordered.empty() ? loaded.config.world_size()
-                                                   : ordered.back().world_size_after());
-    }
-    ordered.push_back(std::move(change));
-  }
   const absl::Status written =
-      AppendMembershipChanges(out, MakeArtifactStamp(loaded.fingerprint, attempt), ordered);
+      AppendMembershipChanges(out, MakeArtifactStamp(loaded.fingerprint, attempt),
+                              InOrder(std::move(changes), loaded.config.world_size()));
   if (!written.ok()) LOG(WARNING) << "launcher: " << written.message();
 }
 

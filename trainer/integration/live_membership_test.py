@@ -61,6 +61,18 @@ def wait_for_update(launcher, log, update, seconds=120):
   raise AssertionError("the run did not reach update %d" % update)
 
 
+def run_losing(config_path, out, log, victims, sig=signal.SIGKILL, pause=0.0):
+  """Starts the run; once rank 0 has logged update 5 and `pause` seconds
+  more, sends `sig` to the launch ranks `victims`. The launcher's exit
+  code."""
+  launcher = start(config_path, out, log)
+  pids = wait_for_update(launcher, log, 5)
+  time.sleep(pause)
+  for victim in victims:
+    os.kill(pids[victim], sig)
+  return launcher.wait(timeout=600)
+
+
 class SurvivorsGoOnTest(unittest.TestCase):
 
   @classmethod
@@ -95,6 +107,9 @@ class SurvivorsGoOnTest(unittest.TestCase):
       self.assertLessEqual(change.get("updates_redone", 0), 1, trial)
       self.assertLess(change["reforming_seconds"], 10, trial)
     self.assertEqual(changes[-1]["world_size_after"], survivors, "%s: %s" % (trial, changes))
+    # Each change starts at the world size the one before left.
+    for before, after in zip([3] + [c["world_size_after"] for c in changes], changes):
+      self.assertEqual(after["world_size_before"], before, "%s: %s" % (trial, changes))
     # run_summary.json sums what the survivors went through.
     totals = support.load(os.path.join(out, "run_summary.json"))["membership"]
     # A membership the survivors passed over (a later one was already out)
@@ -131,29 +146,24 @@ class SurvivorsGoOnTest(unittest.TestCase):
     for trial in range(6):
       out = os.path.join(self.tmp, "random%d" % trial)
       log = os.path.join(self.tmp, "random%d.log" % trial)
-      launcher = start(self.config, out, log)
-      pids = wait_for_update(launcher, log, 5)
-      time.sleep(rng.uniform(0.0, 0.5))
+      pause = rng.uniform(0.0, 0.5)
       if trial == 0:
         victims = [0]  # the writer
       elif trial == 1:
         victims = [1, 2]  # two at once
       else:
         victims = [rng.randrange(3)]
-      for victim in victims:
-        os.kill(pids[victim], signal.SIGKILL)
       name = "trial %d (ranks %s)" % (trial, victims)
-      changes = self.check_went_on(out, log, launcher.wait(timeout=600), name,
+      code = run_losing(self.config, out, log, victims, pause=pause)
+      changes = self.check_went_on(out, log, code, name,
                                    3 - len(victims))
       self.assertEqual(sorted(sum((c["left"] for c in changes), [])), victims, name)
 
   def test_a_frozen_rank_leaves_within_the_heartbeat_timeout(self):
     out = os.path.join(self.tmp, "frozen")
     log = os.path.join(self.tmp, "frozen.log")
-    launcher = start(self.config, out, log)
-    pids = wait_for_update(launcher, log, 5)
-    os.kill(pids[1], signal.SIGSTOP)
-    changes = self.check_went_on(out, log, launcher.wait(timeout=600), "frozen", 2)
+    code = run_losing(self.config, out, log, [1], sig=signal.SIGSTOP)
+    changes = self.check_went_on(out, log, code, "frozen", 2)
     self.assertIn("stopped answering: no heartbeat for", changes[0]["why"][0])
     self.assertGreaterEqual(changes[0]["detection_seconds"], 1.0)
     self.assertLess(changes[0]["detection_seconds"], 3.0)
@@ -208,23 +218,17 @@ class ReplacementTest(SurvivorsGoOnTest):
     for trial in range(2):
       out = os.path.join(self.tmp, "random%d" % trial)
       log = os.path.join(self.tmp, "random%d.log" % trial)
-      launcher = start(self.config, out, log)
-      pids = wait_for_update(launcher, log, 5)
-      time.sleep(rng.uniform(0.0, 0.3))
+      pause = rng.uniform(0.0, 0.3)
       victims = [1, 2] if trial == 1 else [rng.randrange(3)]
-      for victim in victims:
-        os.kill(pids[victim], signal.SIGKILL)
       name = "trial %d (ranks %s)" % (trial, victims)
-      self.check_replaced(out, log, launcher.wait(timeout=600), name, len(victims),
-                          len(victims))
+      code = run_losing(self.config, out, log, victims, pause=pause)
+      self.check_replaced(out, log, code, name, len(victims), len(victims))
 
   def test_a_frozen_rank_leaves_within_the_heartbeat_timeout(self):
     out = os.path.join(self.tmp, "frozen")
     log = os.path.join(self.tmp, "frozen.log")
-    launcher = start(self.config, out, log)
-    pids = wait_for_update(launcher, log, 5)
-    os.kill(pids[1], signal.SIGSTOP)
-    changes = self.check_replaced(out, log, launcher.wait(timeout=600), "frozen", 1, 1)
+    code = run_losing(self.config, out, log, [1], sig=signal.SIGSTOP)
+    changes = self.check_replaced(out, log, code, "frozen", 1, 1)
     self.assertIn("stopped answering: no heartbeat for", changes[0]["why"][0])
     self.assertGreaterEqual(changes[0]["detection_seconds"], 1.0)
     self.assertLess(changes[0]["detection_seconds"], 3.0)
@@ -234,11 +238,7 @@ class ReplacementTest(SurvivorsGoOnTest):
         self.tmp, "limit", config(extra_run="max_replacements: 1", updates=2 * UPDATES))
     out = os.path.join(self.tmp, "limit")
     log = os.path.join(self.tmp, "limit.log")
-    launcher = start(path, out, log)
-    pids = wait_for_update(launcher, log, 5)
-    for victim in (1, 2):
-      os.kill(pids[victim], signal.SIGKILL)
-    self.check_replaced(out, log, launcher.wait(timeout=600), "limit", 2, 1)
+    self.check_replaced(out, log, run_losing(path, out, log, [1, 2]), "limit", 2, 1)
     with open(log) as f:
       self.assertIn("run.max_replacements (1) are used up", f.read())
 
