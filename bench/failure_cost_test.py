@@ -36,7 +36,9 @@ class FailureCostTest(unittest.TestCase):
     self.assertEqual(runs["uninterrupted_not_ready"]["hash"], runs["uninterrupted"]["hash"])
     self.assertIn("ready to go on / not ready", result.stdout)
     self.assertEqual(runs["going_on"]["outcome"], "survivors_went_on")
-    self.assertEqual(runs["going_on"]["updates_redone"], 1)
+    # At most the update in flight: 0 when the survivors had finished it
+    # before the loss reached them (the killed rank had sent its part).
+    self.assertIn(runs["going_on"]["updates_redone"], (0, 1))
     self.assertEqual(runs["restart"]["outcome"], "attempt_ended")
     for way in ("going_on", "restart"):
       self.assertEqual(runs[way]["hash"], runs["uninterrupted"]["hash"], way)
