@@ -106,14 +106,15 @@ absl::StatusOr<WeightedBackwardResult> ShareBackward(const std::vector<MicroBatc
 
 absl::StatusOr<WeightedBackwardResult> ChunkBackward(const ChunkShare& chunk,
                                                      const ShareBackwardParts& parts,
-                                                     const ChunkObserver& on_chunk) {
+                                                     const ChunkObserver& on_chunk,
+                                                     GradientStart start) {
   try {
     absl::StatusOr<ExampleTensors> batch = Examples(chunk.slots, parts);
     if (!batch.ok()) return batch.status();
     const at::Tensor update_keys = UpdateKeys(batch->keys, parts.total_update);
     if (on_chunk) on_chunk(chunk, update_keys);
-    return WeightedBackward(*parts.model, batch->images, batch->labels, chunk.weights,
-                            GradientStart::kZero, parts.bf16, update_keys);
+    return WeightedBackward(*parts.model, batch->images, batch->labels, chunk.weights, start,
+                            parts.bf16, update_keys);
   } catch (const std::exception& e) {
     return LibTorchErrorToStatus(e, absl::StrCat(parts.where, ": LibTorch"));
   }

@@ -72,12 +72,16 @@ absl::StatusOr<WeightedBackwardResult> ShareBackward(const std::vector<MicroBatc
 
 // One chunk of the ordered mode alone, from zero gradients; its gradient
 // is then the parameters' .grad (FlattenGradients lays it out as a row).
-// `on_chunk` (may be empty) is called with its keys before the backward;
-// `on_micro_batch`, `before_last` and `sum` are not used.
+// With GradientStart::kAccumulate its gradient is added to the .grad there
+// (autograd's in-place add: each element the float sum of the two, as the
+// tree adds a node's two rows). `on_chunk` (may be empty) is called with
+// its keys before the backward; `on_micro_batch`, `before_last` and `sum`
+// are not used.
 using ChunkObserver = std::function<void(const ChunkShare& chunk, const at::Tensor& update_keys)>;
 absl::StatusOr<WeightedBackwardResult> ChunkBackward(const ChunkShare& chunk,
                                                      const ShareBackwardParts& parts,
-                                                     const ChunkObserver& on_chunk = nullptr);
+                                                     const ChunkObserver& on_chunk = nullptr,
+                                                     GradientStart start = GradientStart::kZero);
 
 // Copies every parameter's gradient, in registration order, into `row`
 // (1-D, as many elements as the parameters); a parameter without a

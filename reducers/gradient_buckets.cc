@@ -199,6 +199,7 @@ void GradientBuckets::ResetReadiness() {
   armed_reducer_ = nullptr;
   armed_group_ = nullptr;
   pending_ = bucket_sizes_;
+  accumulated_.assign(views_.size(), false);
   next_bucket_ = 0;
   start_error_ = absl::OkStatus();
 }
@@ -214,8 +215,23 @@ void GradientBuckets::ArmBackward(GradientReducer& reducer, c10d::ProcessGroup& 
 void GradientBuckets::OnAccumulated(int index) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (armed_reducer_ == nullptr) return;
+  accumulated_[static_cast<size_t>(index)] = true;
   --pending_[bucket_of_[index]];
   StartReadyBuckets();
+}
+
+absl::StatusOr<std::vector<at::Tensor>> GradientBuckets::NotAccumulated() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (armed_reducer_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "gradient buckets: which gradients a backward accumulated is known only after "
+        "ArmBackward with a reducer that overlaps the backward");
+  }
+  std::vector<at::Tensor> left;
+  for (size_t i = 0; i < views_.size(); ++i) {
+    if (!accumulated_[i]) left.push_back(views_[i]);
+  }
+  return left;
 }
 
 void GradientBuckets::StartReadyBuckets() {

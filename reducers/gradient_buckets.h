@@ -120,6 +120,13 @@ class GradientBuckets {
   // Reduce() must name the same reducer and group.
   void ArmBackward(GradientReducer& reducer, c10d::ProcessGroup& group);
 
+  // The gradients (views into the buckets) of the parameters whose
+  // accumulator has not run since ArmBackward: those the armed backward
+  // gave no gradient, whose values it left as they were. Call it after that
+  // backward, before Reduce(). FailedPrecondition unless armed (a reducer
+  // that overlaps the backward, buckets with hooks).
+  absl::StatusOr<std::vector<at::Tensor>> NotAccumulated();
+
   // Every bucket reduced in place: starts, in order, those the backward pass
   // did not, then reducer.FinishBuckets(). Disarms. Returns the first
   // error: of a start during the backward, of a start here, of the finish.
@@ -159,6 +166,7 @@ class GradientBuckets {
   GradientReducer* armed_reducer_ = nullptr;
   c10d::ProcessGroup* armed_group_ = nullptr;
   std::vector<int> pending_;  // gradients not yet accumulated, by bucket
+  std::vector<bool> accumulated_;  // by layout index, since ArmBackward
   int next_bucket_ = 0;       // the first bucket not started
   absl::Status start_error_;
 };

@@ -187,6 +187,43 @@ TEST(GradientBucketsTest, OverlapStartsReadyBucketsInOrderDuringBackward) {
   }
 }
 
+// After an armed backward that gives the first layer no gradient, those
+// are the gradients not accumulated, their values as they were; before any
+// arming the question is refused.
+TEST(GradientBucketsTest, NotAccumulatedNamesTheGradientsTheArmedBackwardLeft) {
+  std::vector<std::unique_ptr<TinyNet>> nets;
+  std::vector<std::unique_ptr<RecordingReducer>> reducers;
+  for (int r = 0; r < 2; ++r) {
+    nets.push_back(std::make_unique<TinyNet>(30 + r));
+    reducers.push_back(
+        std::make_unique<RecordingReducer>(/*cap=*/1, /*overlap=*/true, &nets.back()->params[0]));
+  }
+  std::vector<std::vector<at::Tensor>> left(2);
+  absl::Status status = RunOnLocalGroup(2, [&](int r, c10d::ProcessGroup& group) {
+    auto buckets = GradientBuckets::ForParameters(nets[r]->params, *reducers[r]);
+    if (!buckets.ok()) return buckets.status();
+    absl::StatusOr<std::vector<at::Tensor>> unarmed = (*buckets)->NotAccumulated();
+    if (unarmed.status().code() != absl::StatusCode::kFailedPrecondition) {
+      return absl::InternalError("NotAccumulated before ArmBackward was not refused");
+    }
+    nets[r]->Backward();
+    (*buckets)->ArmBackward(*reducers[r], group);
+    // Only the second layer (w1, b1) gets a gradient.
+    (nets[r]->params[2].sum() + nets[r]->params[3].sum()).backward();
+    absl::StatusOr<std::vector<at::Tensor>> not_accumulated = (*buckets)->NotAccumulated();
+    if (!not_accumulated.ok()) return not_accumulated.status();
+    left[r] = *not_accumulated;
+    return (*buckets)->Reduce(*reducers[r], group);
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  for (int r = 0; r < 2; ++r) {
+    // Layout order (reverse): b0 before w0; the very tensors of .grad.
+    ASSERT_EQ(left[r].size(), 2u);
+    EXPECT_EQ(left[r][0].data_ptr(), nets[r]->params[1].grad().data_ptr());
+    EXPECT_EQ(left[r][1].data_ptr(), nets[r]->params[0].grad().data_ptr());
+  }
+}
+
 // The start observer sees each bucket as this rank's backward left it,
 // before the reducer sums it, with its offset in the buckets laid end to
 // end: in the backward pass (overlap) and in Reduce() alike.

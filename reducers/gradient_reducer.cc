@@ -36,7 +36,7 @@ absl::StatusOr<at::Tensor> GradientReducer::SumChunks(at::Tensor& /*chunks*/,
 }
 
 absl::Status GradientReducer::BeginChunkBuckets(const at::Tensor& /*rows*/,
-                                                int64_t /*buckets_row*/,
+                                                ChunkTreeNode /*buckets_node*/,
                                                 absl::Span<const int64_t> /*row_bounds*/) {
   return absl::UnimplementedError(
       "this reducer reduces buckets; BeginChunkBuckets is the ordered mode's (chunk_slots() > 0)");

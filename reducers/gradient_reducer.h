@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "reducers/chunk_tree.h"
 
 namespace c10d {
 class ProcessGroup;
@@ -146,20 +147,24 @@ class GradientReducer {
   // bucket by bucket inside the backward of the last chunk this rank
   // computes, and the every-update reports ride in the last bucket. Once
   // per update, before that backward, the trainer calls
-  //   BeginChunkBuckets(rows, buckets_row, row_bounds)
+  //   BeginChunkBuckets(rows, buckets_node, row_bounds)
   // `rows` ([R, n], R = row_bounds[rank + 1] - row_bounds[rank]) holds this
   // rank's chunk rows in the buckets' layout (n: the buckets' gradients
   // laid end to end, no rider), the rows it computed already, zeros for the
-  // rows it computes none of; the row `buckets_row` of it (-1: none, the
-  // rank computes no chunk and its buckets hold zeros) is the one the
-  // buckets will hold when they start. Then StartBucket(flat) for every
-  // bucket in order (each copies its gradients into that row) and
-  // FinishBuckets(): every bucket's gradients hold the update's gradient
-  // for their elements, SumChunks' bits, and a rider (the last bucket's
-  // values after the gradients) the ranks' riders summed in rank order.
-  // `rows` must live, unchanged but for those copies, until
+  // rows it computes none of. `buckets_node` (rows of the whole tree,
+  // reducers/chunk_tree.h) is what the buckets will hold when they start:
+  // one of this rank's rows; or one of the subtrees this rank holds
+  // (HeldSubtrees), its rows' tree sum, which the trainer made (two chunks
+  // accumulated into the same gradients are their node's sum), and then
+  // `rows` is not read for that node's rows; or none (lo == hi: the rank
+  // computes no chunk and its buckets hold zeros). Then StartBucket(flat)
+  // for every bucket in order (each copies its gradients into that row)
+  // and FinishBuckets(): every bucket's gradients hold the update's
+  // gradient for their elements, SumChunks' bits, and a rider (the last
+  // bucket's values after the gradients) the ranks' riders summed in rank
+  // order. `rows` must live, unchanged but for those copies, until
   // FinishBuckets() returns. Default: Unimplemented.
-  virtual absl::Status BeginChunkBuckets(const at::Tensor& rows, int64_t buckets_row,
+  virtual absl::Status BeginChunkBuckets(const at::Tensor& rows, ChunkTreeNode buckets_node,
                                          absl::Span<const int64_t> row_bounds);
 
   // Totals since construction.

@@ -84,14 +84,15 @@ absl::Status OrderedSumReducer::ReduceBucket(at::Tensor& /*flat*/,
       "then the buckets), not a bucket alone");
 }
 
-absl::Status OrderedSumReducer::BeginChunkBuckets(const at::Tensor& rows, int64_t buckets_row,
+absl::Status OrderedSumReducer::BeginChunkBuckets(const at::Tensor& rows,
+                                                  ChunkTreeNode buckets_node,
                                                   absl::Span<const int64_t> row_bounds) {
   if (!in_flight_.empty()) {
     return absl::FailedPreconditionError(
         "ordered_sum: BeginChunkBuckets while the last update's buckets are in flight");
   }
   rows_ = rows;
-  buckets_row_ = buckets_row;
+  buckets_node_ = buckets_node;
   row_bounds_.assign(row_bounds.begin(), row_bounds.end());
   total_rows_ = row_bounds.empty() ? 0 : row_bounds.back();
   next_element_ = 0;
@@ -114,23 +115,28 @@ absl::Status OrderedSumReducer::StartBucket(at::Tensor& flat, c10d::ProcessGroup
       return s;
     }
     const int64_t own_rows = row_bounds_[rank_ + 1] - row_bounds_[rank_];
-    if (rows_.dim() != 2 || rows_.size(0) != own_rows || buckets_row_ >= own_rows) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ordered_sum: rank ", rank_, " holds ", own_rows, " chunk rows, given ",
-          rows_.dim() == 2 ? rows_.size(0) : -1, " and the buckets' row ", buckets_row_));
+    if (rows_.dim() != 2 || rows_.size(0) != own_rows) {
+      return absl::InvalidArgumentError(absl::StrCat("ordered_sum: rank ", rank_, " holds ",
+                                                     own_rows, " chunk rows, given ",
+                                                     rows_.dim() == 2 ? rows_.size(0) : -1));
     }
     held_ = HeldByRank(total_rows_, row_bounds_);
     first_row_ = row_bounds_[rank_];
+    if (absl::Status s = CheckBucketsNode(); !s.ok()) {
+      held_.clear();
+      return s;
+    }
   }
   const int64_t n = rows_.size(1);
   const int64_t len = std::min<int64_t>(flat.numel(), n - next_element_);
   try {
-    // This rank's rows of the bucket's elements: the buckets' row is the
-    // bucket itself.
+    // This rank's rows of the bucket's elements: the buckets' node's first
+    // row is the bucket itself (its other rows are not read).
     std::vector<at::Tensor> rows;
     for (int64_t i = 0; i < rows_.size(0); ++i) {
-      rows.push_back(i == buckets_row_ ? flat.narrow(0, 0, len)
-                                       : rows_[i].narrow(0, next_element_, len));
+      rows.push_back(first_row_ + i == buckets_node_.lo && buckets_node_.hi > buckets_node_.lo
+                         ? flat.narrow(0, 0, len)
+                         : rows_[i].narrow(0, next_element_, len));
     }
     Start(rows, len, flat.narrow(0, len, flat.numel() - len), flat, group);
   } catch (const std::exception& e) {
@@ -181,7 +187,7 @@ absl::StatusOr<at::Tensor> OrderedSumReducer::SumChunks(at::Tensor& chunks,
   }
   const int rank = group->getRank();
   at::Tensor own = chunks.narrow(0, row_bounds[rank], row_bounds[rank + 1] - row_bounds[rank]);
-  if (absl::Status s = BeginChunkBuckets(own, -1, row_bounds); !s.ok()) return s;
+  if (absl::Status s = BeginChunkBuckets(own, ChunkTreeNode(), row_bounds); !s.ok()) return s;
   at::Tensor total;
   try {
     total = at::empty({chunks.size(1)}, chunks.options());
@@ -237,8 +243,7 @@ void OrderedSumReducer::Start(const std::vector<at::Tensor>& rows, int64_t len,
     at::Tensor contribution =
         whole_bucket ? out : Buffer(ordinal, 0, most * len + stretch.tail, out.options());
     for (int64_t i = 0; i < held && !whole_bucket; ++i) {
-      SumSubtreeInto(rows, first_row_, mine[static_cast<size_t>(i)],
-                     contribution.narrow(0, i * len, len));
+      OwnSubtreeInto(rows, mine[static_cast<size_t>(i)], contribution.narrow(0, i * len, len));
     }
     if (!whole_bucket) {
       contribution.narrow(0, held * len, (most - held) * len).zero_();
@@ -258,7 +263,7 @@ void OrderedSumReducer::Start(const std::vector<at::Tensor>& rows, int64_t len,
   const int64_t piece = (len + world_ - 1) / world_;
   at::Tensor sums = at::empty({held, len}, out.options());
   for (int64_t i = 0; i < held; ++i) {
-    SumSubtreeInto(rows, first_row_, mine[static_cast<size_t>(i)], sums[i]);
+    OwnSubtreeInto(rows, mine[static_cast<size_t>(i)], sums[i]);
   }
   at::Tensor input = PiecesByDestination(sums, world_, piece);
   std::vector<int64_t> input_splits(world_, held * piece);
@@ -286,7 +291,7 @@ void OrderedSumReducer::StartAllReduce(const std::vector<at::Tensor>& rows,
   at::Tensor summed =
       whole_bucket ? stretch.out : Buffer(ordinal, 0, len + stretch.tail, stretch.out.options());
   if (!whole_bucket) {
-    SumSubtreeInto(rows, first_row_, mine, summed.narrow(0, 0, len));
+    OwnSubtreeInto(rows, mine, summed.narrow(0, 0, len));
     summed.narrow(0, len, stretch.tail).copy_(tail);
   }
   c10d::AllreduceOptions sum;
@@ -297,8 +302,30 @@ void OrderedSumReducer::StartAllReduce(const std::vector<at::Tensor>& rows,
 }
 
 bool OrderedSumReducer::IsTheBucket(ChunkTreeNode node, const InFlight& stretch) const {
-  return node.hi - node.lo == 1 && node.lo - first_row_ == buckets_row_ &&
-         stretch.out.numel() == stretch.len + stretch.tail;
+  return node == buckets_node_ && stretch.out.numel() == stretch.len + stretch.tail;
+}
+
+void OrderedSumReducer::OwnSubtreeInto(const std::vector<at::Tensor>& rows, ChunkTreeNode node,
+                                       at::Tensor out) const {
+  if (node == buckets_node_ && node.hi - node.lo > 1) {
+    out.copy_(rows[static_cast<size_t>(node.lo - first_row_)]);
+    return;
+  }
+  SumSubtreeInto(rows, first_row_, node, out);
+}
+
+absl::Status OrderedSumReducer::CheckBucketsNode() const {
+  const ChunkTreeNode node = buckets_node_;
+  if (node.lo == node.hi) return absl::OkStatus();
+  const int64_t last_row = row_bounds_[rank_ + 1];
+  const bool own_row = node.hi - node.lo == 1 && node.lo >= first_row_ && node.hi <= last_row;
+  const std::vector<ChunkTreeNode>& mine = held_[rank_];
+  if (own_row || std::find(mine.begin(), mine.end(), node) != mine.end()) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "ordered_sum: the buckets hold rows [", node.lo, ", ", node.hi, "), neither one of rank ",
+      rank_, "'s rows [", first_row_, ", ", last_row, ") nor a subtree it holds"));
 }
 
 bool OrderedSumReducer::RootOfTwoSubtrees() const {

@@ -34,7 +34,11 @@
 // so the reduction overlaps the rest of that backward as allreduce_sum's
 // does; the elements after the gradients (the every-update reports'
 // rider) are the ranks' values added in rank order, exact for values that
-// only one rank writes. The tree works element by element, so a bucket's
+// only one rank writes. When a rank holds one subtree of two rows and
+// computes both, the trainer accumulates the second chunk's backward into
+// the first one's gradients in the buckets (autograd's in-place add is the
+// node's one addition per element), and the buckets hold that subtree's
+// sum: nothing of the rows is copied or added here. The tree works element by element, so a bucket's
 // elements summed alone have the bits of the whole row summed at once.
 //
 // Cost: with one subtree a rank, the all-to-all and the all-gather carry
@@ -76,8 +80,10 @@ class OrderedSumReducer : public GradientReducer {
   absl::Status ReduceBucket(at::Tensor& flat, c10d::ProcessGroup& group) override;
   // As GradientReducer's ordered mode. FailedPrecondition without a
   // BeginChunkBuckets since the last FinishBuckets; InvalidArgument for
-  // row bounds that are not the group's; the collectives' errors.
-  absl::Status BeginChunkBuckets(const at::Tensor& rows, int64_t buckets_row,
+  // row bounds that are not the group's, or a buckets' node that is neither
+  // one of this rank's rows nor a subtree it holds (at the first bucket);
+  // the collectives' errors.
+  absl::Status BeginChunkBuckets(const at::Tensor& rows, ChunkTreeNode buckets_node,
                                  absl::Span<const int64_t> row_bounds) override;
   absl::Status StartBucket(at::Tensor& flat, c10d::ProcessGroup& group) override;
   absl::Status FinishBuckets() override;
@@ -132,9 +138,17 @@ class OrderedSumReducer : public GradientReducer {
   // Every rank's subtree roots, in row order (the tree's leaves covered
   // once, left to right).
   std::vector<ChunkTreeNode> RootsInRowOrder() const;
-  // Whether `node` is one row, the buckets' row, and `stretch` a whole
-  // bucket ([gradients, tail]): the bucket itself is then its sum.
+  // Whether `node` is what the buckets hold (buckets_node_) and `stretch` a
+  // whole bucket ([gradients, tail]): the bucket itself is then its sum.
   bool IsTheBucket(ChunkTreeNode node, const InFlight& stretch) const;
+  // The sum of `node`, one of this rank's subtrees, into `out`: the
+  // buckets' piece itself (rows[buckets_node_.lo - first_row_]) when the
+  // buckets hold it; else its rows added along the tree.
+  void OwnSubtreeInto(const std::vector<at::Tensor>& rows, ChunkTreeNode node,
+                      at::Tensor out) const;
+  // OkStatus when buckets_node_ is none, one of this rank's rows or one of
+  // its subtrees; else InvalidArgument.
+  absl::Status CheckBucketsNode() const;
   // The most subtrees any rank holds.
   int64_t MostHeld() const;
   // Two ranks, one subtree each, the root's two children: the whole sum is
@@ -152,7 +166,7 @@ class OrderedSumReducer : public GradientReducer {
   ReduceStats stats_;
   // Set by BeginChunkBuckets (or SumChunks) for one reduction.
   at::Tensor rows_;
-  int64_t buckets_row_ = -1;
+  ChunkTreeNode buckets_node_;
   int64_t total_rows_ = 0;
   int64_t first_row_ = 0;
   int64_t next_element_ = 0;

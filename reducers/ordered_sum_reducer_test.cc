@@ -128,65 +128,110 @@ TEST(OrderedSumReducerTest, ARankWhoseShareIsASubtreeSendsOneGradient) {
   EXPECT_EQ(reducers[0].stats().bytes, 2 * int64_t{kElements} * 4);
 }
 
-// The trainer's way on a group: the rows a rank computed first, the last
-// one's gradient in its buckets (three buckets of uneven size, the last
-// with a rider each rank writes its own part of), each bucket started
-// alone. Every bucket ends with the tree's sum of its elements, the bits of
-// the whole row summed at once, and the rider with every rank's part.
-TEST(OrderedSumReducerTest, BucketByBucketGivesTheWholeSumsBitsAndEveryRanksRider) {
+// The trainer's way on a group, rank r holding deal[r] chunks: the rows a
+// rank computed first, what its buckets hold (its last row; with
+// `last_subtree`, the tree's sum of its last held subtree, that subtree's
+// rows in `rows` then NaN, never read) in three buckets of uneven size,
+// the last with a rider each rank writes its own part of, each bucket
+// started alone. Every bucket ends with the tree's sum of its elements, the
+// bits of the whole row summed at once, and the rider with every rank's
+// part.
+void ExpectBucketByBucketSums(const std::vector<int>& deal, bool last_subtree) {
   const at::Tensor expected = SumSubtree(AllRows(), 0, {0, kChunks});
   const std::vector<int64_t> bucket_sizes = {100, 1, 156};
-  for (const std::vector<int>& deal :
-       std::vector<std::vector<int>>{
-           {6, 6}, {8, 4}, {9, 3}, {0, 12}, {4, 4, 4}, {1, 2, 4, 5}, {7, 0, 5}}) {
-    const int world = static_cast<int>(deal.size());
-    std::vector<OrderedSumReducer> reducers(world, MakeReducer());
-    const std::vector<int64_t> bounds = BoundsOf(deal);
-    std::vector<at::Tensor> results(world);
-    std::vector<at::Tensor> riders(world);
-    absl::Status status = RunOnLocalGroup(world, [&](int rank, c10d::ProcessGroup& group) {
-      // The rows before the last: computed; the last: in the buckets.
-      at::Tensor rows = RankRows(bounds[rank], deal[rank])
-                            .narrow(0, bounds[rank], deal[rank])
-                            .clone();
-      const int64_t last = deal[rank] - 1;
-      const at::Tensor last_gradient =
-          last >= 0 ? rows[last].clone() : at::zeros({kElements}, at::kFloat);
-      if (last >= 0) rows[last].zero_();
-      std::vector<at::Tensor> flats;
-      int64_t at = 0;
-      for (size_t b = 0; b < bucket_sizes.size(); ++b) {
-        const bool with_rider = b + 1 == bucket_sizes.size();
-        at::Tensor flat = at::zeros({bucket_sizes[b] + (with_rider ? world : 0)}, at::kFloat);
-        flat.narrow(0, 0, bucket_sizes[b]).copy_(last_gradient.narrow(0, at, bucket_sizes[b]));
-        if (with_rider) flat[bucket_sizes[b] + rank] = 1000.0f + rank;
-        at += bucket_sizes[b];
-        flats.push_back(flat);
-      }
-      if (absl::Status s = reducers[rank].BeginChunkBuckets(rows, last, bounds); !s.ok()) {
-        return s;
-      }
-      for (at::Tensor& flat : flats) {
-        if (absl::Status s = reducers[rank].StartBucket(flat, group); !s.ok()) return s;
-      }
-      if (absl::Status s = reducers[rank].FinishBuckets(); !s.ok()) return s;
-      std::vector<at::Tensor> gradients;
-      for (size_t b = 0; b < flats.size(); ++b) {
-        gradients.push_back(flats[b].narrow(0, 0, bucket_sizes[b]));
-      }
-      results[rank] = at::cat(gradients);
-      riders[rank] = flats.back().narrow(0, bucket_sizes.back(), world).clone();
-      return absl::OkStatus();
-    });
-    ASSERT_TRUE(status.ok()) << status;
-    for (int rank = 0; rank < world; ++rank) {
-      EXPECT_TRUE(at::equal(Bits(results[rank]), Bits(expected)))
-          << "rank " << rank << " of a deal of " << world;
-      EXPECT_TRUE(at::equal(riders[rank], at::arange(world, at::kFloat) + 1000.0f))
-          << "rank " << rank << " of a deal of " << world << ": " << riders[rank];
-      EXPECT_EQ(reducers[rank].stats().collectives, (world == 2 ? 1 : 2) * 3);
+  const int world = static_cast<int>(deal.size());
+  std::vector<OrderedSumReducer> reducers(world, MakeReducer());
+  const std::vector<int64_t> bounds = BoundsOf(deal);
+  std::vector<at::Tensor> results(world);
+  std::vector<at::Tensor> riders(world);
+  absl::Status status = RunOnLocalGroup(world, [&](int rank, c10d::ProcessGroup& group) {
+    const at::Tensor all = RankRows(bounds[rank], deal[rank]);
+    at::Tensor rows = all.narrow(0, bounds[rank], deal[rank]).clone();
+    ChunkTreeNode node;
+    if (deal[rank] > 0) {
+      node = last_subtree ? HeldSubtrees(kChunks, bounds[rank], bounds[rank + 1]).back()
+                          : ChunkTreeNode{bounds[rank + 1] - 1, bounds[rank + 1]};
     }
+    const at::Tensor in_buckets = node.hi > node.lo ? SumSubtree(all, 0, node)
+                                                    : at::zeros({kElements}, at::kFloat);
+    if (node.hi > node.lo) {
+      rows.narrow(0, node.lo - bounds[rank], node.hi - node.lo)
+          .fill_(last_subtree ? NAN : 0.0f);
+    }
+    std::vector<at::Tensor> flats;
+    int64_t at = 0;
+    for (size_t b = 0; b < bucket_sizes.size(); ++b) {
+      const bool with_rider = b + 1 == bucket_sizes.size();
+      at::Tensor flat = at::zeros({bucket_sizes[b] + (with_rider ? world : 0)}, at::kFloat);
+      flat.narrow(0, 0, bucket_sizes[b]).copy_(in_buckets.narrow(0, at, bucket_sizes[b]));
+      if (with_rider) flat[bucket_sizes[b] + rank] = 1000.0f + rank;
+      at += bucket_sizes[b];
+      flats.push_back(flat);
+    }
+    if (absl::Status s = reducers[rank].BeginChunkBuckets(rows, node, bounds); !s.ok()) {
+      return s;
+    }
+    for (at::Tensor& flat : flats) {
+      if (absl::Status s = reducers[rank].StartBucket(flat, group); !s.ok()) return s;
+    }
+    if (absl::Status s = reducers[rank].FinishBuckets(); !s.ok()) return s;
+    std::vector<at::Tensor> gradients;
+    for (size_t b = 0; b < flats.size(); ++b) {
+      gradients.push_back(flats[b].narrow(0, 0, bucket_sizes[b]));
+    }
+    results[rank] = at::cat(gradients);
+    riders[rank] = flats.back().narrow(0, bucket_sizes.back(), world).clone();
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  for (int rank = 0; rank < world; ++rank) {
+    EXPECT_TRUE(at::equal(Bits(results[rank]), Bits(expected)))
+        << "rank " << rank << " of a deal of " << world;
+    EXPECT_TRUE(at::equal(riders[rank], at::arange(world, at::kFloat) + 1000.0f))
+        << "rank " << rank << " of a deal of " << world << ": " << riders[rank];
+    EXPECT_EQ(reducers[rank].stats().collectives, (world == 2 ? 1 : 2) * 3);
   }
+}
+
+const std::vector<std::vector<int>>& BucketDeals() {
+  static const std::vector<std::vector<int>> deals = {
+      {6, 6}, {8, 4}, {9, 3}, {0, 12}, {4, 4, 4}, {1, 2, 4, 5}, {7, 0, 5}};
+  return deals;
+}
+
+TEST(OrderedSumReducerTest, BucketByBucketGivesTheWholeSumsBitsAndEveryRanksRider) {
+  for (const std::vector<int>& deal : BucketDeals()) ExpectBucketByBucketSums(deal, false);
+}
+
+// The trainer accumulates a rank's two chunks of one subtree into its
+// buckets: the buckets then hold that subtree's sum, and the rows of it are
+// not read (NaN above). The same bits at every deal.
+TEST(OrderedSumReducerTest, BucketsHoldingASubtreesSumGiveTheSameBits) {
+  for (const std::vector<int>& deal : BucketDeals()) ExpectBucketByBucketSums(deal, true);
+  // Every rank's share one subtree of several rows; a rank with two.
+  for (const std::vector<int>& deal : std::vector<std::vector<int>>{{2, 2, 4, 4}, {4, 8}}) {
+    ExpectBucketByBucketSums(deal, true);
+  }
+}
+
+TEST(OrderedSumReducerTest, BucketsHoldingNeitherARowNorASubtreeOfTheRankAreRefused) {
+  OrderedSumReducer reducer = MakeReducer();
+  const std::vector<int64_t> halves = {0, 6, 12};
+  absl::Status status = RunOnLocalGroup(2, [&](int rank, c10d::ProcessGroup& group) {
+    // Rank 0 is refused before any collective; rank 1 calls nothing.
+    if (rank == 1) return absl::OkStatus();
+    at::Tensor rows = at::zeros({6, kElements}, at::kFloat);
+    // [0, 6) is the subtrees [0, 4) and [4, 6), not one node.
+    if (absl::Status s = reducer.BeginChunkBuckets(rows, ChunkTreeNode{0, 6}, halves); !s.ok()) {
+      return s;
+    }
+    at::Tensor flat = at::zeros({kElements}, at::kFloat);
+    return reducer.StartBucket(flat, group);
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(status.message(),
+              HasSubstr("the buckets hold rows [0, 6), neither one of rank 0's rows [0, 6) "
+                        "nor a subtree it holds"));
 }
 
 // One chunk a rank: each rank sends its bucket as it is (no copy), and
@@ -201,7 +246,9 @@ TEST(OrderedSumReducerTest, OneChunkARankSendsTheBucketItselfAndSumsAlike) {
                 flats[rank] = at::zeros({kElements + 2}, at::kFloat);
                 flats[rank].narrow(0, 0, kElements).copy_(ChunkGradient(rank));
                 flats[rank][kElements + rank] = 7.0f + rank;
-                if (absl::Status s = reducers[rank].BeginChunkBuckets(rows, 0, bounds); !s.ok()) {
+                if (absl::Status s = reducers[rank].BeginChunkBuckets(
+                        rows, ChunkTreeNode{rank, rank + 1}, bounds);
+                    !s.ok()) {
                   return s;
                 }
                 if (absl::Status s = reducers[rank].StartBucket(flats[rank], group); !s.ok()) {

@@ -19,6 +19,7 @@
 #include "model/keyed_dropout.h"
 #include "model/share_backward.h"
 #include "model/sync_batch_norm.h"
+#include "reducers/chunk_tree.h"
 #include "samplers/micro_batches.h"
 
 namespace receipt_parity {
@@ -263,14 +264,17 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::ChunksIntoBuckets(
   // starts the buckets' reduction, each bucket taking its part of the row.
   if (mine.empty()) {
     if (absl::Status s = buckets_->ZeroGradients(); !s.ok()) return s;
-    if (absl::Status s = BeginChunkBuckets(-1); !s.ok()) return s;
+    if (absl::Status s = BeginChunkBuckets(ChunkTreeNode()); !s.ok()) return s;
     return WeightedBackwardResult();
   }
+  if (HoldsOnePairWhole(mine)) return PairIntoBuckets(mine, share, on_chunk);
   WeightedBackwardResult loss;
   for (const ChunkShare& chunk : mine) {
     const bool last = &chunk == &mine.back();
     if (last) {
-      if (absl::Status s = BeginChunkBuckets(chunk.row - first); !s.ok()) return s;
+      if (absl::Status s = BeginChunkBuckets(ChunkTreeNode{chunk.row, chunk.row + 1}); !s.ok()) {
+        return s;
+      }
       ArmBuckets();
     }
     absl::StatusOr<WeightedBackwardResult> backward = ChunkBackward(chunk, share, on_chunk);
@@ -292,8 +296,38 @@ absl::StatusOr<WeightedBackwardResult> UpdateStep::ChunksIntoBuckets(
   return loss;
 }
 
-absl::Status UpdateStep::BeginChunkBuckets(int64_t buckets_row) {
-  return parts_.reducer->BeginChunkBuckets(chunk_rows_, buckets_row, chunk_row_bounds_);
+bool UpdateStep::HoldsOnePairWhole(const std::vector<ChunkShare>& mine) const {
+  const int64_t first = chunk_row_bounds_[parts_.rank];
+  const std::vector<ChunkTreeNode> held =
+      HeldSubtrees(chunk_row_bounds_.back(), first, chunk_row_bounds_[parts_.rank + 1]);
+  return mine.size() == 2 && held.size() == 1 && held[0] == ChunkTreeNode{first, first + 2} &&
+         mine[0].row == first && mine[1].row == first + 1;
+}
+
+absl::StatusOr<WeightedBackwardResult> UpdateStep::PairIntoBuckets(
+    const std::vector<ChunkShare>& mine, const ShareBackwardParts& share,
+    const ChunkObserver& on_chunk) {
+  absl::StatusOr<WeightedBackwardResult> left = ChunkBackward(mine[0], share, on_chunk);
+  if (!left.ok()) return left.status();
+  const ChunkTreeNode pair{mine[0].row, mine[1].row + 1};
+  if (absl::Status s = BeginChunkBuckets(pair); !s.ok()) return s;
+  ArmBuckets();
+  absl::StatusOr<WeightedBackwardResult> right =
+      ChunkBackward(mine[1], share, on_chunk, GradientStart::kAccumulate);
+  if (!right.ok()) return right.status();
+  // The tree adds the right row even where it is +0 (a parameter this
+  // backward gave no gradient): the same addition here turns a -0 into +0.
+  absl::StatusOr<std::vector<at::Tensor>> untouched = buckets_->NotAccumulated();
+  if (!untouched.ok()) return untouched.status();
+  for (at::Tensor& gradient : *untouched) gradient.add_(0.0);
+  WeightedBackwardResult loss = *left;
+  loss.weighted_loss += right->weighted_loss;
+  loss.accepted_loss_sum += right->accepted_loss_sum;
+  return loss;
+}
+
+absl::Status UpdateStep::BeginChunkBuckets(ChunkTreeNode buckets_node) {
+  return parts_.reducer->BeginChunkBuckets(chunk_rows_, buckets_node, chunk_row_bounds_);
 }
 
 absl::Status UpdateStep::SumChunks(int64_t total_update) {

@@ -283,16 +283,28 @@ class UpdateStep {
                                                         const ShareBackwardParts& share,
                                                         const ChunkObserver& on_chunk);
   // On a group: chunk_rows_ is this rank's rows only, in the buckets'
-  // layout; every chunk but the last is copied into its row, and the last
-  // one's backward starts the reducer's sum bucket by bucket
+  // layout; every chunk but the last is copied into its row (except for
+  // one pair: PairIntoBuckets), and the last one's backward starts the
+  // reducer's sum bucket by bucket
   // (GradientReducer::BeginChunkBuckets), overlapping the rest of that
   // backward, the every-update reports riding in the last bucket.
   absl::StatusOr<WeightedBackwardResult> ChunksIntoBuckets(const std::vector<ChunkShare>& mine,
                                                            const ShareBackwardParts& share,
                                                            const ChunkObserver& on_chunk);
-  // The reducer told this update's rows; `buckets_row` the one the buckets
-  // will hold (-1: none).
-  absl::Status BeginChunkBuckets(int64_t buckets_row);
+  // Whether this rank computes exactly the two rows of the one subtree it
+  // holds (as at two workers and four chunks).
+  bool HoldsOnePairWhole(const std::vector<ChunkShare>& mine) const;
+  // Then: the second chunk's backward adds into the first one's gradients,
+  // in the buckets, which then hold the pair's node of the tree (autograd
+  // adds the two rows as the tree does, element by element, and the sum is
+  // commutative), and it starts the reduction; no row is copied or added,
+  // and the every-update checks see the pair's sum as the buckets start.
+  absl::StatusOr<WeightedBackwardResult> PairIntoBuckets(const std::vector<ChunkShare>& mine,
+                                                         const ShareBackwardParts& share,
+                                                         const ChunkObserver& on_chunk);
+  // The reducer told this update's rows; `buckets_node` what the buckets
+  // will hold (lo == hi: none).
+  absl::Status BeginChunkBuckets(ChunkTreeNode buckets_node);
   // One rank's ordered reduction: the reducer's SumChunks over chunk_rows_,
   // its result the parameters' gradients.
   absl::Status SumChunks(int64_t total_update);

@@ -13,8 +13,12 @@ import unittest
 
 import integration_support as support
 
-# (world, local batches): 4 chunks of 3 slots dealt five ways.
-DEALS = ((1, None), (2, [9, 3]), (3, [6, 3, 3]), (4, None))
+# (name, world, local batches): 4 chunks of 3 slots dealt five ways. At 2
+# workers evenly each rank holds one pair of the tree (its two chunks'
+# gradients accumulated in its buckets, then one all-reduce of the two
+# pairs); at 3 workers rank 0 holds one pair.
+DEALS = (("w1", 1, None), ("w2", 2, [9, 3]), ("w2even", 2, None), ("w3", 3, [6, 3, 3]),
+         ("w4", 4, None))
 
 
 def config(world, local=None, max_updates=None, chunk_slots=3, extra="", run_extra=""):
@@ -39,30 +43,30 @@ class OrderedSumAtEveryWorldSizeTest(unittest.TestCase):
   def setUpClass(cls):
     cls.tmp = support.temp_dir("ordered_sum")
     cls.runs = {}
-    for world, local in DEALS:
-      out = os.path.join(cls.tmp, "w%d" % world)
-      path = support.write_config(cls.tmp, "w%d" % world, config(world, local))
-      cls.runs[world] = (support.train(path, out), out)
+    for name, world, local in DEALS:
+      out = os.path.join(cls.tmp, name)
+      path = support.write_config(cls.tmp, name, config(world, local))
+      cls.runs[name] = (support.train(path, out), out)
 
-  def out(self, world):
-    result, out = self.runs[world]
+  def out(self, name):
+    result, out = self.runs[name]
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
     return out
 
   def test_the_parameters_are_bitwise_the_same_at_1_2_3_and_4_workers(self):
     # A one-worker run trains in OUT/reference.
-    expected = support.final_hash(os.path.join(self.out(1), "reference"))
-    for world, _ in DEALS[1:]:
-      self.assertEqual(support.final_hash(self.out(world)), expected, "world %d" % world)
+    expected = support.final_hash(os.path.join(self.out("w1"), "reference"))
+    for name, _, _ in DEALS[1:]:
+      self.assertEqual(support.final_hash(self.out(name)), expected, name)
     self.assertEqual(
-        support.load(os.path.join(self.out(2), "run_summary.json"))["updates"], 40)
+        support.load(os.path.join(self.out("w2"), "run_summary.json"))["updates"], 40)
 
   def test_parity_json_says_bitwise_equal_for_real_runs(self):
-    for world, _ in DEALS[1:]:
-      parity = support.load(os.path.join(self.out(world), "parity.json"))
+    for name, _, _ in DEALS[1:]:
+      parity = support.load(os.path.join(self.out(name), "parity.json"))
       self.assertFalse(parity["simulated"])
       self.assertTrue(parity["pass"], parity.get("failures"))
-      self.assertTrue(parity["bitwise_equal"], world)
+      self.assertTrue(parity["bitwise_equal"], name)
       self.assertEqual(parity["whole_run"]["mode"], "bitwise", parity["whole_run"])
       self.assertTrue(parity["whole_run"]["pass"], parity["whole_run"])
 
@@ -90,7 +94,7 @@ class OrderedSumAtEveryWorldSizeTest(unittest.TestCase):
     self.assertEqual(support.load(os.path.join(out, "resume.json"))["world_size_change_rule"],
                      "world_size_independent")
     self.assertEqual(support.final_hash(out),
-                     support.final_hash(os.path.join(self.out(1), "reference")))
+                     support.final_hash(os.path.join(self.out("w1"), "reference")))
 
   def test_a_rank_killed_in_its_all_reduce_resumes_to_the_same_bits(self):
     out = os.path.join(self.tmp, "killed")
@@ -104,7 +108,7 @@ class OrderedSumAtEveryWorldSizeTest(unittest.TestCase):
     resumed = support.train(path, out)
     self.assertEqual(resumed.returncode, 0, resumed.stderr[-2000:])
     self.assertEqual(support.load(os.path.join(out, "resume.json"))["update"], 15)
-    self.assertEqual(support.final_hash(out), support.final_hash(self.out(2)))
+    self.assertEqual(support.final_hash(out), support.final_hash(self.out("w2")))
 
 
 class OrderedSumRefusalsTest(unittest.TestCase):
