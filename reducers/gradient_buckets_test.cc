@@ -199,6 +199,8 @@ TEST(GradientBucketsTest, NotAccumulatedNamesTheGradientsTheArmedBackwardLeft) {
         std::make_unique<RecordingReducer>(/*cap=*/1, /*overlap=*/true, &nets.back()->params[0]));
   }
   std::vector<std::vector<at::Tensor>> left(2);
+  std::vector<std::vector<at::Tensor>> left_values(2);
+  std::vector<std::vector<at::Tensor>> before(2);
   absl::Status status = RunOnLocalGroup(2, [&](int r, c10d::ProcessGroup& group) {
     auto buckets = GradientBuckets::ForParameters(nets[r]->params, *reducers[r]);
     if (!buckets.ok()) return buckets.status();
@@ -207,20 +209,25 @@ TEST(GradientBucketsTest, NotAccumulatedNamesTheGradientsTheArmedBackwardLeft) {
       return absl::InternalError("NotAccumulated before ArmBackward was not refused");
     }
     nets[r]->Backward();
+    before[r] = nets[r]->Grads();
     (*buckets)->ArmBackward(*reducers[r], group);
     // Only the second layer (w1, b1) gets a gradient.
     (nets[r]->params[2].sum() + nets[r]->params[3].sum()).backward();
     absl::StatusOr<std::vector<at::Tensor>> not_accumulated = (*buckets)->NotAccumulated();
     if (!not_accumulated.ok()) return not_accumulated.status();
     left[r] = *not_accumulated;
+    for (const at::Tensor& gradient : left[r]) left_values[r].push_back(gradient.clone());
     return (*buckets)->Reduce(*reducers[r], group);
   });
   ASSERT_TRUE(status.ok()) << status;
   for (int r = 0; r < 2; ++r) {
-    // Layout order (reverse): b0 before w0; the very tensors of .grad.
+    // Layout order (reverse): b0 before w0; the very tensors of .grad,
+    // holding what the backward before the armed one left.
     ASSERT_EQ(left[r].size(), 2u);
     EXPECT_EQ(left[r][0].data_ptr(), nets[r]->params[1].grad().data_ptr());
     EXPECT_EQ(left[r][1].data_ptr(), nets[r]->params[0].grad().data_ptr());
+    EXPECT_TRUE(at::equal(left_values[r][0], before[r][1]));
+    EXPECT_TRUE(at::equal(left_values[r][1], before[r][0]));
   }
 }
 
